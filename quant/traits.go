@@ -1,6 +1,9 @@
 package quant
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+)
 
 // Traits is one row of the traits table: everything QSF needs to know to
 // store, decode and multiply a tensor of one type. It plays the role of
@@ -55,8 +58,4 @@ func Lookup(t Type) (*Traits, error) {
 }
 
 // ErrUnsupported is returned for a tensor type that QSF cannot compute with.
-var ErrUnsupported = errUnsupported{}
-
-type errUnsupported struct{}
-
-func (errUnsupported) Error() string { return "quant: unsupported tensor type" }
+var ErrUnsupported = errors.New("quant: unsupported tensor type")
