@@ -1,0 +1,289 @@
+package model
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/qsf-llm/qsf/kernels"
+	"github.com/qsf-llm/qsf/kvcache"
+	"github.com/qsf-llm/qsf/quant"
+)
+
+// Model is an architecture's hyperparameters with its weights. It is
+// immutable and may be shared by any number of States.
+type Model struct {
+	Hparams
+	*Weights
+}
+
+// State is one sequence's working memory: its KV cache and every buffer
+// the forward pass writes. It is allocated once; the forward pass
+// allocates nothing.
+type State struct {
+	m    *Model
+	pool *kernels.Pool
+	KV   *kvcache.Cache
+
+	x      []float32 // residual stream
+	xb     []float32 // normalized input of a sub-block
+	q      []float32 // queries, all heads
+	k, v   []float32 // this position's keys and values, all KV heads
+	qkv    []float32 // fused projection output
+	att    []float32 // attention output, all heads
+	scores []float32 // attention weights, Heads × capacity
+	hb     []float32 // FFN hidden (gate, or fused gate+up)
+	hb2    []float32 // FFN hidden (up)
+	Logits []float32
+
+	acts activations // xb (or att, hb) quantized for the matrices that read it
+
+	// set per call for the attention workers
+	layer, pos int
+	attend     func(lo, hi int)
+}
+
+// NewState allocates the working memory of one sequence with room for
+// capacity positions, computing with pool.
+func (m *Model) NewState(capacity int, pool *kernels.Pool) (*State, error) {
+	hp := &m.Hparams
+	kv, err := kvcache.New(hp.Layers, capacity, hp.KDim(), hp.VDim())
+	if err != nil {
+		return nil, err
+	}
+	s := &State{
+		m: m, pool: pool, KV: kv,
+		x:      make([]float32, hp.Embd),
+		xb:     make([]float32, hp.Embd),
+		q:      make([]float32, hp.QDim()),
+		k:      make([]float32, hp.KDim()),
+		v:      make([]float32, hp.VDim()),
+		qkv:    make([]float32, hp.QDim()+hp.KDim()+hp.VDim()),
+		att:    make([]float32, hp.Heads*hp.HeadDimV),
+		scores: make([]float32, hp.Heads*capacity),
+		hb:     make([]float32, 2*hp.FFN),
+		hb2:    make([]float32, hp.FFN),
+		Logits: make([]float32, hp.Vocab),
+	}
+	s.acts.init(max(hp.Embd, hp.FFN, hp.Heads*hp.HeadDimV))
+	s.attend = s.attendHeads
+	return s, nil
+}
+
+// Forward runs token at position pos (which must equal KV.Len()) through
+// the model, appends its keys and values to the cache and, when logits is
+// true, leaves the next-token logits in s.Logits.
+func (s *State) Forward(token, pos int, logits bool) error {
+	m := s.m
+	hp := &m.Hparams
+	if token < 0 || token >= hp.Vocab {
+		return fmt.Errorf("model: token %d outside vocabulary of %d", token, hp.Vocab)
+	}
+	if pos != s.KV.Len() || pos >= s.KV.Capacity() {
+		return fmt.Errorf("%w: position %d, capacity %d", kvcache.ErrFull, pos, s.KV.Capacity())
+	}
+	if hp.LearnedPos && pos >= m.PosEmbd.Rows {
+		return fmt.Errorf("%w: position %d beyond the %d learned positions", kvcache.ErrFull, pos, m.PosEmbd.Rows)
+	}
+
+	s.embed(token, pos)
+	for l := range m.Blocks {
+		s.attention(l, pos)
+		s.feedForward(l)
+	}
+	if err := s.KV.SetLen(pos + 1); err != nil {
+		return err
+	}
+	if logits {
+		s.norm(s.xb, s.x, m.OutNorm, m.OutNormB)
+		s.input(s.xb)
+		s.matVec(s.Logits, &m.Output)
+	}
+	return nil
+}
+
+// embed loads the token's embedding row into the residual stream.
+func (s *State) embed(token, pos int) {
+	m := s.m
+	m.TokenEmbd.Row(s.x, token)
+	if m.EmbedScale != 1 {
+		scale(s.x, m.EmbedScale)
+	}
+	if m.LearnedPos {
+		m.PosEmbd.Row(s.xb, pos)
+		add(s.x, s.xb)
+	}
+}
+
+// attention is the first half of a block: x += Wo · attend(q, K, V).
+func (s *State) attention(l, pos int) {
+	hp := &s.m.Hparams
+	ly := &s.m.Blocks[l]
+
+	s.norm(s.xb, s.x, ly.AttnNorm, ly.AttnNormB)
+
+	// Project to queries, keys and values.
+	s.input(s.xb)
+	if ly.QKV.Data != nil {
+		s.matVec(s.qkv, &ly.QKV)
+		qd, kd := hp.QDim(), hp.KDim()
+		copy(s.q, s.qkv[:qd])
+		copy(s.k, s.qkv[qd:qd+kd])
+		copy(s.v, s.qkv[qd+kd:])
+	} else {
+		s.matVec(s.q, &ly.Q)
+		s.matVec(s.k, &ly.K)
+		s.matVec(s.v, &ly.V)
+	}
+	addBias(s.q, ly.QB)
+	addBias(s.k, ly.KB)
+	addBias(s.v, ly.VB)
+
+	// Qwen3 normalizes each head of q and k before the rotation.
+	if ly.QNorm != nil {
+		for h := 0; h < hp.Heads; h++ {
+			head := s.q[h*hp.HeadDimK : (h+1)*hp.HeadDimK]
+			rmsNorm(head, head, ly.QNorm, hp.NormEps)
+		}
+	}
+	if ly.KNorm != nil {
+		for h := 0; h < hp.KVHeads; h++ {
+			head := s.k[h*hp.HeadDimK : (h+1)*hp.HeadDimK]
+			rmsNorm(head, head, ly.KNorm, hp.NormEps)
+		}
+	}
+
+	// Rotate by position and store this position's key and value.
+	if hp.Rope != RopeNone {
+		rope(s.q, hp.Heads, hp.HeadDimK, hp.RopeDim, pos, hp.RopeBase, hp.Rope)
+		rope(s.k, hp.KVHeads, hp.HeadDimK, hp.RopeDim, pos, hp.RopeBase, hp.Rope)
+	}
+	copy(s.KV.Key(l, pos), s.k)
+	copy(s.KV.Value(l, pos), s.v)
+
+	// Each query head attends to positions 0..pos of its KV head.
+	s.layer, s.pos = l, pos
+	s.pool.Parallel(hp.Heads, s.attend)
+
+	// Output projection back into the residual stream.
+	s.input(s.att)
+	s.matVec(s.xb, &ly.O)
+	addBias(s.xb, ly.OB)
+	add(s.x, s.xb)
+}
+
+// attendHeads computes softmax(q·K/√d)·V for query heads [lo, hi).
+func (s *State) attendHeads(lo, hi int) {
+	hp := &s.m.Hparams
+	n := s.pos + 1
+	keys := s.KV.Keys(s.layer, n)
+	values := s.KV.Values(s.layer, n)
+	kd, vd := hp.KDim(), hp.VDim()
+	group := hp.Heads / hp.KVHeads
+	scale := float32(1 / math.Sqrt(float64(hp.HeadDimK)))
+	for h := lo; h < hi; h++ {
+		kvh := h / group
+		q := s.q[h*hp.HeadDimK : (h+1)*hp.HeadDimK]
+		sc := s.scores[h*s.KV.Capacity() : h*s.KV.Capacity()+n]
+		for t := range sc {
+			k := keys[t*kd+kvh*hp.HeadDimK:]
+			sc[t] = dotF32(q, k[:hp.HeadDimK]) * scale
+		}
+		softmax(sc)
+		out := s.att[h*hp.HeadDimV : (h+1)*hp.HeadDimV]
+		clear(out)
+		for t, w := range sc {
+			v := values[t*vd+kvh*hp.HeadDimV:]
+			axpy(out, w, v[:hp.HeadDimV])
+		}
+	}
+}
+
+// feedForward is the second half of a block: x += FFN(norm(x)).
+func (s *State) feedForward(l int) {
+	hp := &s.m.Hparams
+	ly := &s.m.Blocks[l]
+	f := hp.FFN
+
+	s.norm(s.xb, s.x, ly.FFNNorm, ly.FFNNormB)
+
+	hidden := s.hb[:f]
+	s.input(s.xb)
+	switch {
+	case ly.GateUp.Data != nil: // fused [gate; up]
+		s.matVec(s.hb, &ly.GateUp)
+		gated(hidden, s.hb[:f], s.hb[f:2*f], hp.Act)
+	case ly.Gate.Data != nil: // SwiGLU / GeGLU
+		s.matVec(s.hb[:f], &ly.Gate)
+		s.matVec(s.hb2, &ly.Up)
+		gated(hidden, s.hb[:f], s.hb2, hp.Act)
+	default: // plain MLP
+		s.matVec(hidden, &ly.Up)
+		addBias(hidden, ly.UpB)
+		activate(hidden, hp.Act)
+	}
+
+	s.input(hidden)
+	s.matVec(s.xb, &ly.Down)
+	addBias(s.xb, ly.DownB)
+	add(s.x, s.xb)
+}
+
+// norm writes RMSNorm(x)·w, or LayerNorm(x)·w + b when the model uses
+// LayerNorm, into dst.
+func (s *State) norm(dst, x, w, b []float32) {
+	if s.m.LayerNorm {
+		layerNorm(dst, x, w, b, s.m.NormEps)
+		return
+	}
+	rmsNorm(dst, x, w, s.m.NormEps)
+}
+
+// input makes x the vector the following matVecs multiply. Its quantized
+// forms are computed lazily, once per activation type, so that matrices
+// reading the same input (Q, K, V; gate, up) share one conversion.
+func (s *State) input(x []float32) { s.acts.reset(x) }
+
+// matVec computes out = W·x for the current input x.
+func (s *State) matVec(out []float32, w *Tensor) {
+	s.pool.MatVec(w.Type, out, w.Data, w.Cols, s.acts.get(w.Type))
+}
+
+// activations holds the current input vector and its conversions to the
+// activation types of the weights that read it.
+type activations struct {
+	x    []float32
+	bufs [maxType][]byte
+	done [maxType]bool
+}
+
+const maxType = 64
+
+var activationTypes = []quant.Type{quant.F32, quant.F16, quant.BF16, quant.Q8_0, quant.Q8_1, quant.Q8_K}
+
+// init sizes a buffer per activation type for vectors of up to n elements.
+func (a *activations) init(n int) {
+	n = (n + 255) / 256 * 256 // whole blocks of every type
+	for _, t := range activationTypes {
+		size, _ := quant.RowBytes(t, n)
+		a.bufs[t] = make([]byte, size)
+	}
+}
+
+func (a *activations) reset(x []float32) {
+	a.x = x
+	a.done = [maxType]bool{}
+}
+
+// get returns the input converted to the activation type of weight type wt.
+func (a *activations) get(wt quant.Type) []byte {
+	tr, _ := quant.Lookup(wt) // weight types are checked at load
+	at := tr.VecDot
+	size, _ := quant.RowBytes(at, len(a.x))
+	buf := a.bufs[at][:size]
+	if !a.done[at] {
+		atr, _ := quant.Lookup(at)
+		atr.Quantize(buf, a.x)
+		a.done[at] = true
+	}
+	return buf
+}

@@ -1,0 +1,187 @@
+package model
+
+import (
+	"math"
+	"sync"
+
+	"github.com/qsf-llm/qsf/quant"
+)
+
+// The element-wise operations of the forward pass. Each follows the
+// arithmetic of llama.cpp's CPU backend where that decides the last bits
+// (sums of squares in float64, the fp16 GELU table, RoPE angles built by
+// repeated float32 multiplication).
+
+// rmsNorm writes x / sqrt(mean(x²) + eps) · w into dst.
+func rmsNorm(dst, x, w []float32, eps float32) {
+	var sum float64
+	for _, v := range x {
+		sum += float64(v * v)
+	}
+	mean := float32(sum / float64(len(x)))
+	s := 1 / float32(math.Sqrt(float64(mean+eps)))
+	for i, v := range x {
+		dst[i] = v * s * w[i]
+	}
+}
+
+// layerNorm writes (x - mean) / sqrt(var + eps) · w + b into dst.
+func layerNorm(dst, x, w, b []float32, eps float32) {
+	var sum float64
+	for _, v := range x {
+		sum += float64(v)
+	}
+	mean := float32(sum / float64(len(x)))
+	var sq float64
+	for i, v := range x {
+		d := v - mean
+		dst[i] = d
+		sq += float64(d * d)
+	}
+	variance := float32(sq / float64(len(x)))
+	s := 1 / float32(math.Sqrt(float64(variance+eps)))
+	for i := range dst[:len(x)] {
+		dst[i] = dst[i]*s*w[i] + b[i]
+	}
+}
+
+// rope rotates the first dims dimensions of each of heads heads of width
+// headDim in x by the angles of position pos.
+func rope(x []float32, heads, headDim, dims, pos int, base float32, style RopeStyle) {
+	thetaScale := float32(math.Pow(float64(base), -2/float64(dims)))
+	half := dims / 2
+	for h := 0; h < heads; h++ {
+		v := x[h*headDim : h*headDim+dims]
+		theta := float32(pos)
+		for i := 0; i < half; i++ {
+			sin, cos := math.Sincos(float64(theta))
+			c, s := float32(cos), float32(sin)
+			a, b := 2*i, 2*i+1 // normal: adjacent pairs
+			if style == RopeNeoX {
+				a, b = i, i+half
+			}
+			x0, x1 := v[a], v[b]
+			v[a] = x0*c - x1*s
+			v[b] = x0*s + x1*c
+			theta *= thetaScale
+		}
+	}
+}
+
+// softmax replaces x by exp(x - max) / Σ exp(x - max).
+func softmax(x []float32) {
+	mx := float32(math.Inf(-1))
+	for _, v := range x {
+		mx = max(mx, v)
+	}
+	var sum float64
+	for i, v := range x {
+		e := float32(math.Exp(float64(v - mx)))
+		x[i] = e
+		sum += float64(e)
+	}
+	inv := float32(1 / sum)
+	for i := range x {
+		x[i] *= inv
+	}
+}
+
+// dotF32 returns Σ a[i]·b[i] over len(a) elements.
+func dotF32(a, b []float32) float32 {
+	b = b[:len(a)]
+	var s0, s1, s2, s3 float32
+	i := 0
+	for ; i+4 <= len(a); i += 4 {
+		s0 += a[i] * b[i]
+		s1 += a[i+1] * b[i+1]
+		s2 += a[i+2] * b[i+2]
+		s3 += a[i+3] * b[i+3]
+	}
+	for ; i < len(a); i++ {
+		s0 += a[i] * b[i]
+	}
+	return (s0 + s1) + (s2 + s3)
+}
+
+// axpy adds a·x to y.
+func axpy(y []float32, a float32, x []float32) {
+	x = x[:len(y)]
+	for i := range y {
+		y[i] += a * x[i]
+	}
+}
+
+func scale(x []float32, s float32) {
+	for i := range x {
+		x[i] *= s
+	}
+}
+
+func add(dst, x []float32) {
+	x = x[:len(dst)]
+	for i := range dst {
+		dst[i] += x[i]
+	}
+}
+
+// addBias adds b to dst when the model has that bias.
+func addBias(dst, b []float32) {
+	if b != nil {
+		add(dst, b)
+	}
+}
+
+// gated writes act(gate)·up into dst.
+func gated(dst, gate, up []float32, act Activation) {
+	for i := range dst {
+		dst[i] = activation(gate[i], act) * up[i]
+	}
+}
+
+// activate applies act to x in place.
+func activate(x []float32, act Activation) {
+	for i, v := range x {
+		x[i] = activation(v, act)
+	}
+}
+
+func activation(x float32, act Activation) float32 {
+	if act == GELU {
+		return gelu(x)
+	}
+	return silu(x)
+}
+
+func silu(x float32) float32 {
+	return x / (1 + float32(math.Exp(float64(-x))))
+}
+
+// gelu is llama.cpp's GELU: the tanh approximation, looked up in a table
+// indexed by x rounded to fp16 and holding fp16 results; |x| ≥ 10 bypasses
+// the table.
+func gelu(x float32) float32 {
+	switch {
+	case x <= -10:
+		return 0
+	case x >= 10:
+		return x
+	}
+	geluOnce.Do(buildGELUTable)
+	return quant.FP16ToFP32(geluTable[quant.FP32ToFP16(x)])
+}
+
+var (
+	geluOnce  sync.Once
+	geluTable []uint16
+)
+
+func buildGELUTable() {
+	geluTable = make([]uint16, 1<<16)
+	for i := range geluTable {
+		x := quant.FP16ToFP32(uint16(i))
+		const sqrt2OverPi = 0.79788456080286535587989211986876
+		const coefA = 0.044715
+		y := 0.5 * x * (1 + float32(math.Tanh(float64(sqrt2OverPi*x*(1+coefA*x*x)))))
+		geluTable[i] = quant.FP32ToFP16(y)
+	}
+}
