@@ -32,6 +32,13 @@ type Traits struct {
 	// so that dot products match it bit for bit.
 	Quantize func(dst []byte, src []float32)
 
+	// QuantizeRef is the weight quantizer llama-quantize runs without an
+	// importance matrix (ggml's quantize_row_*_ref, or quantize_iq4_nl for
+	// IQ4_NL). It equals Quantize except for Q8_0 and Q8_1, whose
+	// reference quantizers round ties away from zero where the activation
+	// path rounds them to even.
+	QuantizeRef func(dst []byte, src []float32)
+
 	// Dot returns the dot product of n elements of a row w stored in this
 	// type with n elements of an activation act stored in VecDot. It is
 	// the scalar reference every SIMD kernel is tested against.
@@ -44,6 +51,9 @@ func register(t *Traits) {
 	l := layouts[t.Type]
 	if l.blockSize != t.BlockSize || l.blockBytes != t.BlockBytes {
 		panic(fmt.Sprintf("quant: traits of %v disagree with its layout", t.Type))
+	}
+	if t.QuantizeRef == nil {
+		t.QuantizeRef = t.Quantize
 	}
 	table[t.Type] = t
 }
