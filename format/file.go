@@ -1,0 +1,145 @@
+package format
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+)
+
+// OpenOptions adjusts how OpenWith opens a file.
+type OpenOptions struct {
+	// NoMmap reads tensor data with pread-style ReadAt calls instead of
+	// memory-mapping the file.
+	NoMmap bool
+}
+
+// File is an opened GGUF file: its parsed header plus access to the tensor
+// data. By default the file is memory-mapped read-only; where mapping is
+// unavailable or fails (or OpenOptions.NoMmap is set) it is read with
+// ReadAt instead.
+//
+// TensorData and ReadAt may be called concurrently; Close must not be
+// called while they run.
+type File struct {
+	*GGUF
+
+	name   string
+	f      *os.File // nil when mapped
+	data   []byte   // read-only mapping of the whole file, nil when not mapped
+	size   int64
+	closed bool
+}
+
+// Open opens and parses the GGUF file at path, memory-mapping it where
+// possible.
+func Open(path string) (*File, error) { return OpenWith(path, OpenOptions{}) }
+
+// OpenWith is Open with options.
+func OpenWith(path string, opts OpenOptions) (*File, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	size := st.Size()
+	var data []byte
+	if !opts.NoMmap && size > 0 && st.Mode().IsRegular() {
+		data, err = mmap(f, size)
+		if err != nil {
+			data = nil // fall back to ReadAt
+		}
+	}
+	var r io.ReaderAt = f
+	if data != nil {
+		r = bytes.NewReader(data)
+	}
+	g, err := ReadGGUF(r, size)
+	if err != nil {
+		if data != nil {
+			munmap(data)
+		}
+		f.Close()
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	file := &File{GGUF: g, name: path, f: f, data: data, size: size}
+	if data != nil {
+		// The mapping outlives the descriptor.
+		f.Close()
+		file.f = nil
+	}
+	return file, nil
+}
+
+// Name returns the path the file was opened with.
+func (f *File) Name() string { return f.name }
+
+// Size returns the file size in bytes.
+func (f *File) Size() int64 { return f.size }
+
+// Mapped reports whether the file is memory-mapped.
+func (f *File) Mapped() bool { return f.data != nil }
+
+// TensorData returns the bytes of tensor t, which must describe a range
+// inside the file (as every tensor of f.Tensors does). When the file is
+// mapped the slice points into the read-only mapping: it costs nothing,
+// must not be written to, and must not be used after Close. Otherwise the
+// data is read into a new slice.
+func (f *File) TensorData(t *TensorInfo) ([]byte, error) {
+	if f.closed {
+		return nil, fmt.Errorf("gguf: tensor %q: %w", t.Name, os.ErrClosed)
+	}
+	off := uint64(f.DataOffset) + t.Offset
+	if t.Offset > uint64(f.size) || off > uint64(f.size) || t.Size > uint64(f.size)-off {
+		return nil, fmt.Errorf("%w: tensor %q: data [%d, +%d) lies outside the %d-byte file", ErrCorrupt, t.Name, off, t.Size, f.size)
+	}
+	if f.data != nil {
+		end := off + t.Size
+		return f.data[off:end:end], nil
+	}
+	buf := make([]byte, t.Size)
+	if _, err := f.f.ReadAt(buf, int64(off)); err != nil {
+		return nil, fmt.Errorf("gguf: tensor %q: %w", t.Name, err)
+	}
+	return buf, nil
+}
+
+// ReadAt reads len(p) bytes at offset off of the file, as io.ReaderAt.
+func (f *File) ReadAt(p []byte, off int64) (int, error) {
+	if f.closed {
+		return 0, os.ErrClosed
+	}
+	if f.data == nil {
+		return f.f.ReadAt(p, off)
+	}
+	if off < 0 {
+		return 0, fmt.Errorf("gguf: ReadAt: negative offset %d", off)
+	}
+	if off >= f.size {
+		return 0, io.EOF
+	}
+	n := copy(p, f.data[off:])
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+// Close unmaps or closes the file. Slices returned by TensorData must not be
+// used afterwards. Calling Close again does nothing.
+func (f *File) Close() error {
+	if f.closed {
+		return nil
+	}
+	f.closed = true
+	if f.data != nil {
+		data := f.data
+		f.data = nil
+		return munmap(data)
+	}
+	return f.f.Close()
+}
