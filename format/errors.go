@@ -38,7 +38,7 @@ type formatError struct {
 
 func (e *formatError) Error() string {
 	var b strings.Builder
-	if len(e.kinds) == 2 {
+	if len(e.kinds) == 2 && e.kinds[0] == ErrTruncated && e.kinds[1] == ErrCorrupt {
 		b.WriteString("gguf: truncated or corrupt file")
 	} else {
 		b.WriteString(e.kinds[0].Error())

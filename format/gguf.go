@@ -91,7 +91,7 @@ type GGUF struct {
 	Metadata   Metadata
 	Tensors    []TensorInfo
 	Alignment  uint64 // general.alignment, or DefaultAlignment
-	DataOffset int64  // absolute file offset of the data section
+	DataOffset int64  // absolute file offset of the data section (past the end of a file without tensors)
 
 	byName map[string]int
 }
@@ -167,7 +167,11 @@ func (d *decoder) where() string {
 }
 
 func (d *decoder) errf(kinds []error, format string, args ...any) error {
-	return &formatError{kinds: kinds, off: d.pos, where: d.where(), msg: fmt.Sprintf(format, args...)}
+	return d.errAt(d.pos, kinds, format, args...)
+}
+
+func (d *decoder) errAt(off int64, kinds []error, format string, args ...any) error {
+	return &formatError{kinds: kinds, off: off, where: d.where(), msg: fmt.Sprintf(format, args...)}
 }
 
 func (d *decoder) corrupt(format string, args ...any) error {
@@ -608,17 +612,18 @@ func (d *decoder) tensorRanges(g *GGUF) error {
 	for _, i := range order {
 		t := &g.Tensors[i]
 		d.section, d.index, d.name = "tensor info", i, t.Name
+		at := g.DataOffset + int64(min(t.Offset, room))
 		if t.Offset%g.Alignment != 0 {
-			return d.corrupt("data offset %d is not a multiple of the alignment %d", t.Offset, g.Alignment)
+			return d.errAt(at, []error{ErrCorrupt}, "data offset %d is not a multiple of the alignment %d", t.Offset, g.Alignment)
 		}
 		if t.Offset > room || t.Size > room-t.Offset {
-			return d.tooBig("data [%d, +%d) extends past the end of the data section (%d bytes)", t.Offset, t.Size, room)
+			return d.errAt(at, truncatedOrCorrupt, "data [%d, +%d) extends past the end of the data section (%d bytes)", t.Offset, t.Size, room)
 		}
 		if t.Size == 0 {
 			continue
 		}
 		if prev != nil && prev.Offset+prev.Size > t.Offset {
-			return d.corrupt("data overlaps tensor %q", prev.Name)
+			return d.errAt(at, []error{ErrCorrupt}, "data overlaps tensor %q", prev.Name)
 		}
 		prev = t
 	}

@@ -46,7 +46,7 @@ type expectation struct {
 }
 
 var (
-	manifestRow = regexp.MustCompile(`^\| ((?:gguf|vocab)/[^ |]+\.gguf) \| \d+ \| [^|]+ \| GGUF v(\d+), (\d+) tensors, (\d+) kv \| ([^ |]+) \|`)
+	manifestRow  = regexp.MustCompile(`^\| ((?:gguf|vocab)/[^ |]+\.gguf) \| \d+ \| [^|]+ \| GGUF v(\d+), (\d+) tensors, (\d+) kv \| ([^ |]+) \|`)
 	syntheticRow = regexp.MustCompile(`^\| (synth-[^ |]+\.gguf) \| \d+ \| [0-9a-f]+ \| ([^|]+) \|`)
 )
 
