@@ -25,6 +25,9 @@ var (
 	ErrCorrupt = errors.New("gguf: corrupt file")
 	// ErrUnknownType means a tensor type that package quant does not know.
 	ErrUnknownType = errors.New("gguf: unknown tensor type")
+	// ErrChecksum means a QSF section or layer whose CRC does not match
+	// its bytes; the error names the section (and layer).
+	ErrChecksum = errors.New("qsf: checksum mismatch")
 )
 
 // formatError is a parse error: one or two sentinel kinds, the file offset
