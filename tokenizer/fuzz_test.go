@@ -1,0 +1,107 @@
+package tokenizer
+
+import (
+	"bytes"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"unicode/utf8"
+)
+
+var (
+	familiesOnce sync.Once
+	families     map[string]*Tokenizer
+)
+
+// loadFamilies loads one tokenizer per family from the shared test data.
+func loadFamilies(t testing.TB) map[string]*Tokenizer {
+	dir := testdata(t)
+	familiesOnce.Do(func() {
+		families = map[string]*Tokenizer{}
+		for _, name := range []string{"llama-spm", "gpt-2", "deepseek-llm", "deepseek-coder", "falcon", "starcoder", "mpt", "refact"} {
+			md, err := readTestGGUF(filepath.Join(dir, "models/vocab/ggml-vocab-"+name+".gguf"))
+			if err != nil {
+				continue
+			}
+			if tok, err := FromGGUF(md); err == nil {
+				families[name] = tok
+			}
+		}
+		if tok, err := Load(filepath.Join(dir, "models/tokenizers/llama3.2-encoder.json")); err == nil {
+			families["llama-bpe"] = tok
+		}
+		if tok, err := Load(filepath.Join(dir, "models/tokenizers/qwen.tiktoken")); err == nil {
+			families["qwen2"] = tok
+		}
+	})
+	if len(families) == 0 {
+		t.Skip("no tokenizers loaded")
+	}
+	return families
+}
+
+// FuzzEncodeDecode checks that every family round-trips valid UTF-8
+// (pieces concatenate back to the input) and that no input panics.
+func FuzzEncodeDecode(f *testing.F) {
+	for _, s := range []string{"", " ", "Hello world", "  leading", "trailing  ", "\n\n\t x", "I've 'RE 123456 ½ ⅷ",
+		"世界 🦙🙂", "a\xffb", "\xe4\xb8", "<s> </s> <|endoftext|>", "ก็", "Ἐν ἀρχῇ", "$+<=>^`|~ ...!!"} {
+		f.Add(s)
+	}
+	fams := loadFamilies(f)
+	f.Fuzz(func(t *testing.T, s string) {
+		for name, tok := range fams {
+			for _, parse := range []bool{false, true} {
+				ids := tok.Encode(s, EncodeOptions{ParseSpecial: parse, AddSpecial: parse})
+				for _, id := range ids {
+					if id < 0 || id >= tok.VocabSize() {
+						t.Fatalf("%s: id %d out of range", name, id)
+					}
+				}
+				_ = tok.Decode(ids)
+			}
+			if !utf8.ValidString(s) {
+				continue
+			}
+			ids := tok.Encode(s, EncodeOptions{})
+			var got string
+			if tok.Model() == SPM {
+				if strings.Contains(s, "▁") {
+					continue // SentencePiece cannot tell "▁" from an escaped space
+				}
+				got = tok.Detokenize(ids, false, false)
+			} else {
+				var b bytes.Buffer
+				for _, id := range ids {
+					b.WriteString(tok.Piece(id))
+				}
+				got = b.String()
+			}
+			if got != s {
+				t.Errorf("%s: round trip of %q gave %q (ids %v)", name, s, got, ids)
+			}
+		}
+	})
+}
+
+// FuzzLoaders feeds arbitrary bytes to the file loaders: they must return
+// an error or a usable tokenizer, never panic.
+func FuzzLoaders(f *testing.F) {
+	f.Add([]byte("IQ== 0\nIg== 1\n"))
+	f.Add([]byte{4, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 'a'})
+	f.Add([]byte(`{"model":{"type":"BPE","vocab":{"a":0,"b":1,"ab":2},"merges":["a b"]},"pre_tokenizer":{"type":"ByteLevel"}}`))
+	f.Add([]byte(`{"a":0,"b":1}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		use := func(tok *Tokenizer, err error) {
+			if err != nil {
+				return
+			}
+			ids := tok.Encode("ab a\xff", EncodeOptions{AddSpecial: true, ParseSpecial: true})
+			tok.Decode(ids)
+		}
+		use(LoadTiktoken(bytes.NewReader(data), ""))
+		use(LoadLlama2C(bytes.NewReader(data)))
+		use(LoadHFJSON(bytes.NewReader(data)))
+		use(LoadEncoderJSON(bytes.NewReader(data), strings.NewReader("a b\n"), ""))
+	})
+}
