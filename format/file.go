@@ -12,6 +12,9 @@ type OpenOptions struct {
 	// NoMmap reads tensor data with pread-style ReadAt calls instead of
 	// memory-mapping the file.
 	NoMmap bool
+	// DeferLayerCRC skips the CRC check of QSF layers when their data is
+	// first read; QSF.VerifyLayer still checks them.
+	DeferLayerCRC bool
 }
 
 // File is an opened GGUF file: its parsed header plus access to the tensor
@@ -29,10 +32,14 @@ type File struct {
 	data   []byte   // read-only mapping of the whole file, nil when not mapped
 	size   int64
 	closed bool
+
+	qsf  *QSF        // non-nil for a QSF file
+	locs []tensorLoc // where the QSF tensors' data lies, parallel to Tensors
 }
 
-// Open opens and parses the GGUF file at path, memory-mapping it where
-// possible.
+// Open opens and parses the GGUF or QSF file at path (the magic decides),
+// memory-mapping it where possible. A QSF file is presented with GGUF
+// metadata keys and tensor names; see docs/FORMAT.md.
 func Open(path string) (*File, error) { return OpenWith(path, OpenOptions{}) }
 
 // OpenWith is Open with options.
@@ -58,7 +65,16 @@ func OpenWith(path string, opts OpenOptions) (*File, error) {
 	if data != nil {
 		r = bytes.NewReader(data)
 	}
-	g, err := ReadGGUF(r, size)
+	var g *GGUF
+	var q *QSF
+	var locs []tensorLoc
+	if isQSF(r) {
+		if q, err = readQSF(r, uint64(size), data, opts.DeferLayerCRC); err == nil {
+			g, locs, err = q.view()
+		}
+	} else {
+		g, err = ReadGGUF(r, size)
+	}
 	if err != nil {
 		if data != nil {
 			munmap(data)
@@ -66,7 +82,10 @@ func OpenWith(path string, opts OpenOptions) (*File, error) {
 		f.Close()
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	file := &File{GGUF: g, name: path, f: f, data: data, size: size}
+	file := &File{GGUF: g, name: path, f: f, data: data, size: size, qsf: q, locs: locs}
+	if q != nil {
+		q.owner = file
+	}
 	if data != nil {
 		// The mapping outlives the descriptor.
 		f.Close()
@@ -81,6 +100,10 @@ func (f *File) Name() string { return f.name }
 // Size returns the file size in bytes.
 func (f *File) Size() int64 { return f.size }
 
+// QSF returns the QSF structure of a QSF file (header, architecture
+// config, layer index), or nil for a GGUF file.
+func (f *File) QSF() *QSF { return f.qsf }
+
 // Mapped reports whether the file is memory-mapped.
 func (f *File) Mapped() bool { return f.data != nil }
 
@@ -92,6 +115,13 @@ func (f *File) Mapped() bool { return f.data != nil }
 func (f *File) TensorData(t *TensorInfo) ([]byte, error) {
 	if f.closed {
 		return nil, fmt.Errorf("gguf: tensor %q: %w", t.Name, os.ErrClosed)
+	}
+	if f.qsf != nil {
+		i, ok := f.byName[t.Name]
+		if !ok {
+			return nil, fmt.Errorf("qsf: no tensor %q", t.Name)
+		}
+		return f.qsf.tensorData(t.Name, f.locs[i])
 	}
 	off := uint64(f.DataOffset) + t.Offset
 	if t.Offset > uint64(f.size) || off > uint64(f.size) || t.Size > uint64(f.size)-off {
