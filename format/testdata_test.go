@@ -2,6 +2,7 @@ package format
 
 import (
 	"bufio"
+	"errors"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -10,15 +11,14 @@ import (
 	"testing"
 )
 
-// testdataDir returns the shared test data directory: $QSF_TESTDATA, or
-// ../shared next to the module root. It skips the test when it is absent.
-func testdataDir(t testing.TB) string {
-	t.Helper()
+// locateTestdata returns the shared test data directory: $QSF_TESTDATA, or
+// ../shared next to the module root.
+func locateTestdata() (string, error) {
 	dir := os.Getenv("QSF_TESTDATA")
 	if dir == "" {
 		root, err := os.Getwd()
 		if err != nil {
-			t.Fatal(err)
+			return "", err
 		}
 		for {
 			if _, err := os.Stat(filepath.Join(root, "go.mod")); err == nil {
@@ -26,14 +26,25 @@ func testdataDir(t testing.TB) string {
 			}
 			parent := filepath.Dir(root)
 			if parent == root {
-				t.Skip("test data not found: no go.mod above the package directory; set QSF_TESTDATA")
+				return "", errors.New("no go.mod above the package directory")
 			}
 			root = parent
 		}
 		dir = filepath.Join(root, "..", "shared")
 	}
 	if _, err := os.Stat(filepath.Join(dir, "models")); err != nil {
-		t.Skipf("test data not found at %s (set QSF_TESTDATA): %v", dir, err)
+		return "", err
+	}
+	return dir, nil
+}
+
+// testdataDir returns the shared test data directory, skipping the test
+// when it is absent.
+func testdataDir(t testing.TB) string {
+	t.Helper()
+	dir, err := locateTestdata()
+	if err != nil {
+		t.Skipf("test data not found (set QSF_TESTDATA to the shared directory): %v", err)
 	}
 	return dir
 }
