@@ -1,0 +1,45 @@
+//go:build amd64 && !purego
+
+package kernels
+
+import (
+	"github.com/klauspost/cpuid/v2"
+
+	"github.com/qsf-llm/qsf/quant"
+)
+
+// avx2Tier holds the AVX2+FMA+F16C kernels.
+var avx2Tier = &tier{name: "avx2"}
+
+func init() {
+	avx2Tier.kernels[quant.Q8_0] = q8_0AVX2
+	avx2Tier.kernels[quant.Q4_0] = q4_0AVX2
+}
+
+// registerArch adds the tiers this CPU supports to available, slowest first.
+func registerArch() {
+	if hasAVX2() {
+		available = append(available, avx2Tier)
+	}
+}
+
+func hasAVX2() bool {
+	return cpuid.CPU.Supports(cpuid.AVX, cpuid.AVX2, cpuid.FMA3, cpuid.F16C)
+}
+
+// The assembly kernels compute out[r] for r in [0, rows): row r starts at
+// w + r*rowBytes and holds nb blocks; act holds nb blocks.
+
+//go:noescape
+func dotQ8_0AVX2(out *float32, rows int, w *byte, nb int, act *byte)
+
+//go:noescape
+func dotQ4_0AVX2(out *float32, rows int, w *byte, nb int, act *byte)
+
+func q8_0AVX2(out []float32, w []byte, rowBytes, cols int, act []byte) {
+	dotQ8_0AVX2(&out[0], len(out), &w[0], cols/32, &act[0])
+}
+
+func q4_0AVX2(out []float32, w []byte, rowBytes, cols int, act []byte) {
+	dotQ4_0AVX2(&out[0], len(out), &w[0], cols/32, &act[0])
+}

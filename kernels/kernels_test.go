@@ -1,0 +1,152 @@
+package kernels
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/qsf-llm/qsf/quant"
+)
+
+// shapes are the (rows, cols) pairs every kernel is tested on: one block,
+// odd block counts that exercise the kernels' tails, odd row counts, and a
+// realistic width.
+var shapes = []struct{ rows, cols int }{
+	{1, 32}, {3, 32}, {1, 64}, {5, 96}, {7, 224}, {17, 256}, {4, 512},
+	{9, 4096}, {33, 768},
+}
+
+// kernelTypes returns the types a tier has assembly kernels for.
+func kernelTypes(tr *tier) []quant.Type {
+	var ts []quant.Type
+	for t, f := range tr.kernels {
+		if f != nil {
+			ts = append(ts, quant.Type(t))
+		}
+	}
+	return ts
+}
+
+// within reports whether got agrees with want to 1e-5 of the magnitude of
+// the terms that were summed.
+func within(got float32, want, mag float64) bool {
+	return math.Abs(float64(got)-want) <= 1e-5*mag+1e-30
+}
+
+// TestKernelsVsRef checks every assembly kernel of every available tier
+// against the tests' own scalar reference, without going through package
+// quant.
+func TestKernelsVsRef(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for _, tr := range available {
+		for _, typ := range kernelTypes(tr) {
+			ref, ok := refDots[typ]
+			if !ok {
+				t.Errorf("%s/%v: no reference kernel in the tests", tr.name, typ)
+				continue
+			}
+			for _, sh := range shapes {
+				t.Run(fmt.Sprintf("%s/%v/%dx%d", tr.name, typ, sh.rows, sh.cols), func(t *testing.T) {
+					w := randomRows(r, typ, sh.rows, sh.cols)
+					act := randomRows(r, vecDotType[typ], 1, sh.cols)
+					rowBytes, _ := quant.RowBytes(typ, sh.cols)
+					out := make([]float32, sh.rows+1)
+					out[sh.rows] = 42 // sentinel: must not be written
+					tr.kernels[typ](out[:sh.rows], w, rowBytes, sh.cols, act)
+					for i := 0; i < sh.rows; i++ {
+						want, mag := ref(sh.cols, w[i*rowBytes:(i+1)*rowBytes], act)
+						if !within(out[i], want, mag) {
+							t.Errorf("row %d: got %g, want %g (mag %g)", i, out[i], want, mag)
+						}
+					}
+					if out[sh.rows] != 42 {
+						t.Errorf("kernel wrote past the end of out")
+					}
+				})
+			}
+		}
+	}
+}
+
+// TestRefVsQuant checks the tests' reference kernels against package
+// quant's, once quant implements the type.
+func TestRefVsQuant(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for typ, ref := range refDots {
+		tt, err := quant.Lookup(typ)
+		if err != nil {
+			t.Logf("%v: %v; skipped", typ, err)
+			continue
+		}
+		for _, sh := range shapes {
+			w := randomRows(r, typ, 1, sh.cols)
+			act := randomRows(r, vecDotType[typ], 1, sh.cols)
+			want, mag := ref(sh.cols, w, act)
+			if got := tt.Dot(sh.cols, w, act); !within(got, want, mag) {
+				t.Errorf("%v cols=%d: quant.Dot = %g, reference %g", typ, sh.cols, got, want)
+			}
+		}
+	}
+}
+
+// TestMatVecTiers runs MatVec under every tier, forced with SetTier, and
+// compares each with the generic tier.
+func TestMatVecTiers(t *testing.T) {
+	defer SetTier(Tier())
+	r := rand.New(rand.NewPCG(5, 6))
+	for typ := range refDots {
+		if _, err := quant.Lookup(typ); err != nil {
+			t.Logf("%v: %v; skipped", typ, err)
+			continue
+		}
+		for _, sh := range shapes {
+			w := randomRows(r, typ, sh.rows, sh.cols)
+			act := randomRows(r, vecDotType[typ], 1, sh.cols)
+			ref := refDots[typ]
+			rowBytes, _ := quant.RowBytes(typ, sh.cols)
+			for _, name := range Tiers() {
+				if err := SetTier(name); err != nil {
+					t.Fatal(err)
+				}
+				out := make([]float32, sh.rows)
+				MatVec(typ, out, w, sh.cols, act)
+				for i := range out {
+					want, mag := ref(sh.cols, w[i*rowBytes:(i+1)*rowBytes], act)
+					if !within(out[i], want, mag) {
+						t.Errorf("%s/%v/%dx%d row %d: got %g, want %g", name, typ, sh.rows, sh.cols, i, out[i], want)
+					}
+				}
+			}
+		}
+	}
+}
+
+func TestSetTier(t *testing.T) {
+	defer SetTier(Tier())
+	for _, name := range Tiers() {
+		if err := SetTier(name); err != nil {
+			t.Errorf("SetTier(%q) = %v", name, err)
+		}
+		if Tier() != name {
+			t.Errorf("after SetTier(%q), Tier() = %q", name, Tier())
+		}
+	}
+	for _, name := range []string{"avx512", "avx2", "sse9", ""} {
+		if slices.Contains(Tiers(), name) {
+			continue
+		}
+		before := Tier()
+		if err := SetTier(name); !errors.Is(err, ErrTier) {
+			t.Errorf("SetTier(%q) = %v, want ErrTier", name, err)
+		}
+		if Tier() != before {
+			t.Errorf("failed SetTier(%q) changed the tier", name)
+		}
+	}
+	if !slices.Contains(Tiers(), "generic") {
+		t.Errorf("Tiers() = %q lacks generic", Tiers())
+	}
+}

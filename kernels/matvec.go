@@ -1,0 +1,56 @@
+package kernels
+
+import (
+	"fmt"
+
+	"github.com/qsf-llm/qsf/quant"
+)
+
+// MatVec computes out[r] = dot(row r of w, act) for r in [0, len(out)).
+//
+// w holds len(out) rows of cols elements of type t, each
+// quant.RowBytes(t, cols) bytes long, back to back. act holds cols
+// elements of type quant.Lookup(t).VecDot. MatVec runs on the calling
+// goroutine; see Pool.MatVec for the multi-threaded form.
+//
+// MatVec panics if t is not supported by package quant or if the lengths of
+// w and act do not match len(out), t and cols: like an out-of-range slice
+// index, that is a bug in the caller, not a condition to handle.
+func MatVec(t quant.Type, out []float32, w []byte, cols int, act []byte) {
+	tr, rowBytes := check(t, out, w, cols, act)
+	if len(out) == 0 {
+		return
+	}
+	current.Load().run(tr, out, w, rowBytes, cols, act)
+}
+
+// check validates the arguments of a MatVec and returns the bytes per row.
+func check(t quant.Type, out []float32, w []byte, cols int, act []byte) (*quant.Traits, int) {
+	tr, err := quant.Lookup(t)
+	if err != nil {
+		panic(fmt.Sprintf("kernels: MatVec: %v", err))
+	}
+	rowBytes, err := quant.RowBytes(t, cols)
+	if err != nil {
+		panic(fmt.Sprintf("kernels: MatVec: %v", err))
+	}
+	actBytes, err := quant.RowBytes(tr.VecDot, cols)
+	if err != nil {
+		panic(fmt.Sprintf("kernels: MatVec: %v", err))
+	}
+	if len(w) != len(out)*rowBytes {
+		panic(fmt.Sprintf("kernels: MatVec: %v weights are %d bytes, want %d rows × %d bytes", t, len(w), len(out), rowBytes))
+	}
+	if len(act) != actBytes {
+		panic(fmt.Sprintf("kernels: MatVec: %v activation is %d bytes, want %d", tr.VecDot, len(act), actBytes))
+	}
+	return tr, rowBytes
+}
+
+// genericRows is the portable kernel: the scalar reference dot product of
+// package quant, row by row.
+func genericRows(dot func(n int, w, act []byte) float32, out []float32, w []byte, rowBytes, cols int, act []byte) {
+	for r := range out {
+		out[r] = dot(cols, w[r*rowBytes:(r+1)*rowBytes], act)
+	}
+}

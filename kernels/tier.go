@@ -1,0 +1,94 @@
+package kernels
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sync/atomic"
+
+	"github.com/qsf-llm/qsf/quant"
+)
+
+// ErrTier is returned by SetTier for a tier name that does not exist or is
+// not supported by this CPU or build.
+var ErrTier = errors.New("kernels: tier not available")
+
+// rowsFunc computes out[r] = dot(row r, act) for every r in out, where row r
+// starts at w[r*rowBytes]. The caller has validated every length.
+type rowsFunc func(out []float32, w []byte, rowBytes, cols int, act []byte)
+
+// maxType bounds the quant.Type ids a tier table can hold.
+const maxType = 32
+
+// tier is one set of kernels. A nil entry falls back to the generic tier.
+type tier struct {
+	name    string
+	kernels [maxType]rowsFunc
+}
+
+// run computes the rows of out with the tier's kernel for the type of tt,
+// or with the generic one when the tier has none.
+func (tr *tier) run(tt *quant.Traits, out []float32, w []byte, rowBytes, cols int, act []byte) {
+	if cols == 0 {
+		clear(out)
+		return
+	}
+	if t := tt.Type; int(t) < maxType {
+		if f := tr.kernels[t]; f != nil {
+			f(out, w, rowBytes, cols, act)
+			return
+		}
+	}
+	genericRows(tt.Dot, out, w, rowBytes, cols, act)
+}
+
+var (
+	genericTier = &tier{name: "generic"}
+
+	// available lists the tiers this CPU and build can run, slowest
+	// first. Architecture-specific files append to it in their init.
+	available = []*tier{genericTier}
+
+	current atomic.Pointer[tier]
+)
+
+func init() {
+	registerArch()
+	best := available[len(available)-1]
+	current.Store(best)
+	if name := os.Getenv("QSF_KERNEL"); name != "" {
+		if err := SetTier(name); err != nil {
+			fmt.Fprintf(os.Stderr, "kernels: QSF_KERNEL=%s: %v; using %s\n", name, err, best.name)
+		}
+	}
+}
+
+// Tier returns the name of the tier MatVec currently uses.
+func Tier() string { return current.Load().name }
+
+// Tiers returns the names of the tiers available on this CPU and build,
+// slowest first. "generic" is always among them.
+func Tiers() []string {
+	names := make([]string, len(available))
+	for i, t := range available {
+		names[i] = t.name
+	}
+	return names
+}
+
+// SetTier makes MatVec and every Pool use the named tier. It returns an
+// error wrapping ErrTier, and leaves the tier unchanged, when the name is
+// unknown or the tier cannot run on this CPU or build.
+func SetTier(name string) error {
+	for _, t := range available {
+		if t.name == name {
+			current.Store(t)
+			return nil
+		}
+	}
+	switch name {
+	case "generic", "avx2", "avx512":
+		return fmt.Errorf("%w: %q is not supported on this CPU or build", ErrTier, name)
+	}
+	return fmt.Errorf("%w: unknown tier %q", ErrTier, name)
+}
