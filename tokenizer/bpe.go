@@ -124,14 +124,27 @@ type bpeSession struct {
 	enc     []byte
 	symbols []symbol
 	queue   bpeHeap
+	cache   map[string][]int // word -> ids, valid for one Encode call
 }
+
+// maxCacheWords bounds the per-call word cache.
+const maxCacheWords = 1 << 16
 
 // tokenize appends the ids of one raw-text fragment to out.
 func (s *bpeSession) tokenize(t *Tokenizer, text string, out []int) []int {
 	words := s.pt.split(t.split, text)
 	for _, w := range words {
+		if ids, ok := s.cache[w]; ok {
+			out = append(out, ids...)
+			continue
+		}
 		s.enc = encodeByteLevel(s.enc[:0], w)
+		n := len(out)
 		out = s.word(t, string(s.enc), out)
+		if s.cache == nil || len(s.cache) >= maxCacheWords {
+			s.cache = make(map[string][]int)
+		}
+		s.cache[strings.Clone(w)] = append([]int(nil), out[n:]...)
 	}
 	return out
 }

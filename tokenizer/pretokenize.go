@@ -330,9 +330,16 @@ func flagClass(mask uint8) class {
 // rangeClass matches runes in rs; non-ASCII whitespace never matches, as
 // llama.cpp replaces it by U+000B before running std::wregex.
 func rangeClass(rs []runeRange) class {
+	var ascii [128]bool
+	for c := range ascii {
+		ascii[c] = inRanges(rune(c), rs)
+	}
 	return func(p *pretok, i int) bool {
 		r := p.runes[i]
-		if r >= 0x80 && p.flags[i]&fSpace != 0 {
+		if r < 0x80 {
+			return ascii[r]
+		}
+		if p.flags[i]&fSpace != 0 {
 			return false
 		}
 		return inRanges(r, rs)

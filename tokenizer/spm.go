@@ -72,7 +72,28 @@ type spmSession struct {
 }
 
 // tokenize appends the ids of text (already whitespace-escaped) to out.
+//
+// The text is cut into chunks at symbol boundaries that no token spans
+// (the two symbols never occur next to each other inside a token text): no
+// merge candidate can cross such a boundary, so merging each chunk on its
+// own gives the same result as one pass over the whole text, with small
+// heaps instead of one heap over the whole input.
 func (s *spmSession) tokenize(t *Tokenizer, text string, out []int) []int {
+	start, prev := 0, -1
+	for offs := 0; offs < len(text); {
+		n := min(utf8Len(text[offs]), len(text)-offs)
+		if prev >= 0 && !t.spmPairs.has(text[prev:offs], text[offs:offs+n]) {
+			out = s.chunk(t, text[start:offs], out)
+			start = offs
+		}
+		prev = offs
+		offs += n
+	}
+	return s.chunk(t, text[start:], out)
+}
+
+// chunk runs llm_tokenizer_spm_session::tokenize on one chunk.
+func (s *spmSession) chunk(t *Tokenizer, text string, out []int) []int {
 	if text == "" {
 		return out
 	}
@@ -139,4 +160,60 @@ func (s *spmSession) tryAdd(t *Tokenizer, text string, left, right int32) {
 		return
 	}
 	s.queue.push(spmBigram{left: left, right: right, size: l.n + r.n, score: t.scores[id]})
+}
+
+// pairSet records which symbol pairs occur adjacent inside some token.
+type pairSet struct {
+	ascii [128 * 128 / 64]uint64
+	other map[[2]uint64]struct{}
+}
+
+// symKey packs a symbol of 1..4 bytes with its length.
+func symKey(s string) uint64 {
+	k := uint64(len(s)) << 32
+	for i := 0; i < len(s) && i < 4; i++ {
+		k |= uint64(s[i]) << (8 * i)
+	}
+	return k
+}
+
+func (p *pairSet) add(x, y string) {
+	if len(x) == 1 && len(y) == 1 && x[0] < 128 && y[0] < 128 {
+		i := int(x[0])*128 + int(y[0])
+		p.ascii[i/64] |= 1 << (i % 64)
+		return
+	}
+	if p.other == nil {
+		p.other = map[[2]uint64]struct{}{}
+	}
+	p.other[[2]uint64{symKey(x), symKey(y)}] = struct{}{}
+}
+
+func (p *pairSet) has(x, y string) bool {
+	if len(x) == 1 && len(y) == 1 && x[0] < 128 && y[0] < 128 {
+		i := int(x[0])*128 + int(y[0])
+		return p.ascii[i/64]&(1<<(i%64)) != 0
+	}
+	if len(x) > 4 || len(y) > 4 {
+		return true
+	}
+	_, ok := p.other[[2]uint64{symKey(x), symKey(y)}]
+	return ok
+}
+
+// buildSPMPairs fills t.spmPairs from the vocabulary, segmenting each token
+// text into symbols the way the tokenizer segments its input.
+func (t *Tokenizer) buildSPMPairs() {
+	t.spmPairs = &pairSet{}
+	for _, w := range t.tokens {
+		prev := -1
+		for offs := 0; offs < len(w); {
+			n := min(utf8Len(w[offs]), len(w)-offs)
+			if prev >= 0 {
+				t.spmPairs.add(w[prev:offs], w[offs:offs+n])
+			}
+			prev = offs
+			offs += n
+		}
+	}
 }

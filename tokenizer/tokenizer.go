@@ -113,6 +113,8 @@ type Tokenizer struct {
 	addBOS, addEOS, addSpacePrefix bool
 	ignoreMerges, cleanSpaces      bool
 
+	spmPairs *pairSet // SPM: symbol pairs that occur inside a token
+
 	special []int    // candidates for special-token partitioning, longest first
 	byteTok [256]int // SPM byte-fallback token ids (-1 when missing)
 }
@@ -338,6 +340,9 @@ func (v *vocab) build() (*Tokenizer, error) {
 		} else if id, ok := t.index[string([]byte{byte(b)})]; ok {
 			t.byteTok[b] = id
 		}
+	}
+	if t.model == SPM {
+		t.buildSPMPairs()
 	}
 	return t, nil
 }
