@@ -89,6 +89,12 @@ func (r Role) String() string {
 // known reports whether r is a role of version 1.
 func (r Role) known() bool { _, ok := roleNames[r]; return ok || r == RoleNamed }
 
+// InLayer reports whether r is the role of a layer tensor.
+func (r Role) InLayer() bool { return r.isLayer() }
+
+// InFinal reports whether r is the role of a final-section tensor.
+func (r Role) InFinal() bool { return r.isFinal() }
+
 func (r Role) isLayer() bool     { return r >= roleFirstLayer && r <= roleLastLayer }
 func (r Role) isFinal() bool     { return r >= roleFirstFinal && r <= roleLastFinal }
 func (r Role) isEmbedding() bool { return r >= roleFirstEmbedding && r <= roleLastEmbedding }

@@ -1,0 +1,232 @@
+// Package convert turns model files into QSF files: GGUF files (keeping
+// every tensor's type or re-quantizing), Hugging Face model directories
+// (config.json, safetensors, tokenizer.json) and llama2.c checkpoints.
+//
+// Conversion streams: the output is written layer by layer, each tensor is
+// converted a block of rows at a time, and only the layer being written is
+// held in memory (twice when it is compressed).
+package convert
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/qsf-llm/qsf/format"
+	"github.com/qsf-llm/qsf/quant"
+)
+
+// ErrUnsupported is returned for an input the converters cannot handle: an
+// unknown architecture, tensor dtype or layout, or a tokenizer they cannot
+// translate.
+var ErrUnsupported = errors.New("convert: unsupported input")
+
+// ErrInput is returned for a malformed input: a bad safetensors header,
+// inconsistent shapes, a truncated checkpoint.
+var ErrInput = errors.New("convert: malformed input")
+
+// Options adjust a conversion.
+type Options struct {
+	// Type, when not zero-valued with Requantize set, is the tensor type
+	// for every matrix whose row length allows it; vectors (norms,
+	// biases) stay in their float type. Without Requantize, GGUF tensors
+	// keep their type and other inputs keep their float dtype.
+	Type       quant.Type
+	Requantize bool
+	// Compression of the layers.
+	Compression format.Compression
+	// Threads converting rows in parallel (1 when zero).
+	Threads int
+	// Tokenizer is the llama2.c tokenizer.bin for a llama2.c checkpoint;
+	// when empty, tokenizer.bin or tok*.bin beside the checkpoint is used.
+	Tokenizer string
+	// Progress, when not nil, is called after each layer is written.
+	Progress func(layer, layers int, e format.LayerEntry)
+}
+
+// Result summarizes a conversion.
+type Result struct {
+	Input       string // "gguf", "hf" or "llama2c"
+	InputBytes  int64  // size of the input files
+	OutputBytes int64
+	Header      format.QSFHeader
+	Layers      []format.LayerEntry
+	Duration    time.Duration
+}
+
+// Convert converts in to the QSF file out, detecting the input kind: a
+// directory is a Hugging Face model, a file starting with "GGUF" a GGUF
+// file, anything else a llama2.c checkpoint.
+func Convert(in, out string, opts Options) (*Result, error) {
+	st, err := os.Stat(in)
+	if err != nil {
+		return nil, err
+	}
+	if st.IsDir() {
+		return FromHF(in, out, opts)
+	}
+	f, err := os.Open(in)
+	if err != nil {
+		return nil, err
+	}
+	var magic [4]byte
+	_, err = io.ReadFull(f, magic[:])
+	f.Close()
+	if err == nil && string(magic[:]) == format.Magic {
+		return FromGGUF(in, out, opts)
+	}
+	tok := opts.Tokenizer
+	if tok == "" {
+		tok = findLlama2cTokenizer(filepath.Dir(in))
+		if tok == "" {
+			return nil, fmt.Errorf("convert: %s: not GGUF; as a llama2.c checkpoint it needs a tokenizer.bin (none found beside it)", in)
+		}
+	}
+	return FromLlama2c(in, tok, out, opts)
+}
+
+// source is a tensor to write and where its data comes from.
+type source struct {
+	out     format.QSFTensor // role, name, shape and output type
+	srcType quant.Type
+	// rows returns the raw bytes of source rows [lo, hi) in srcType.
+	rows func(lo, hi int) ([]byte, error)
+	// perm, when not nil, maps an output row to its source row.
+	perm func(i int) int
+	// f32, when not nil, returns the whole tensor as float32 in output
+	// row order (used for transposed weights); rows is then unused.
+	f32 func() ([]float32, error)
+}
+
+// plan is a model ready to write.
+type plan struct {
+	kind     string
+	inBytes  int64
+	cfg      *format.QSFConfig
+	emb, fin []*source
+	layers   [][]*source
+}
+
+func (p *plan) tensors(ss []*source) []format.QSFTensor {
+	out := make([]format.QSFTensor, len(ss))
+	for i, s := range ss {
+		out[i] = s.out
+	}
+	return out
+}
+
+// features derives the informational ARCH feature bits from the tensors
+// of layer 0.
+func features(p *plan, base uint16) uint16 {
+	f := base
+	if len(p.layers) == 0 {
+		return f
+	}
+	has := map[format.Role]bool{}
+	for _, s := range p.layers[0] {
+		has[s.out.Role] = true
+	}
+	set := func(bit uint16, on bool) {
+		if on {
+			f |= bit
+		} else {
+			f &^= bit
+		}
+	}
+	set(format.FeatQKNorm, has[format.RoleQNorm])
+	set(format.FeatQKVBias, has[format.RoleQB] || has[format.RoleQKVB])
+	set(format.FeatOutBias, has[format.RoleOB])
+	set(format.FeatFFNBias, has[format.RoleUpB] || has[format.RoleDownB])
+	set(format.FeatFusedQKV, has[format.RoleQKV])
+	set(format.FeatGatedFFN, has[format.RoleGate] || f&format.FeatGatedFFN != 0 && !has[format.RoleUp])
+	return f
+}
+
+// outputType picks the stored type of a tensor.
+func outputType(shape []uint64, src quant.Type, opts Options, floatDefault quant.Type) quant.Type {
+	if len(shape) < 2 {
+		if src == quant.F16 || src == quant.BF16 {
+			return quant.F32 // norms and biases in F32, as llama.cpp does
+		}
+		return src
+	}
+	want := floatDefault
+	if opts.Requantize {
+		want = opts.Type
+	}
+	if want == src {
+		return src
+	}
+	tr, err := quant.Lookup(want)
+	if err != nil || tr.QuantizeRef == nil || shape[0]%uint64(tr.BlockSize) != 0 {
+		return src // the row length does not fit the type's blocks
+	}
+	if _, err := quant.Lookup(src); err != nil {
+		return src // cannot decode the source
+	}
+	return want
+}
+
+// write converts p into the QSF file out.
+func write(p *plan, out string, opts Options, start time.Time) (*Result, error) {
+	if p.cfg.Metadata == nil {
+		p.cfg.Metadata = &format.Metadata{}
+	}
+	md := p.cfg.Metadata
+	md.Set("qsf.source_format", format.StringValue(p.kind))
+	if opts.Requantize {
+		md.Set("qsf.convert.type", format.StringValue(opts.Type.String()))
+	}
+	md.Set("qsf.convert.compression", format.StringValue(opts.Compression.String()))
+	m := &format.QSFModel{
+		Header: p.cfg.Header, Arch: p.cfg.Arch, Tokenizer: p.cfg.Tokenizer, Metadata: md,
+		Embedding: p.tensors(p.emb), Final: p.tensors(p.fin),
+	}
+	for _, l := range p.layers {
+		m.Layers = append(m.Layers, p.tensors(l))
+	}
+	f, err := os.Create(out)
+	if err != nil {
+		return nil, err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			f.Close()
+			os.Remove(out)
+		}
+	}()
+	threads := max(opts.Threads, 1)
+	data := func(place format.QSFPlacement, layer, i int, w io.Writer) error {
+		var s *source
+		switch place {
+		case format.PlaceEmbedding:
+			s = p.emb[i]
+		case format.PlaceFinal:
+			s = p.fin[i]
+		default:
+			s = p.layers[layer][i]
+		}
+		return writeTensor(w, s, threads)
+	}
+	wopts := format.QSFWriteOptions{Compression: opts.Compression}
+	if opts.Progress != nil {
+		n := len(p.layers)
+		wopts.LayerDone = func(i int, e format.LayerEntry) { opts.Progress(i, n, e) }
+	}
+	hdr, entries, err := format.WriteQSF(f, m, data, wopts)
+	if err != nil {
+		return nil, fmt.Errorf("convert: %s: %w", out, err)
+	}
+	if err := f.Close(); err != nil {
+		return nil, err
+	}
+	ok = true
+	return &Result{
+		Input: p.kind, InputBytes: p.inBytes, OutputBytes: int64(hdr.FileSize),
+		Header: *hdr, Layers: entries, Duration: time.Since(start),
+	}, nil
+}

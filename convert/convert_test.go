@@ -1,0 +1,126 @@
+package convert_test
+
+import (
+	"context"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/qsf-llm/qsf"
+	"github.com/qsf-llm/qsf/convert"
+	"github.com/qsf-llm/qsf/format"
+	"github.com/qsf-llm/qsf/internal/testfiles"
+)
+
+const prompt = "Once upon a time"
+
+// run tokenizes the prompt, feeds it one token at a time and then decodes
+// greedily for steps tokens, returning every logits vector and the ids.
+func run(t *testing.T, path string, steps int) ([][]float32, []int) {
+	t.Helper()
+	m, err := qsf.Load(path, qsf.Config{Threads: 1, ContextLength: 128})
+	if err != nil {
+		t.Fatalf("load %s: %v", path, err)
+	}
+	defer m.Close()
+	s, err := m.NewSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ids := m.Tokenize(prompt, qsf.TokenizeOptions{})
+	var all [][]float32
+	var logits []float32
+	for _, id := range ids {
+		if logits, err = s.Forward(context.Background(), []int{id}); err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, logits)
+	}
+	for range steps {
+		next := argmax(logits)
+		ids = append(ids, next)
+		if logits, err = s.Forward(context.Background(), []int{next}); err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, logits)
+	}
+	return all, ids
+}
+
+func argmax(v []float32) int {
+	best := 0
+	for i, x := range v {
+		if x > v[best] {
+			best = i
+		}
+	}
+	return best
+}
+
+func sameBits(a, b []float32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// TestGGUFToQSFBitIdentical converts every stories260K GGUF, with and
+// without LZ4, and requires bit-identical logits and the same greedy
+// tokens from the QSF file.
+func TestGGUFToQSFBitIdentical(t *testing.T) {
+	dir := testfiles.Dir(t)
+	files, _ := filepath.Glob(filepath.Join(dir, "models", "gguf", "stories260K*.gguf"))
+	if len(files) == 0 {
+		t.Skip("no stories260K GGUF files")
+	}
+	tmp := t.TempDir()
+	for _, in := range files {
+		base := strings.TrimSuffix(filepath.Base(in), ".gguf")
+		wantLogits, wantIDs := run(t, in, 12)
+		for _, comp := range []format.Compression{format.CompressNone, format.CompressLZ4} {
+			t.Run(base+"/"+comp.String(), func(t *testing.T) {
+				out := filepath.Join(tmp, base+"-"+comp.String()+".qsf")
+				res, err := convert.Convert(in, out, convert.Options{Compression: comp})
+				if err != nil {
+					t.Fatal(err)
+				}
+				logits, ids := run(t, out, 12)
+				for i := range wantLogits {
+					if !sameBits(logits[i], wantLogits[i]) {
+						t.Fatalf("position %d: logits differ from the GGUF's", i)
+					}
+				}
+				if !slicesEqual(ids, wantIDs) {
+					t.Fatalf("greedy ids %v, want %v", ids, wantIDs)
+				}
+				var stored, size int64
+				for _, e := range res.Layers {
+					stored += int64(e.StoredSize)
+					size += int64(e.Size)
+				}
+				t.Logf("%d → %d bytes; layers %d → %d bytes (ratio %.3f)", res.InputBytes, res.OutputBytes, size, stored, float64(stored)/float64(size))
+				os.Remove(out)
+			})
+		}
+	}
+}
+
+func slicesEqual(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,85 @@
+package convert
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/qsf-llm/qsf/format"
+)
+
+// FromGGUF converts the GGUF file in to the QSF file out. Every tensor
+// keeps its type and bytes unless opts.Requantize is set; all metadata is
+// kept (the keys QSF types are stored in the header and architecture
+// config, the others as key/values), so the QSF file presents the same
+// model.
+func FromGGUF(in, out string, opts Options) (*Result, error) {
+	start := time.Now()
+	f, err := format.Open(in)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	p, err := planGGUF(f, opts)
+	if err != nil {
+		return nil, fmt.Errorf("convert: %s: %w", in, err)
+	}
+	return write(p, out, opts, start)
+}
+
+func planGGUF(f *format.File, opts Options) (*plan, error) {
+	cfg, err := format.QSFConfigFromGGUF(&f.Metadata)
+	if err != nil {
+		return nil, err
+	}
+	p := &plan{kind: "gguf", inBytes: f.Size(), cfg: cfg}
+	if embd, ok := f.Tensor("token_embd.weight"); ok {
+		cfg.Header.Vocab = uint32(embd.Rows())
+	}
+	nLayers := 0
+	for i := range f.Tensors {
+		if _, place, layer := format.ClassifyTensor(f.Tensors[i].Name); place == format.PlaceLayer {
+			nLayers = max(nLayers, layer+1)
+		}
+	}
+	if bc, ok := f.Metadata.Uint(f.Architecture() + ".block_count"); ok && int(bc) > nLayers && bc < 1<<20 {
+		nLayers = int(bc) // layers without tensors still count
+	}
+	p.layers = make([][]*source, nLayers)
+	for i := range f.Tensors {
+		ti := &f.Tensors[i]
+		if len(ti.Shape) > 2 {
+			for _, d := range ti.Shape[2:] {
+				if d != 1 {
+					return nil, fmt.Errorf("%w: tensor %s has shape %v; QSF v1 stores vectors and matrices", ErrUnsupported, ti.Name, ti.Shape)
+				}
+			}
+		}
+		role, place, layer := format.ClassifyTensor(ti.Name)
+		shape := ti.Shape[:min(2, len(ti.Shape))]
+		s := &source{
+			out:     format.QSFTensor{Role: role, Name: ti.Name, Shape: shape, Type: outputType(shape, ti.Type, opts, ti.Type)},
+			srcType: ti.Type,
+		}
+		if len(shape) < 2 {
+			s.out.Type = ti.Type // vectors keep their bytes
+		}
+		rb := ti.RowBytes()
+		s.rows = func(lo, hi int) ([]byte, error) {
+			data, err := f.TensorData(ti)
+			if err != nil {
+				return nil, err
+			}
+			return data[lo*rb : hi*rb], nil
+		}
+		switch place {
+		case format.PlaceEmbedding:
+			p.emb = append(p.emb, s)
+		case format.PlaceFinal:
+			p.fin = append(p.fin, s)
+		default:
+			p.layers[layer] = append(p.layers[layer], s)
+		}
+	}
+	cfg.Arch.Features = features(p, cfg.Arch.Features)
+	return p, nil
+}

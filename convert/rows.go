@@ -1,0 +1,121 @@
+package convert
+
+import (
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/qsf-llm/qsf/quant"
+)
+
+// chunkBytes bounds the output bytes converted at a time.
+const chunkBytes = 4 << 20
+
+// writeTensor writes the data of s in its output type, converting a chunk
+// of rows at a time on up to threads goroutines.
+func writeTensor(w io.Writer, s *source, threads int) error {
+	cols, rows := int(s.out.Cols()), int(s.out.Rows())
+	outRow, err := quant.RowBytes(s.out.Type, cols)
+	if err != nil {
+		return err
+	}
+	if s.f32 != nil {
+		all, err := s.f32()
+		if err != nil {
+			return err
+		}
+		if len(all) != rows*cols {
+			return fmt.Errorf("%w: tensor %s has %d values, want %d", ErrInput, s.out.Name, len(all), rows*cols)
+		}
+		return convertChunks(w, rows, cols, outRow, s.out.Type, threads, func(dst []float32, r int) error {
+			copy(dst, all[r*cols:(r+1)*cols])
+			return nil
+		})
+	}
+	srcRow, err := quant.RowBytes(s.srcType, cols)
+	if err != nil {
+		return err
+	}
+	if s.perm == nil && s.srcType == s.out.Type {
+		step := max(1, chunkBytes/max(srcRow, 1))
+		for lo := 0; lo < rows; lo += step {
+			hi := min(rows, lo+step)
+			b, err := s.rows(lo, hi)
+			if err != nil {
+				return err
+			}
+			if len(b) != (hi-lo)*srcRow {
+				return fmt.Errorf("%w: tensor %s: rows [%d, %d) are %d bytes, want %d", ErrInput, s.out.Name, lo, hi, len(b), (hi-lo)*srcRow)
+			}
+			if _, err := w.Write(b); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	tr, err := quant.Lookup(s.srcType)
+	if err != nil {
+		return fmt.Errorf("%w: tensor %s: %w", ErrUnsupported, s.out.Name, err)
+	}
+	return convertChunks(w, rows, cols, outRow, s.out.Type, threads, func(dst []float32, r int) error {
+		src := r
+		if s.perm != nil {
+			src = s.perm(r)
+		}
+		b, err := s.rows(src, src+1)
+		if err != nil {
+			return err
+		}
+		if len(b) != srcRow {
+			return fmt.Errorf("%w: tensor %s row %d is %d bytes, want %d", ErrInput, s.out.Name, src, len(b), srcRow)
+		}
+		tr.Dequantize(dst, b)
+		return nil
+	})
+}
+
+// convertChunks quantizes rows to typ, getting row r as float32 from row,
+// and writes them in order.
+func convertChunks(w io.Writer, rows, cols, outRow int, typ quant.Type, threads int, row func(dst []float32, r int) error) error {
+	tr, err := quant.Lookup(typ)
+	if err != nil || tr.QuantizeRef == nil {
+		return fmt.Errorf("%w: no quantizer for %v", ErrUnsupported, typ)
+	}
+	step := max(1, chunkBytes/max(outRow, 1))
+	out := make([]byte, min(rows, step)*outRow)
+	for lo := 0; lo < rows; lo += step {
+		hi := min(rows, lo+step)
+		n := hi - lo
+		var wg sync.WaitGroup
+		errs := make([]error, threads)
+		per := (n + threads - 1) / threads
+		for t := range threads {
+			a, b := lo+t*per, min(hi, lo+(t+1)*per)
+			if a >= b {
+				break
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				buf := make([]float32, cols)
+				for r := a; r < b; r++ {
+					if err := row(buf, r); err != nil {
+						errs[t] = err
+						return
+					}
+					tr.QuantizeRef(out[(r-lo)*outRow:(r-lo+1)*outRow], buf)
+				}
+			}()
+		}
+		wg.Wait()
+		for _, err := range errs {
+			if err != nil {
+				return err
+			}
+		}
+		if _, err := w.Write(out[:n*outRow]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
