@@ -124,3 +124,47 @@ func slicesEqual(a, b []int) bool {
 	}
 	return true
 }
+
+// TestLlama2c converts the real stories260K llama2.c checkpoint and checks
+// greedy text against the reference, and logits against the GGUF made
+// from the same weights.
+func TestLlama2c(t *testing.T) {
+	bin := testfiles.Path(t, "models", "llama2c", "stories260K.bin")
+	tok := testfiles.Path(t, "models", "llama2c", "tok512.bin")
+	out := filepath.Join(t.TempDir(), "stories260K.qsf")
+	if _, err := convert.FromLlama2c(bin, tok, out, convert.Options{Compression: format.CompressLZ4HC}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := qsf.Load(out, qsf.Config{Threads: 1, ContextLength: 128})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if got, want := m.Tokenize(prompt, qsf.TokenizeOptions{}), []int{1, 403, 407, 261, 378}; !slicesEqual(got, want) {
+		t.Fatalf("tokens %v, want %v", got, want)
+	}
+	s, err := m.NewSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var text strings.Builder
+	if _, err := s.Generate(context.Background(), prompt, qsf.GenerateOptions{MaxTokens: 48}, func(tk qsf.Token) error {
+		text.WriteString(tk.Text)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	const want = "Once upon a time, there was a little girl named Lily. She loved to play outside in the park. One day, she saw a big, red ball. She wanted to play with it,"
+	if got := prompt + text.String(); got != want {
+		t.Fatalf("greedy text\n%q\nwant\n%q", got, want)
+	}
+	gguf := testfiles.Path(t, "models", "gguf", "stories260K-f32.gguf")
+	wantLogits, _ := run(t, gguf, 8)
+	logits, _ := run(t, out, 8)
+	for i := range wantLogits {
+		if !sameBits(logits[i], wantLogits[i]) {
+			t.Fatalf("position %d: logits differ from stories260K-f32.gguf", i)
+		}
+	}
+}

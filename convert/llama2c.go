@@ -97,8 +97,8 @@ func planLlama2c(r io.ReaderAt, size int64, opts Options) (*plan, error) {
 	w2 := next(L * hid * dim)
 	w3 := next(L * dim * hid)
 	outNorm := next(dim)
-	next(int64(c.SeqLen) * hs) // freq_cis_real, unused
-	next(int64(c.SeqLen) * hs)
+	next(int64(c.SeqLen) * hs / 2) // freq_cis_real, unused
+	next(int64(c.SeqLen) * hs / 2) // freq_cis_imag
 	cls := embd
 	if !shared {
 		cls = next(V * dim)
