@@ -21,7 +21,7 @@ func TestPoolMatVec(t *testing.T) {
 			if _, err := quant.Lookup(typ); err != nil {
 				continue
 			}
-			for _, sh := range shapes {
+			for _, sh := range shapesFor(typ) {
 				w := randomRows(r, typ, sh.rows, sh.cols)
 				act := randomRows(r, vecDotType[typ], 1, sh.cols)
 				for _, name := range Tiers() {

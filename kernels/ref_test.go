@@ -25,6 +25,65 @@ type refDot func(n int, w, act []byte) (dot, mag float64)
 var refDots = map[quant.Type]refDot{
 	quant.Q8_0: refQ8_0,
 	quant.Q4_0: refQ4_0,
+	quant.Q4_K: refQ4_K,
+	quant.Q6_K: refQ6_K,
+}
+
+func q8KD(b []byte) float64 { return float64(math.Float32frombits(binary.LittleEndian.Uint32(b))) }
+
+// k4ScaleMin returns the 6-bit scale and min of sub-block j of a Q4_K
+// block's 12 scale bytes.
+func k4ScaleMin(j int, q []byte) (sc, m int) {
+	if j < 4 {
+		return int(q[j] & 63), int(q[j+4] & 63)
+	}
+	return int(q[j+4]&15 | (q[j-4]>>6)<<4), int(q[j+4]>>4 | (q[j]>>6)<<4)
+}
+
+func refQ4_K(n int, w, act []byte) (dot, mag float64) {
+	for b := 0; b < n/256; b++ {
+		wb, ab := w[b*144:], act[b*292:]
+		da := q8KD(ab)
+		d, dmin := float64(f16At(wb))*da, float64(f16At(wb[2:]))*da
+		for j := 0; j < 8; j++ {
+			sc, m := k4ScaleMin(j, wb[4:])
+			var isum, asum int64
+			for i := 0; i < 32; i++ {
+				e := 32*j + i
+				q := wb[16+32*(j/2)+i]
+				if j%2 == 1 {
+					q >>= 4
+				}
+				a := int64(int8(ab[4+e]))
+				isum += int64(q&15) * a
+				asum += a
+			}
+			t1, t2 := d*float64(sc)*float64(isum), dmin*float64(m)*float64(asum)
+			dot += t1 - t2
+			mag += math.Abs(t1) + math.Abs(t2)
+		}
+	}
+	return dot, mag
+}
+
+func refQ6_K(n int, w, act []byte) (dot, mag float64) {
+	for b := 0; b < n/256; b++ {
+		wb, ab := w[b*210:], act[b*292:]
+		d := float64(f16At(wb[208:])) * q8KD(ab)
+		for e := 0; e < 256; e++ {
+			h, l := e/128, e%128 // half, index in half
+			ql := wb[64*h+l%64]
+			if l >= 64 {
+				ql >>= 4
+			}
+			qh := wb[128+32*h+l%32] >> (2 * (l / 32)) & 3
+			q := int64(ql&15|qh<<4) - 32
+			t := d * float64(int8(wb[192+e/16])) * float64(q) * float64(int8(ab[4+e]))
+			dot += t
+			mag += math.Abs(t)
+		}
+	}
+	return dot, mag
 }
 
 func refQ8_0(n int, w, act []byte) (dot, mag float64) {
@@ -88,6 +147,34 @@ func randomRows(r *rand.Rand, t quant.Type, rows, cols int) []byte {
 				b[o+2+j] = byte(r.IntN(256))
 			}
 		}
+	case quant.Q4_K:
+		for o := 0; o < len(b); o += 144 {
+			putF16(b[o:], scale(r)/16)
+			putF16(b[o+2:], scale(r)/16)
+			for j := 4; j < 144; j++ {
+				b[o+j] = byte(r.IntN(256))
+			}
+		}
+	case quant.Q6_K:
+		for o := 0; o < len(b); o += 210 {
+			for j := 0; j < 208; j++ {
+				b[o+j] = byte(r.IntN(256))
+			}
+			putF16(b[o+208:], scale(r)/32)
+		}
+	case quant.Q8_K:
+		for o := 0; o < len(b); o += 292 {
+			binary.LittleEndian.PutUint32(b[o:], math.Float32bits(scale(r)))
+			for g := 0; g < 16; g++ {
+				sum := 0
+				for j := 0; j < 16; j++ {
+					q := r.IntN(255) - 127
+					b[o+4+16*g+j] = byte(int8(q))
+					sum += q
+				}
+				binary.LittleEndian.PutUint16(b[o+260+2*g:], uint16(int16(sum)))
+			}
+		}
 	default:
 		panic("randomRows: no generator for " + t.String())
 	}
@@ -98,4 +185,7 @@ func randomRows(r *rand.Rand, t quant.Type, rows, cols int) []byte {
 var vecDotType = map[quant.Type]quant.Type{
 	quant.Q8_0: quant.Q8_0,
 	quant.Q4_0: quant.Q8_0,
+	quant.Q4_K: quant.Q8_K,
+	quant.Q6_K: quant.Q8_K,
+	quant.Q8_K: quant.Q8_K,
 }

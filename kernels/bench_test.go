@@ -1,0 +1,78 @@
+package kernels
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"testing"
+
+	"github.com/qsf-llm/qsf/quant"
+)
+
+// streamBytes is how much weight memory the "stream" benchmarks rotate
+// through, enough that no cache level flatters them.
+const streamBytes = 1 << 30
+
+var streamBuf []byte
+
+// BenchmarkMatVec measures 4096×4096 matrix-vector products per type, tier
+// and thread count. "hot" reuses one matrix (cache-resident where it fits);
+// "stream" rotates through ≥1 GiB of matrices, as a forward pass does.
+// Throughput is weight bytes per second.
+func BenchmarkMatVec(b *testing.B) {
+	defer SetTier(Tier())
+	const rows, cols = 4096, 4096
+	for _, typ := range []quant.Type{quant.Q8_0, quant.Q4_0} {
+		if _, err := quant.Lookup(typ); err != nil {
+			b.Logf("%v: %v; skipped", typ, err)
+			continue
+		}
+		r := rand.New(rand.NewPCG(11, 12))
+		w := randomRows(r, typ, rows, cols)
+		act := randomRows(r, vecDotType[typ], 1, cols)
+		out := make([]float32, rows)
+		var mats [][]byte
+		stream := func() [][]byte {
+			if mats == nil {
+				if streamBuf == nil {
+					streamBuf = make([]byte, streamBytes+len(w)*2)
+				}
+				for o := 0; o+len(w) <= len(streamBuf); o += len(w) {
+					mats = append(mats, streamBuf[o:o+len(w):o+len(w)])
+					copy(mats[len(mats)-1], w)
+				}
+			}
+			return mats
+		}
+		for _, name := range Tiers() {
+			for _, mode := range []string{"hot", "stream"} {
+				for _, threads := range []int{1, 2} {
+					b.Run(fmt.Sprintf("%v/%s/%s/t%d", typ, name, mode, threads), func(b *testing.B) {
+						SetTier(name)
+						ms := [][]byte{w}
+						if mode == "stream" {
+							ms = stream()
+						}
+						p := NewPool(threads)
+						defer p.Close()
+						b.SetBytes(int64(len(w)))
+						if threads == 1 {
+							runtime.LockOSThread()
+							defer runtime.UnlockOSThread()
+						}
+						b.ResetTimer()
+						cpu0 := threadCPU()
+						for i := 0; i < b.N; i++ {
+							p.MatVec(typ, out, ms[i%len(ms)], cols, act)
+						}
+						if cpu1 := threadCPU(); threads == 1 && cpu0 >= 0 && cpu1 > cpu0 {
+							// Throughput per CPU second of the one
+							// thread, immune to other load on the machine.
+							b.ReportMetric(float64(len(w))*float64(b.N)/float64(cpu1-cpu0)*1e3, "cpuMB/s")
+						}
+					})
+				}
+			}
+		}
+	}
+}

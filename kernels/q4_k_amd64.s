@@ -1,0 +1,122 @@
+//go:build amd64 && !purego
+
+#include "textflag.h"
+
+// Q4_K block (144 bytes): fp16 d, fp16 dmin, scales[12] (eight 6-bit scales
+// and eight 6-bit mins), qs[128]; quants 64j..64j+31 are the low nibbles of
+// qs[32j..32j+31] and 64j+32..64j+63 the high nibbles. Q8_K block (292
+// bytes): float32 d, int8 qs[256], int16 bsums[16] (sums of 16 quants).
+//
+// dot = da·d·Σ_j sc_j·Σ q·a − da·dmin·Σ_j m_j·(bsum_2j + bsum_2j+1)
+
+// QUAD does sub-blocks 2j and 2j+1: 32 bytes of qs, 64 activations.
+#define QUAD(j) \
+	VMOVDQU (16+32*j)(SI), Y1 \
+	VPSRLW $4, Y1, Y2 \
+	VPAND Y14, Y1, Y1 \
+	VPAND Y14, Y2, Y2 \
+	VPMADDUBSW (4+64*j)(DI), Y1, Y1 \
+	VPMADDUBSW (36+64*j)(DI), Y2, Y2 \
+	VPBROADCASTW (4*j)(SP), Y3 \
+	VPBROADCASTW (4*j+2)(SP), Y4 \
+	VPMADDWD Y3, Y1, Y1 \
+	VPMADDWD Y4, Y2, Y2 \
+	VPADDD Y1, Y7, Y7 \
+	VPADDD Y2, Y8, Y8
+
+// func dotQ4_KAVX2(out *float32, rows int, w *byte, nb int, act *byte)
+TEXT ·dotQ4_KAVX2(SB), NOSPLIT, $16-40
+	MOVQ out+0(FP), R8
+	MOVQ rows+8(FP), R9
+	MOVQ w+16(FP), SI
+	MOVQ nb+24(FP), R10
+	MOVQ act+32(FP), R11
+
+	MOVL $0x0f0f0f0f, AX
+	VMOVD AX, X14
+	VPBROADCASTD X14, Y14 // low nibble mask
+
+row:
+	VXORPS Y0, Y0, Y0   // Σ da·d·sumi
+	VXORPS X13, X13, X13 // Σ da·dmin·summ
+	MOVQ R11, DI
+	MOVQ R10, CX
+
+block:
+	PREFETCHT0 1024(SI)
+	// Unpack the 6-bit scales and mins as ggml's kmask trick does:
+	// bytes 0..7 of (AX, DX) are the scales, of (BX, R12) the mins.
+	MOVL 4(SI), AX
+	MOVL 8(SI), BX
+	MOVL 12(SI), DX
+	MOVL DX, R12
+	SHRL $4, R12
+	ANDL $0x0f0f0f0f, R12
+	MOVL BX, R13
+	SHRL $6, R13
+	ANDL $0x03030303, R13
+	SHLL $4, R13
+	ORL  R13, R12
+	ANDL $0x3f3f3f3f, BX
+	ANDL $0x0f0f0f0f, DX
+	MOVL AX, R13
+	SHRL $6, R13
+	ANDL $0x03030303, R13
+	SHLL $4, R13
+	ORL  R13, DX
+	ANDL $0x3f3f3f3f, AX
+	SHLQ $32, DX
+	ORQ  DX, AX
+	SHLQ $32, R12
+	ORQ  R12, BX
+	VMOVQ AX, X1
+	VPMOVZXBW X1, X1
+	VMOVDQU X1, 0(SP) // scales as int16
+	VMOVQ BX, X2
+	VPMOVZXBW X2, X2  // mins as int16
+
+	// mins · bsums
+	VMOVDQU 260(DI), Y3
+	VEXTRACTI128 $1, Y3, X4
+	VPHADDW X4, X3, X3 // sums of 32
+	VPMADDWD X3, X2, X2
+	VCVTDQ2PS X2, X2
+
+	// [da·d, da·dmin]
+	VMOVD (SI), X5
+	VCVTPH2PS X5, X5
+	VBROADCASTSS (DI), X6
+	VMULPS X6, X5, X5
+	VMOVSHDUP X5, X6
+	VBROADCASTSS X6, X6
+	VFMADD231PS X6, X2, X13
+	VBROADCASTSS X5, Y5
+
+	VPXOR Y7, Y7, Y7
+	VPXOR Y8, Y8, Y8
+	QUAD(0)
+	QUAD(1)
+	QUAD(2)
+	QUAD(3)
+	VPADDD Y8, Y7, Y7
+	VCVTDQ2PS Y7, Y7
+	VFMADD231PS Y5, Y7, Y0
+
+	ADDQ $144, SI
+	ADDQ $292, DI
+	DECQ CX
+	JNZ  block
+
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS X1, X0, X0
+	VSUBPS X13, X0, X0
+	VMOVHLPS X0, X1, X1
+	VADDPS X1, X0, X0
+	VMOVSHDUP X0, X1
+	VADDSS X1, X0, X0
+	VMOVSS X0, (R8)
+	ADDQ $4, R8
+	DECQ R9
+	JNZ  row
+	VZEROUPPER
+	RET
