@@ -15,6 +15,7 @@ func init() {
 	avx2Tier.kernels[quant.Q8_0] = q8_0AVX2
 	avx2Tier.kernels[quant.Q4_0] = q4_0AVX2
 	avx2Tier.kernels[quant.Q4_K] = q4_KAVX2
+	avx2Tier.kernels[quant.Q6_K] = q6_KAVX2
 }
 
 // registerArch adds the tiers this CPU supports to available, slowest first.
@@ -50,4 +51,11 @@ func dotQ4_KAVX2(out *float32, rows int, w *byte, nb int, act *byte)
 
 func q4_KAVX2(out []float32, w []byte, rowBytes, cols int, act []byte) {
 	dotQ4_KAVX2(&out[0], len(out), &w[0], cols/256, &act[0])
+}
+
+//go:noescape
+func dotQ6_KAVX2(out *float32, rows int, w *byte, nb int, act *byte)
+
+func q6_KAVX2(out []float32, w []byte, rowBytes, cols int, act []byte) {
+	dotQ6_KAVX2(&out[0], len(out), &w[0], cols/256, &act[0])
 }

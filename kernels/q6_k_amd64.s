@@ -1,0 +1,117 @@
+//go:build amd64 && !purego
+
+#include "textflag.h"
+
+// Q6_K block (210 bytes): ql[128] low 4 bits, qh[64] high 2 bits, int8
+// scales[16] (one per 16 quants), fp16 d. In half h (128 quants) quant
+// 32k+l (k 0..3, l 0..31) has low bits ql[64h+l+32(k&1)] (>>4 for k >= 2)
+// and high bits qh[32h+l]>>2k. Quants are stored +32.
+//
+// dot = da·d·Σ_g sc_g·(Σ q·a − 32·bsum_g): the bias comes off once per
+// block through the activation's bsums.
+
+// q6kScaleShuf holds, for pair k, the VPSHUFB control that puts int16
+// scale 2k in the low lane and scale 2k+1 in the high lane.
+DATA q6kScaleShuf<>+0(SB)/8, $0x0100010001000100
+DATA q6kScaleShuf<>+8(SB)/8, $0x0100010001000100
+DATA q6kScaleShuf<>+16(SB)/8, $0x0302030203020302
+DATA q6kScaleShuf<>+24(SB)/8, $0x0302030203020302
+DATA q6kScaleShuf<>+32(SB)/8, $0x0504050405040504
+DATA q6kScaleShuf<>+40(SB)/8, $0x0504050405040504
+DATA q6kScaleShuf<>+48(SB)/8, $0x0706070607060706
+DATA q6kScaleShuf<>+56(SB)/8, $0x0706070607060706
+DATA q6kScaleShuf<>+64(SB)/8, $0x0908090809080908
+DATA q6kScaleShuf<>+72(SB)/8, $0x0908090809080908
+DATA q6kScaleShuf<>+80(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA q6kScaleShuf<>+88(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA q6kScaleShuf<>+96(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA q6kScaleShuf<>+104(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA q6kScaleShuf<>+112(SB)/8, $0x0f0e0f0e0f0e0f0e
+DATA q6kScaleShuf<>+120(SB)/8, $0x0f0e0f0e0f0e0f0e
+GLOBL q6kScaleShuf<>(SB), RODATA|NOPTR, $128
+
+// QUANTS does quants 32k..32k+31 of half h, given their low bits in Y1 and
+// qh shifted so that bits 2k,2k+1 sit at 4,5 in Y2.
+#define QUANTS(h, k) \
+	VPAND Y15, Y2, Y2 \
+	VPOR Y2, Y1, Y1 \
+	VPMADDUBSW (4+128*h+32*k)(DI), Y1, Y1 \
+	VPSHUFB q6kScaleShuf<>+(32*k)(SB), Y9, Y3 \
+	VPMADDWD Y3, Y1, Y1 \
+	VPADDD Y1, Y7, Y7
+
+#define HALF(h) \
+	VBROADCASTI128 (16*h)(SP), Y9 \
+	VMOVDQU (128+32*h)(SI), Y10 \
+	VMOVDQU (64*h)(SI), Y11 \
+	VMOVDQU (64*h+32)(SI), Y12 \
+	VPAND Y14, Y11, Y1 \
+	VPSLLW $4, Y10, Y2 \
+	QUANTS(h, 0) \
+	VPAND Y14, Y12, Y1 \
+	VPSLLW $2, Y10, Y2 \
+	QUANTS(h, 1) \
+	VPSRLW $4, Y11, Y1 \
+	VPAND Y14, Y1, Y1 \
+	VMOVDQA Y10, Y2 \
+	QUANTS(h, 2) \
+	VPSRLW $4, Y12, Y1 \
+	VPAND Y14, Y1, Y1 \
+	VPSRLW $2, Y10, Y2 \
+	QUANTS(h, 3)
+
+// func dotQ6_KAVX2(out *float32, rows int, w *byte, nb int, act *byte)
+TEXT ·dotQ6_KAVX2(SB), NOSPLIT, $32-40
+	MOVQ out+0(FP), R8
+	MOVQ rows+8(FP), R9
+	MOVQ w+16(FP), SI
+	MOVQ nb+24(FP), R10
+	MOVQ act+32(FP), R11
+
+	MOVL $0x0f0f0f0f, AX
+	VMOVD AX, X14
+	VPBROADCASTD X14, Y14 // low nibble mask
+	MOVL $0x30303030, AX
+	VMOVD AX, X15
+	VPBROADCASTD X15, Y15 // high-bits mask
+
+row:
+	VXORPS Y0, Y0, Y0
+	MOVQ R11, DI
+	MOVQ R10, CX
+
+block:
+	PREFETCHT0 1024(SI)
+	VPMOVSXBW 192(SI), Y13
+	VMOVDQU Y13, 0(SP) // scales as int16
+	VPMADDWD 260(DI), Y13, Y7
+	VPSLLD $5, Y7, Y7
+	VPXOR Y8, Y8, Y8
+	VPSUBD Y7, Y8, Y7 // −32·Σ sc·bsum
+	HALF(0)
+	HALF(1)
+	VCVTDQ2PS Y7, Y7
+	MOVWLZX 208(SI), AX
+	VMOVD AX, X5
+	VCVTPH2PS X5, X5
+	VMULSS (DI), X5, X5
+	VBROADCASTSS X5, Y5
+	VFMADD231PS Y5, Y7, Y0
+
+	ADDQ $210, SI
+	ADDQ $292, DI
+	DECQ CX
+	JNZ  block
+
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS X1, X0, X0
+	VMOVHLPS X0, X1, X1
+	VADDPS X1, X0, X0
+	VMOVSHDUP X0, X1
+	VADDSS X1, X0, X0
+	VMOVSS X0, (R8)
+	ADDQ $4, R8
+	DECQ R9
+	JNZ  row
+	VZEROUPPER
+	RET
