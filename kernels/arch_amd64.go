@@ -16,6 +16,8 @@ func init() {
 	avx2Tier.kernels[quant.Q4_0] = q4_0AVX2
 	avx2Tier.kernels[quant.Q4_K] = q4_KAVX2
 	avx2Tier.kernels[quant.Q6_K] = q6_KAVX2
+	avx2Tier.kernels[quant.F32] = f32AVX2
+	avx2Tier.kernels[quant.F16] = f16AVX2
 }
 
 // registerArch adds the tiers this CPU supports to available, slowest first.

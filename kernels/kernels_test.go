@@ -16,7 +16,7 @@ import (
 // realistic width.
 var shapes = []struct{ rows, cols int }{
 	{1, 32}, {3, 32}, {1, 64}, {5, 96}, {7, 224}, {17, 256}, {4, 512},
-	{9, 4096}, {33, 768}, {2, 1280},
+	{9, 4096}, {33, 768}, {2, 1280}, {3, 1}, {2, 7}, {5, 33}, {3, 100},
 }
 
 // shapesFor returns the shapes whose width is a whole number of t's blocks.

@@ -27,6 +27,27 @@ var refDots = map[quant.Type]refDot{
 	quant.Q4_0: refQ4_0,
 	quant.Q4_K: refQ4_K,
 	quant.Q6_K: refQ6_K,
+	quant.F32:  refF32,
+	quant.F16:  refF16,
+}
+
+func refF32(n int, w, act []byte) (dot, mag float64) {
+	for i := 0; i < n; i++ {
+		t := float64(math.Float32frombits(binary.LittleEndian.Uint32(w[4*i:]))) *
+			float64(math.Float32frombits(binary.LittleEndian.Uint32(act[4*i:])))
+		dot += t
+		mag += math.Abs(t)
+	}
+	return dot, mag
+}
+
+func refF16(n int, w, act []byte) (dot, mag float64) {
+	for i := 0; i < n; i++ {
+		t := float64(f16At(w[2*i:])) * float64(f16At(act[2*i:]))
+		dot += t
+		mag += math.Abs(t)
+	}
+	return dot, mag
 }
 
 func q8KD(b []byte) float64 { return float64(math.Float32frombits(binary.LittleEndian.Uint32(b))) }
@@ -147,6 +168,14 @@ func randomRows(r *rand.Rand, t quant.Type, rows, cols int) []byte {
 				b[o+2+j] = byte(r.IntN(256))
 			}
 		}
+	case quant.F32:
+		for o := 0; o < len(b); o += 4 {
+			binary.LittleEndian.PutUint32(b[o:], math.Float32bits(float32(r.NormFloat64())))
+		}
+	case quant.F16:
+		for o := 0; o < len(b); o += 2 {
+			putF16(b[o:], float32(r.NormFloat64()))
+		}
 	case quant.Q4_K:
 		for o := 0; o < len(b); o += 144 {
 			putF16(b[o:], scale(r)/16)
@@ -188,4 +217,6 @@ var vecDotType = map[quant.Type]quant.Type{
 	quant.Q4_K: quant.Q8_K,
 	quant.Q6_K: quant.Q8_K,
 	quant.Q8_K: quant.Q8_K,
+	quant.F32:  quant.F32,
+	quant.F16:  quant.F16,
 }
