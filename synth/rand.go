@@ -1,10 +1,12 @@
 package synth
 
-import "math"
+import "math/rand/v2"
 
 // The weights come from splitmix64 streams, one per tensor row, so rows can
 // be generated in any order and on any number of goroutines with the same
-// result. Normal deviates use Marsaglia's polar method.
+// result. Normal deviates are math/rand/v2's ziggurat (NormFloat64) over
+// that stream; its output for a given source is pinned by the standard
+// library's regression tests.
 
 const golden = 0x9e3779b97f4a7c15
 
@@ -30,7 +32,7 @@ func rowRNG(seed uint64, tensor uint64, row int) rng {
 	return rng{state: mix64(mix64(seed^tensor) + uint64(row)*golden)}
 }
 
-// rng is a splitmix64 generator.
+// rng is a splitmix64 generator; it is a rand.Source.
 type rng struct{ state uint64 }
 
 func (r *rng) next() uint64 {
@@ -38,25 +40,13 @@ func (r *rng) next() uint64 {
 	return mix64(r.state)
 }
 
-// signed returns a uniform float64 in (-1, 1).
-func (r *rng) signed() float64 {
-	return float64(int64(r.next())>>10) * (1.0 / (1 << 53))
-}
+// Uint64 implements rand.Source.
+func (r *rng) Uint64() uint64 { return r.next() }
 
 // normals fills dst with normal deviates of standard deviation std.
 func (r *rng) normals(dst []float32, std float64) {
-	for i := 0; i < len(dst); {
-		u, v := r.signed(), r.signed()
-		s := u*u + v*v
-		if s >= 1 || s == 0 {
-			continue
-		}
-		f := std * math.Sqrt(-2*math.Log(s)/s)
-		dst[i] = float32(u * f)
-		i++
-		if i < len(dst) {
-			dst[i] = float32(v * f)
-			i++
-		}
+	g := rand.New(r)
+	for i := range dst {
+		dst[i] = float32(g.NormFloat64() * std)
 	}
 }
