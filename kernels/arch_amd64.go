@@ -14,6 +14,8 @@ var avx2Tier = &tier{name: "avx2"}
 func init() {
 	avx2Tier.kernels[quant.Q8_0] = q8_0AVX2
 	avx2Tier.kernels[quant.Q4_0] = q4_0AVX2
+	avx2Tier.preps[quant.Q8_0] = prepQ8_0
+	avx2Tier.preps[quant.Q4_0] = prepQ8_0
 	avx2Tier.kernels[quant.Q4_K] = q4_KAVX2
 	avx2Tier.kernels[quant.Q6_K] = q6_KAVX2
 	avx2Tier.kernels[quant.F32] = f32AVX2
@@ -34,30 +36,33 @@ func hasAVX2() bool {
 // The assembly kernels compute out[r] for r in [0, rows): row r starts at
 // w + r*rowBytes and holds nb blocks; act holds nb blocks.
 
-//go:noescape
-func dotQ8_0AVX2(out *float32, rows int, w *byte, nb int, act *byte)
+// The Q8_0-activation kernels also take aux, the activation prepared by
+// prepQ8_0.
 
 //go:noescape
-func dotQ4_0AVX2(out *float32, rows int, w *byte, nb int, act *byte)
+func dotQ8_0AVX2(out *float32, rows int, w *byte, nb int, act, aux *byte)
 
-func q8_0AVX2(out []float32, w []byte, rowBytes, cols int, act []byte) {
-	dotQ8_0AVX2(&out[0], len(out), &w[0], cols/32, &act[0])
+//go:noescape
+func dotQ4_0AVX2(out *float32, rows int, w *byte, nb int, act, aux *byte)
+
+func q8_0AVX2(out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
+	dotQ8_0AVX2(&out[0], len(out), &w[0], cols/32, &act[0], &aux[0])
 }
 
-func q4_0AVX2(out []float32, w []byte, rowBytes, cols int, act []byte) {
-	dotQ4_0AVX2(&out[0], len(out), &w[0], cols/32, &act[0])
+func q4_0AVX2(out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
+	dotQ4_0AVX2(&out[0], len(out), &w[0], cols/32, &act[0], &aux[0])
 }
 
 //go:noescape
 func dotQ4_KAVX2(out *float32, rows int, w *byte, nb int, act *byte)
 
-func q4_KAVX2(out []float32, w []byte, rowBytes, cols int, act []byte) {
+func q4_KAVX2(out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
 	dotQ4_KAVX2(&out[0], len(out), &w[0], cols/256, &act[0])
 }
 
 //go:noescape
 func dotQ6_KAVX2(out *float32, rows int, w *byte, nb int, act *byte)
 
-func q6_KAVX2(out []float32, w []byte, rowBytes, cols int, act []byte) {
+func q6_KAVX2(out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
 	dotQ6_KAVX2(&out[0], len(out), &w[0], cols/256, &act[0])
 }

@@ -15,7 +15,7 @@ func dotF32AVX2(out *float32, rows int, w *byte, chunks, rowBytes int, act *byte
 //go:noescape
 func dotF16AVX2(out *float32, rows int, w *byte, chunks, rowBytes int, act *byte)
 
-func f32AVX2(out []float32, w []byte, rowBytes, cols int, act []byte) {
+func f32AVX2(out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
 	dotF32AVX2(&out[0], len(out), &w[0], cols/32, rowBytes, &act[0])
 	if tail := cols &^ 31; tail < cols {
 		for r := range out {
@@ -31,7 +31,7 @@ func f32AVX2(out []float32, w []byte, rowBytes, cols int, act []byte) {
 	}
 }
 
-func f16AVX2(out []float32, w []byte, rowBytes, cols int, act []byte) {
+func f16AVX2(out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
 	dotF16AVX2(&out[0], len(out), &w[0], cols/32, rowBytes, &act[0])
 	if tail := cols &^ 31; tail < cols {
 		for r := range out {

@@ -66,7 +66,8 @@ func TestKernelsVsRef(t *testing.T) {
 					rowBytes, _ := quant.RowBytes(typ, sh.cols)
 					out := make([]float32, sh.rows+1)
 					out[sh.rows] = 42 // sentinel: must not be written
-					tr.kernels[typ](out[:sh.rows], w, rowBytes, sh.cols, act)
+					aux := tr.prepare(typ, nil, act, sh.cols)
+					tr.kernels[typ](out[:sh.rows], w, rowBytes, sh.cols, act, aux)
 					for i := 0; i < sh.rows; i++ {
 						want, mag := ref(sh.cols, w[i*rowBytes:(i+1)*rowBytes], act)
 						if !within(out[i], want, mag) {

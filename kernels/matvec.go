@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"fmt"
+	"sync"
 
 	"github.com/qsf-llm/qsf/quant"
 )
@@ -21,8 +22,19 @@ func MatVec(t quant.Type, out []float32, w []byte, cols int, act []byte) {
 	if len(out) == 0 {
 		return
 	}
-	current.Load().run(tr, out, w, rowBytes, cols, act)
+	tier := current.Load()
+	if int(t) < maxType && tier.preps[t] != nil {
+		bp := auxPool.Get().(*[]byte)
+		*bp = tier.prepare(t, *bp, act, cols)
+		tier.run(tr, out, w, rowBytes, cols, act, *bp)
+		auxPool.Put(bp)
+		return
+	}
+	tier.run(tr, out, w, rowBytes, cols, act, nil)
 }
+
+// auxPool recycles the prepared-activation buffers of MatVec.
+var auxPool = sync.Pool{New: func() any { return new([]byte) }}
 
 // check validates the arguments of a MatVec and returns the bytes per row.
 func check(t quant.Type, out []float32, w []byte, cols int, act []byte) (*quant.Traits, int) {

@@ -52,6 +52,7 @@ type Pool struct {
 	rowBytes int
 	cols     int
 	act      []byte
+	aux      []byte // prepared activation data, reused across calls
 	n        int
 	fn       func(lo, hi int)
 }
@@ -101,14 +102,17 @@ func (p *Pool) Close() {
 // per thread. It panics on inconsistent arguments as MatVec does.
 func (p *Pool) MatVec(t quant.Type, out []float32, w []byte, cols int, act []byte) {
 	tt, rowBytes := check(t, out, w, cols, act)
-	tr := current.Load()
-	if p.threads == 1 || len(out) <= rowAlign {
-		if len(out) > 0 {
-			tr.run(tt, out, w, rowBytes, cols, act)
-		}
+	if len(out) == 0 {
 		return
 	}
+	tr := current.Load()
 	p.mu.Lock()
+	p.aux = tr.prepare(t, p.aux, act, cols)
+	if p.threads == 1 || len(out) <= rowAlign {
+		tr.run(tt, out, w, rowBytes, cols, act, p.aux)
+		p.mu.Unlock()
+		return
+	}
 	p.kind, p.traits, p.tier = jobMatVec, tt, tr
 	p.out, p.w, p.rowBytes, p.cols, p.act = out, w, rowBytes, cols, act
 	p.start()
@@ -173,7 +177,7 @@ func (p *Pool) part(i int) {
 	case jobMatVec:
 		lo, hi := p.split(i, len(p.out), rowAlign)
 		if lo < hi {
-			p.tier.run(p.traits, p.out[lo:hi], p.w[lo*p.rowBytes:hi*p.rowBytes], p.rowBytes, p.cols, p.act)
+			p.tier.run(p.traits, p.out[lo:hi], p.w[lo*p.rowBytes:hi*p.rowBytes], p.rowBytes, p.cols, p.act, p.aux)
 		}
 	case jobParallel:
 		lo, hi := p.split(i, p.n, 1)

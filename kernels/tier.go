@@ -14,8 +14,14 @@ import (
 var ErrTier = errors.New("kernels: tier not available")
 
 // rowsFunc computes out[r] = dot(row r, act) for every r in out, where row r
-// starts at w[r*rowBytes]. The caller has validated every length.
-type rowsFunc func(out []float32, w []byte, rowBytes, cols int, act []byte)
+// starts at w[r*rowBytes]. aux is what the tier's prepFunc for the type made
+// of act, if it has one. The caller has validated every length.
+type rowsFunc func(out []float32, w []byte, rowBytes, cols int, act, aux []byte)
+
+// prepFunc derives, once per matrix, activation data that every row's kernel
+// would otherwise recompute (converted scales, bias sums). It writes into
+// buf, grown when too small, and returns the result.
+type prepFunc func(buf, act []byte, cols int) []byte
 
 // maxType bounds the quant.Type ids a tier table can hold.
 const maxType = 32
@@ -24,18 +30,31 @@ const maxType = 32
 type tier struct {
 	name    string
 	kernels [maxType]rowsFunc
+	preps   [maxType]prepFunc
+}
+
+// prepare returns the auxiliary activation data the tier's kernel for t
+// needs, built in buf, or buf itself when it needs none.
+func (tr *tier) prepare(t quant.Type, buf, act []byte, cols int) []byte {
+	if int(t) < maxType && cols > 0 {
+		if f := tr.preps[t]; f != nil {
+			return f(buf, act, cols)
+		}
+	}
+	return buf
 }
 
 // run computes the rows of out with the tier's kernel for the type of tt,
-// or with the generic one when the tier has none.
-func (tr *tier) run(tt *quant.Traits, out []float32, w []byte, rowBytes, cols int, act []byte) {
+// or with the generic one when the tier has none. aux is the result of
+// prepare.
+func (tr *tier) run(tt *quant.Traits, out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
 	if cols == 0 {
 		clear(out)
 		return
 	}
 	if t := tt.Type; int(t) < maxType {
 		if f := tr.kernels[t]; f != nil {
-			f(out, w, rowBytes, cols, act)
+			f(out, w, rowBytes, cols, act, aux)
 			return
 		}
 	}
