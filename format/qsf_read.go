@@ -45,6 +45,10 @@ type QSF struct {
 	cache                  []layerCache
 }
 
+// lz4MaxRatio bounds what an LZ4 block can expand to, so that a small
+// corrupt file cannot make the reader allocate a huge buffer.
+const lz4MaxRatio = 256
+
 type layerCache struct {
 	once sync.Once
 	data []byte
@@ -451,6 +455,9 @@ func (q *QSF) index(off uint64) (uint64, error) {
 		e := getEntry(eb)
 		if e.Compression > qsfMaxCompression || le.Uint32(eb[28:]) != 0 || (e.Compression == CompressNone && e.StoredSize != e.Size) {
 			return 0, qsfErr(ErrCorrupt, "index", i, payload+uint64(i)*qsfEntrySize, "layer %d: bad compression, sizes or reserved bytes", i)
+		}
+		if e.Compression != CompressNone && uint64(e.Size) > uint64(e.StoredSize)*lz4MaxRatio+64 {
+			return 0, qsfErr(ErrCorrupt, "index", i, payload+uint64(i)*qsfEntrySize, "layer %d: %d bytes cannot decompress to %d", i, e.StoredSize, e.Size)
 		}
 		q.Layers[i] = e
 		start := pos
