@@ -61,12 +61,17 @@ func printPlan(w io.Writer, p *synth.Plan, size int64) {
 		len(p.Tensors), typeCounts(p.TypeCounts()), p.TensorBytes(), size)
 }
 
+// typeCounts formats tensor counts by type, in type id order.
 func typeCounts(c map[quant.Type]int) string {
-	var s []string
-	for t, n := range c {
-		s = append(s, fmt.Sprintf("%d %v", n, t))
+	types := make([]quant.Type, 0, len(c))
+	for t := range c {
+		types = append(types, t)
 	}
-	sort.Strings(s)
+	sort.Slice(types, func(i, j int) bool { return types[i] < types[j] })
+	s := make([]string, len(types))
+	for i, t := range types {
+		s[i] = fmt.Sprintf("%d %v", c[t], t)
+	}
 	return strings.Join(s, " + ")
 }
 

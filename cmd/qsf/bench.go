@@ -1,0 +1,385 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/qsf-llm/qsf"
+	"github.com/qsf-llm/qsf/format"
+)
+
+// benchResult is what qsf bench measures; it is also its --json output.
+type benchResult struct {
+	Model        string `json:"model"`
+	Kernel       string `json:"kernel"`
+	Threads      int    `json:"threads"`
+	PromptTokens int    `json:"prompt_tokens"`
+	GenTokens    int    `json:"gen_tokens"`
+	Reps         int    `json:"reps"`
+
+	PrefillTokS    float64   `json:"prefill_tok_s"` // median over the repetitions
+	PrefillTokSMin float64   `json:"prefill_tok_s_min"`
+	PrefillTokSMax float64   `json:"prefill_tok_s_max"`
+	DecodeTokS     float64   `json:"decode_tok_s"` // median
+	DecodeTokSMin  float64   `json:"decode_tok_s_min"`
+	DecodeTokSMax  float64   `json:"decode_tok_s_max"`
+	PrefillRuns    []float64 `json:"prefill_tok_s_runs"`
+	DecodeRuns     []float64 `json:"decode_tok_s_runs"`
+
+	WeightBytesPerToken int64   `json:"weight_bytes_per_token"`
+	DecodeGBs           float64 `json:"decode_gb_s"`
+
+	WallSeconds  float64 `json:"wall_seconds"`            // of the measured repetitions
+	CPUSeconds   float64 `json:"cpu_seconds,omitzero"`    // user+sys over the same time
+	PeakRSSBytes int64   `json:"peak_rss_bytes,omitzero"` // VmHWM (Linux)
+
+	MemBW *memBW `json:"membw,omitempty"`
+	// DecodeBWFraction is decode GB/s over the N-thread read bandwidth.
+	DecodeBWFraction float64 `json:"decode_bw_fraction,omitzero"`
+}
+
+// memBW is this machine's measured read bandwidth.
+type memBW struct {
+	Bytes       int64   `json:"bytes"`
+	Threads     int     `json:"threads"`
+	OneThreadGB float64 `json:"one_thread_gb_s"`
+	NThreadsGB  float64 `json:"n_threads_gb_s"`
+}
+
+func cmdBench(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("bench", "-m FILE [flags] | --membw", stderr)
+	var mf modelFlags
+	mf.register(fs)
+	fs.IntVar(&mf.threads, "t", 0, "threads (same as --threads)")
+	p := fs.Int("p", 128, "prompt tokens to prefill")
+	n := fs.Int("n", 64, "tokens to decode after the prompt")
+	reps := fs.Int("r", 3, "measured repetitions (after one warm-up)")
+	asJSON := fs.Bool("json", false, "print one JSON object")
+	membw := fs.Bool("membw", false, "measure this machine's memory read bandwidth (with -m, also compare decode with it)")
+	if _, err := parse(fs, args); err != nil {
+		return err
+	}
+	if *p < 1 || *n < 0 || *reps < 1 {
+		return usagef("need -p ≥ 1, -n ≥ 0 and -r ≥ 1")
+	}
+	if mf.path == "" && !*membw {
+		return usagef("no model: pass -m FILE (or --membw)")
+	}
+	var res benchResult
+	if mf.path != "" {
+		if mf.ctx == 0 {
+			mf.ctx = *p + *n
+		}
+		r, err := runBench(&mf, *p, *n, *reps, stderr, *asJSON)
+		if err != nil {
+			return err
+		}
+		res = r
+	}
+	if *membw {
+		threads := mf.threads
+		if threads <= 0 {
+			threads = runtime.NumCPU()
+		}
+		bw := measureMemBW(1<<30, threads, 3)
+		res.MemBW = &bw
+		if res.DecodeGBs > 0 && bw.NThreadsGB > 0 {
+			res.DecodeBWFraction = res.DecodeGBs / bw.NThreadsGB
+		}
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(res)
+	}
+	printBench(stdout, &res)
+	return nil
+}
+
+// runBench loads the model and measures prefill and decode speed.
+func runBench(mf *modelFlags, p, n, reps int, stderr io.Writer, quiet bool) (benchResult, error) {
+	m, err := mf.load()
+	if err != nil {
+		return benchResult{}, err
+	}
+	defer m.Close()
+	in := m.Info()
+	if p+n > in.ContextLength {
+		return benchResult{}, usagef("-p %d + -n %d exceeds the context of %d", p, n, in.ContextLength)
+	}
+	wb, err := weightBytesPerToken(mf.path)
+	if err != nil {
+		return benchResult{}, err
+	}
+	threads := mf.threads
+	if threads <= 0 {
+		threads = qsfDefaultThreads()
+	}
+	res := benchResult{Model: in.Name, Kernel: in.Kernel, Threads: threads, PromptTokens: p, GenTokens: n,
+		Reps: reps, WeightBytesPerToken: wb}
+	if !quiet {
+		printInfo(stderr, m)
+	}
+
+	ids := make([]int, p)
+	rng := rand.New(rand.NewPCG(42, 42))
+	for i := range ids {
+		ids[i] = 3 + rng.IntN(max(in.Vocab-3, 1)) // past <unk>, <s>, </s> in LLaMA vocabularies
+	}
+	ctx := context.Background()
+	var cpu0 time.Duration
+	var start time.Time
+	for rep := -1; rep < reps; rep++ { // rep -1 is the warm-up
+		if rep == 0 {
+			cpu0, start = cpuTime(), time.Now()
+		}
+		pre, dec, err := benchOnce(ctx, m, ids, n)
+		if err != nil {
+			return benchResult{}, err
+		}
+		if rep >= 0 {
+			res.PrefillRuns = append(res.PrefillRuns, float64(p)/pre.Seconds())
+			if n > 0 {
+				res.DecodeRuns = append(res.DecodeRuns, float64(n)/dec.Seconds())
+			}
+		}
+	}
+	res.WallSeconds = time.Since(start).Seconds()
+	if cpu := cpuTime(); cpu > 0 {
+		res.CPUSeconds = (cpu - cpu0).Seconds()
+	}
+	res.PeakRSSBytes = peakRSS()
+	res.PrefillTokS, res.PrefillTokSMin, res.PrefillTokSMax = summarize(res.PrefillRuns)
+	res.DecodeTokS, res.DecodeTokSMin, res.DecodeTokSMax = summarize(res.DecodeRuns)
+	res.DecodeGBs = float64(wb) * res.DecodeTokS / 1e9
+	if res.DecodeRuns == nil {
+		res.DecodeRuns = []float64{}
+	}
+	return res, nil
+}
+
+// benchOnce prefills ids in a fresh session and then decodes n tokens
+// greedily, one Forward per token.
+func benchOnce(ctx context.Context, m *qsf.Model, ids []int, n int) (prefill, decode time.Duration, err error) {
+	s, err := m.NewSession()
+	if err != nil {
+		return 0, 0, err
+	}
+	defer s.Close()
+	t0 := time.Now()
+	logits, err := s.Forward(ctx, ids)
+	if err != nil {
+		return 0, 0, err
+	}
+	t1 := time.Now()
+	for range n {
+		if logits, err = s.Forward(ctx, []int{argmax(logits)}); err != nil {
+			return 0, 0, err
+		}
+	}
+	return t1.Sub(t0), time.Since(t1), nil
+}
+
+func argmax(x []float32) int {
+	best := 0
+	for i, v := range x {
+		if v > x[best] {
+			best = i
+		}
+	}
+	return best
+}
+
+// summarize returns the median, minimum and maximum of x.
+func summarize(x []float64) (med, lo, hi float64) {
+	if len(x) == 0 {
+		return 0, 0, 0
+	}
+	s := slices.Sorted(slices.Values(x))
+	med = s[len(s)/2]
+	if len(s)%2 == 0 {
+		med = (s[len(s)/2-1] + s[len(s)/2]) / 2
+	}
+	return med, s[0], s[len(s)-1]
+}
+
+// weightBytesPerToken is the weight data one decoded token reads: every
+// tensor but the token embedding, of which it reads one row. With tied
+// embeddings the LM head reads the whole embedding.
+func weightBytesPerToken(path string) (int64, error) {
+	f, err := format.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	var total, embd, row int64
+	tied := true
+	for _, t := range f.Tensors {
+		total += int64(t.Size)
+		switch t.Name {
+		case "token_embd.weight":
+			embd = int64(t.Size)
+			if len(t.Shape) >= 2 && t.Shape[1] > 0 {
+				row = embd / int64(t.Shape[1])
+			}
+		case "output.weight":
+			tied = false
+		}
+	}
+	if tied {
+		return total, nil
+	}
+	return total - embd + row, nil
+}
+
+// peakRSS returns the process's peak resident set size from
+// /proc/self/status (Linux), or 0 where that is not available.
+func peakRSS() int64 {
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
+			fields := strings.Fields(rest)
+			if len(fields) == 2 && fields[1] == "kB" {
+				kb, err := strconv.ParseInt(fields[0], 10, 64)
+				if err == nil {
+					return kb << 10
+				}
+			}
+		}
+	}
+	return 0
+}
+
+// qsfDefaultThreads mirrors qsf's default of one thread per physical core
+// for the report; the library makes the actual choice.
+func qsfDefaultThreads() int {
+	return max(1, runtime.NumCPU()/threadsPerCore())
+}
+
+// threadsPerCore reads the SMT width from Linux's sysfs, or assumes 1.
+func threadsPerCore() int {
+	b, err := os.ReadFile("/sys/devices/system/cpu/cpu0/topology/thread_siblings_list")
+	if err != nil {
+		return 1
+	}
+	n := 0
+	for _, part := range strings.Split(strings.TrimSpace(string(b)), ",") {
+		lo, hi, ok := strings.Cut(part, "-")
+		a, err1 := strconv.Atoi(lo)
+		if !ok {
+			if err1 == nil {
+				n++
+			}
+			continue
+		}
+		b, err2 := strconv.Atoi(hi)
+		if err1 == nil && err2 == nil && b >= a {
+			n += b - a + 1
+		}
+	}
+	return max(n, 1)
+}
+
+// measureMemBW sums a buffer of size bytes with one thread and with
+// threads threads, best of runs each, and returns the read bandwidths.
+func measureMemBW(size int64, threads, runs int) memBW {
+	buf := make([]uint64, size/8)
+	for i := range buf {
+		buf[i] = uint64(i) // touch every page so the reads hit memory
+	}
+	best := func(k int) float64 {
+		var b float64
+		for range runs {
+			t0 := time.Now()
+			sumParallel(buf, k)
+			if gbs := float64(len(buf)*8) / time.Since(t0).Seconds() / 1e9; gbs > b {
+				b = gbs
+			}
+		}
+		return b
+	}
+	bw := memBW{Bytes: int64(len(buf) * 8), Threads: threads}
+	bw.OneThreadGB = best(1)
+	bw.NThreadsGB = best(threads)
+	runtime.KeepAlive(buf)
+	return bw
+}
+
+// sink keeps the sums alive so the compiler cannot drop the loads.
+var sink uint64
+
+// sumParallel sums buf split into k parts on k goroutines.
+func sumParallel(buf []uint64, k int) {
+	var wg sync.WaitGroup
+	sums := make([]uint64, k)
+	for j := range k {
+		part := buf[len(buf)*j/k : len(buf)*(j+1)/k]
+		wg.Go(func() { sums[j] = sum8(part) })
+	}
+	wg.Wait()
+	for _, s := range sums {
+		sink += s
+	}
+}
+
+// sum8 sums x with eight independent accumulators.
+func sum8(x []uint64) uint64 {
+	var a0, a1, a2, a3, a4, a5, a6, a7 uint64
+	for len(x) >= 8 {
+		a0 += x[0]
+		a1 += x[1]
+		a2 += x[2]
+		a3 += x[3]
+		a4 += x[4]
+		a5 += x[5]
+		a6 += x[6]
+		a7 += x[7]
+		x = x[8:]
+	}
+	for _, v := range x {
+		a0 += v
+	}
+	return a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7
+}
+
+func printBench(w io.Writer, r *benchResult) {
+	if r.Model != "" {
+		fmt.Fprintf(w, "model: %s, kernel %s, %d threads, %d repetitions after a warm-up\n", r.Model, r.Kernel, r.Threads, r.Reps)
+		fmt.Fprintf(w, "prefill %4d tokens: %8.1f tok/s median (%.1f–%.1f)\n", r.PromptTokens, r.PrefillTokS, r.PrefillTokSMin, r.PrefillTokSMax)
+		if r.GenTokens > 0 {
+			fmt.Fprintf(w, "decode  %4d tokens: %8.1f tok/s median (%.1f–%.1f)\n", r.GenTokens, r.DecodeTokS, r.DecodeTokSMin, r.DecodeTokSMax)
+			fmt.Fprintf(w, "weights read per token: %.1f MiB → %.2f GB/s\n", float64(r.WeightBytesPerToken)/(1<<20), r.DecodeGBs)
+		}
+		if r.CPUSeconds > 0 {
+			fmt.Fprintf(w, "time: %.2f s wall, %.2f s CPU (user+sys, %.2f cores busy)\n", r.WallSeconds, r.CPUSeconds, r.CPUSeconds/r.WallSeconds)
+		} else {
+			fmt.Fprintf(w, "time: %.2f s wall\n", r.WallSeconds)
+		}
+		if r.PeakRSSBytes > 0 {
+			fmt.Fprintf(w, "peak RSS: %.1f MiB\n", float64(r.PeakRSSBytes)/(1<<20))
+		}
+	}
+	if bw := r.MemBW; bw != nil {
+		fmt.Fprintf(w, "memory read bandwidth (%d MiB buffer): %.1f GB/s with 1 thread, %.1f GB/s with %d\n",
+			bw.Bytes>>20, bw.OneThreadGB, bw.NThreadsGB, bw.Threads)
+		if r.DecodeBWFraction > 0 {
+			fmt.Fprintf(w, "decode uses %.0f%% of the %d-thread bandwidth\n", 100*r.DecodeBWFraction, bw.Threads)
+		}
+	}
+}
