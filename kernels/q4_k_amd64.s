@@ -9,6 +9,42 @@
 //
 // dot = da·d·Σ_j sc_j·Σ q·a − da·dmin·Σ_j m_j·(bsum_2j + bsum_2j+1)
 
+// k4ScaleShuf holds, for scale s, the VPSHUFB control that broadcasts
+// int16 word s of a 128-bit lane to all its words.
+DATA k4ScaleShuf<>+0(SB)/8, $0x0100010001000100
+DATA k4ScaleShuf<>+8(SB)/8, $0x0100010001000100
+DATA k4ScaleShuf<>+16(SB)/8, $0x0100010001000100
+DATA k4ScaleShuf<>+24(SB)/8, $0x0100010001000100
+DATA k4ScaleShuf<>+32(SB)/8, $0x0302030203020302
+DATA k4ScaleShuf<>+40(SB)/8, $0x0302030203020302
+DATA k4ScaleShuf<>+48(SB)/8, $0x0302030203020302
+DATA k4ScaleShuf<>+56(SB)/8, $0x0302030203020302
+DATA k4ScaleShuf<>+64(SB)/8, $0x0504050405040504
+DATA k4ScaleShuf<>+72(SB)/8, $0x0504050405040504
+DATA k4ScaleShuf<>+80(SB)/8, $0x0504050405040504
+DATA k4ScaleShuf<>+88(SB)/8, $0x0504050405040504
+DATA k4ScaleShuf<>+96(SB)/8, $0x0706070607060706
+DATA k4ScaleShuf<>+104(SB)/8, $0x0706070607060706
+DATA k4ScaleShuf<>+112(SB)/8, $0x0706070607060706
+DATA k4ScaleShuf<>+120(SB)/8, $0x0706070607060706
+DATA k4ScaleShuf<>+128(SB)/8, $0x0908090809080908
+DATA k4ScaleShuf<>+136(SB)/8, $0x0908090809080908
+DATA k4ScaleShuf<>+144(SB)/8, $0x0908090809080908
+DATA k4ScaleShuf<>+152(SB)/8, $0x0908090809080908
+DATA k4ScaleShuf<>+160(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA k4ScaleShuf<>+168(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA k4ScaleShuf<>+176(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA k4ScaleShuf<>+184(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA k4ScaleShuf<>+192(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA k4ScaleShuf<>+200(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA k4ScaleShuf<>+208(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA k4ScaleShuf<>+216(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA k4ScaleShuf<>+224(SB)/8, $0x0f0e0f0e0f0e0f0e
+DATA k4ScaleShuf<>+232(SB)/8, $0x0f0e0f0e0f0e0f0e
+DATA k4ScaleShuf<>+240(SB)/8, $0x0f0e0f0e0f0e0f0e
+DATA k4ScaleShuf<>+248(SB)/8, $0x0f0e0f0e0f0e0f0e
+GLOBL k4ScaleShuf<>(SB), RODATA|NOPTR, $256
+
 // QUAD does sub-blocks 2j and 2j+1: 32 bytes of qs, 64 activations.
 #define QUAD(j) \
 	VMOVDQU (16+32*j)(SI), Y1 \
@@ -17,15 +53,15 @@
 	VPAND Y14, Y2, Y2 \
 	VPMADDUBSW (4+64*j)(DI), Y1, Y1 \
 	VPMADDUBSW (36+64*j)(DI), Y2, Y2 \
-	VPBROADCASTW (4*j)(SP), Y3 \
-	VPBROADCASTW (4*j+2)(SP), Y4 \
+	VPSHUFB k4ScaleShuf<>+(64*j)(SB), Y12, Y3 \
+	VPSHUFB k4ScaleShuf<>+(64*j+32)(SB), Y12, Y4 \
 	VPMADDWD Y3, Y1, Y1 \
 	VPMADDWD Y4, Y2, Y2 \
 	VPADDD Y1, Y7, Y7 \
 	VPADDD Y2, Y8, Y8
 
 // func dotQ4_KAVX2(out *float32, rows int, w *byte, nb int, act *byte)
-TEXT ·dotQ4_KAVX2(SB), NOSPLIT, $16-40
+TEXT ·dotQ4_KAVX2(SB), NOSPLIT, $0-40
 	MOVQ out+0(FP), R8
 	MOVQ rows+8(FP), R9
 	MOVQ w+16(FP), SI
@@ -71,7 +107,7 @@ block:
 	ORQ  R12, BX
 	VMOVQ AX, X1
 	VPMOVZXBW X1, X1
-	VMOVDQU X1, 0(SP) // scales as int16
+	VPERMQ $0x44, Y1, Y12 // scales as int16, in both lanes
 	VMOVQ BX, X2
 	VPMOVZXBW X2, X2  // mins as int16
 

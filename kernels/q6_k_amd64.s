@@ -41,7 +41,7 @@ GLOBL q6kScaleShuf<>(SB), RODATA|NOPTR, $128
 	VPADDD Y1, Y7, Y7
 
 #define HALF(h) \
-	VBROADCASTI128 (16*h)(SP), Y9 \
+	VPERMQ $(0x44+0xaa*h), Y13, Y9 \
 	VMOVDQU (128+32*h)(SI), Y10 \
 	VMOVDQU (64*h)(SI), Y11 \
 	VMOVDQU (64*h+32)(SI), Y12 \
@@ -61,7 +61,7 @@ GLOBL q6kScaleShuf<>(SB), RODATA|NOPTR, $128
 	QUANTS(h, 3)
 
 // func dotQ6_KAVX2(out *float32, rows int, w *byte, nb int, act *byte)
-TEXT ·dotQ6_KAVX2(SB), NOSPLIT, $32-40
+TEXT ·dotQ6_KAVX2(SB), NOSPLIT, $0-40
 	MOVQ out+0(FP), R8
 	MOVQ rows+8(FP), R9
 	MOVQ w+16(FP), SI
@@ -83,7 +83,6 @@ row:
 block:
 	PREFETCHT0 1024(SI)
 	VPMOVSXBW 192(SI), Y13
-	VMOVDQU Y13, 0(SP) // scales as int16
 	VPMADDWD 260(DI), Y13, Y7
 	VPSLLD $5, Y7, Y7
 	VPXOR Y8, Y8, Y8
