@@ -17,6 +17,7 @@ func init() {
 	avx2Tier.preps[quant.Q8_0] = prepQ8_0
 	avx2Tier.preps[quant.Q4_0] = prepQ8_0
 	avx2Tier.kernels[quant.Q4_K] = q4_KAVX2
+	avx2Tier.kernels[quant.Q5_K] = q5_KAVX2
 	avx2Tier.kernels[quant.Q6_K] = q6_KAVX2
 	avx2Tier.kernels[quant.F32] = f32AVX2
 	avx2Tier.kernels[quant.F16] = f16AVX2
@@ -65,4 +66,11 @@ func dotQ6_KAVX2(out *float32, rows int, w *byte, nb int, act *byte)
 
 func q6_KAVX2(out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
 	dotQ6_KAVX2(&out[0], len(out), &w[0], cols/256, &act[0])
+}
+
+//go:noescape
+func dotQ5_KAVX2(out *float32, rows int, w *byte, nb int, act *byte)
+
+func q5_KAVX2(out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
+	dotQ5_KAVX2(&out[0], len(out), &w[0], cols/256, &act[0])
 }

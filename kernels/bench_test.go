@@ -22,7 +22,7 @@ var streamBuf []byte
 func BenchmarkMatVec(b *testing.B) {
 	defer SetTier(Tier())
 	const rows, cols = 4096, 4096
-	for _, typ := range []quant.Type{quant.Q8_0, quant.Q4_0, quant.Q4_K, quant.Q6_K, quant.F16} {
+	for _, typ := range []quant.Type{quant.Q8_0, quant.Q4_0, quant.Q4_K, quant.Q5_K, quant.Q6_K, quant.F16} {
 		if _, err := quant.Lookup(typ); err != nil {
 			b.Logf("%v: %v; skipped", typ, err)
 			continue

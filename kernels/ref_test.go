@@ -26,6 +26,7 @@ var refDots = map[quant.Type]refDot{
 	quant.Q8_0: refQ8_0,
 	quant.Q4_0: refQ4_0,
 	quant.Q4_K: refQ4_K,
+	quant.Q5_K: refQ5_K,
 	quant.Q6_K: refQ6_K,
 	quant.F32:  refF32,
 	quant.F16:  refF16,
@@ -77,6 +78,33 @@ func refQ4_K(n int, w, act []byte) (dot, mag float64) {
 				}
 				a := int64(int8(ab[4+e]))
 				isum += int64(q&15) * a
+				asum += a
+			}
+			t1, t2 := d*float64(sc)*float64(isum), dmin*float64(m)*float64(asum)
+			dot += t1 - t2
+			mag += math.Abs(t1) + math.Abs(t2)
+		}
+	}
+	return dot, mag
+}
+
+func refQ5_K(n int, w, act []byte) (dot, mag float64) {
+	for b := 0; b < n/256; b++ {
+		wb, ab := w[b*176:], act[b*292:]
+		da := q8KD(ab)
+		d, dmin := float64(f16At(wb))*da, float64(f16At(wb[2:]))*da
+		for j := 0; j < 8; j++ {
+			sc, m := k4ScaleMin(j, wb[4:])
+			var isum, asum int64
+			for i := 0; i < 32; i++ {
+				e := 32*j + i
+				q := wb[48+32*(j/2)+i]
+				if j%2 == 1 {
+					q >>= 4
+				}
+				hi := wb[16+i] >> j & 1
+				a := int64(int8(ab[4+e]))
+				isum += int64(q&15|hi<<4) * a
 				asum += a
 			}
 			t1, t2 := d*float64(sc)*float64(isum), dmin*float64(m)*float64(asum)
@@ -184,6 +212,14 @@ func randomRows(r *rand.Rand, t quant.Type, rows, cols int) []byte {
 				b[o+j] = byte(r.IntN(256))
 			}
 		}
+	case quant.Q5_K:
+		for o := 0; o < len(b); o += 176 {
+			putF16(b[o:], scale(r)/32)
+			putF16(b[o+2:], scale(r)/32)
+			for j := 4; j < 176; j++ {
+				b[o+j] = byte(r.IntN(256))
+			}
+		}
 	case quant.Q6_K:
 		for o := 0; o < len(b); o += 210 {
 			for j := 0; j < 208; j++ {
@@ -215,6 +251,7 @@ var vecDotType = map[quant.Type]quant.Type{
 	quant.Q8_0: quant.Q8_0,
 	quant.Q4_0: quant.Q8_0,
 	quant.Q4_K: quant.Q8_K,
+	quant.Q5_K: quant.Q8_K,
 	quant.Q6_K: quant.Q8_K,
 	quant.Q8_K: quant.Q8_K,
 	quant.F32:  quant.F32,
