@@ -265,6 +265,26 @@ func QSFConfigFromGGUF(md *Metadata) (*QSFConfig, error) {
 	} else {
 		f32(p+"attention.layer_norm_rms_epsilon", &a.NormEps)
 	}
+	// Where a key is absent, write down the value the engine assumes, so
+	// that the typed fields describe the model completely.
+	absent := func(key string) bool { _, ok := md.Get(key); return !ok }
+	if a.KeyDim == 0 && absent(p+"attention.key_length") {
+		a.KeyDim = h.HeadDim
+	}
+	if a.ValueDim == 0 && absent(p+"attention.value_length") && h.Heads != 0 {
+		a.ValueDim = h.HiddenDim / h.Heads
+	}
+	if h.Position == PosRoPE {
+		if a.RopeDim == 0 && absent(p+"rope.dimension_count") {
+			a.RopeDim = a.KeyDim
+		}
+		if h.RopeTheta == 0 && absent(p+"rope.freq_base") {
+			h.RopeTheta = 10000
+		}
+	}
+	if a.NormEps == 0 && absent(p+"attention.layer_norm_rms_epsilon") && absent(p+"attention.layer_norm_epsilon") {
+		a.NormEps = 1e-5
+	}
 	u32(p+"attention.sliding_window", &a.SlidingWindow)
 	if s, ok := md.String(p + "rope.scaling.type"); ok {
 		switch s {
