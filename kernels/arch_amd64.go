@@ -16,6 +16,14 @@ func init() {
 	avx2Tier.kernels[quant.Q4_0] = q4_0AVX2
 	avx2Tier.preps[quant.Q8_0] = prepQ8_0
 	avx2Tier.preps[quant.Q4_0] = prepQ8_0
+	avx2Tier.kernels[quant.IQ4_NL] = iq4nlAVX2
+	avx2Tier.preps[quant.IQ4_NL] = prepQ8_0
+	avx2Tier.kernels[quant.Q5_0] = q5_0AVX2
+	avx2Tier.preps[quant.Q5_0] = prepQ8_0
+	avx2Tier.kernels[quant.Q4_1] = q4_1AVX2
+	avx2Tier.preps[quant.Q4_1] = prepQ8_1
+	avx2Tier.kernels[quant.Q5_1] = q5_1AVX2
+	avx2Tier.preps[quant.Q5_1] = prepQ8_1
 	avx2Tier.kernels[quant.Q4_K] = q4_KAVX2
 	avx2Tier.kernels[quant.Q5_K] = q5_KAVX2
 	avx2Tier.kernels[quant.Q6_K] = q6_KAVX2
@@ -73,4 +81,32 @@ func dotQ5_KAVX2(out *float32, rows int, w *byte, nb int, act *byte)
 
 func q5_KAVX2(out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
 	dotQ5_KAVX2(&out[0], len(out), &w[0], cols/256, &act[0])
+}
+
+//go:noescape
+func dotIQ4NLAVX2(out *float32, rows int, w *byte, nb int, act, aux *byte)
+
+//go:noescape
+func dotQ50AVX2(out *float32, rows int, w *byte, nb int, act, aux *byte)
+
+//go:noescape
+func dotQ41AVX2(out *float32, rows int, w *byte, nb int, act, aux *byte)
+
+//go:noescape
+func dotQ51AVX2(out *float32, rows int, w *byte, nb int, act, aux *byte)
+
+func iq4nlAVX2(out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
+	dotIQ4NLAVX2(&out[0], len(out), &w[0], cols/32, &act[0], &aux[0])
+}
+
+func q5_0AVX2(out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
+	dotQ50AVX2(&out[0], len(out), &w[0], cols/32, &act[0], &aux[0])
+}
+
+func q4_1AVX2(out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
+	dotQ41AVX2(&out[0], len(out), &w[0], cols/32, &act[0], &aux[0])
+}
+
+func q5_1AVX2(out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
+	dotQ51AVX2(&out[0], len(out), &w[0], cols/32, &act[0], &aux[0])
 }

@@ -35,3 +35,26 @@ func prepQ8_0(buf, act []byte, cols int) []byte {
 	}
 	return buf
 }
+
+// prepQ8_1 builds the prepared data of a Q8_1 activation vector: per block
+// its scale d as eight float32, then s/8 as eight float32 (s = d·Σa, so
+// that the eight lanes of a min term sum to m·s).
+func prepQ8_1(buf, act []byte, cols int) []byte {
+	nb := cols / 32
+	need := nb * q8_0AuxBlock
+	if cap(buf) < need {
+		buf = make([]byte, need)
+	}
+	buf = buf[:need]
+	for b := 0; b < nb; b++ {
+		a := act[b*36 : b*36+36]
+		o := buf[b*q8_0AuxBlock : (b+1)*q8_0AuxBlock]
+		d := math.Float32bits(float16.Frombits(binary.LittleEndian.Uint16(a)).Float32())
+		s := math.Float32bits(float16.Frombits(binary.LittleEndian.Uint16(a[2:])).Float32() / 8)
+		for l := 0; l < 8; l++ {
+			binary.LittleEndian.PutUint32(o[4*l:], d)
+			binary.LittleEndian.PutUint32(o[32+4*l:], s)
+		}
+	}
+	return buf
+}

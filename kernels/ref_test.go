@@ -23,13 +23,17 @@ func putF16(b []byte, f float32) { binary.LittleEndian.PutUint16(b, float16.From
 type refDot func(n int, w, act []byte) (dot, mag float64)
 
 var refDots = map[quant.Type]refDot{
-	quant.Q8_0: refQ8_0,
-	quant.Q4_0: refQ4_0,
-	quant.Q4_K: refQ4_K,
-	quant.Q5_K: refQ5_K,
-	quant.Q6_K: refQ6_K,
-	quant.F32:  refF32,
-	quant.F16:  refF16,
+	quant.Q8_0:   refQ8_0,
+	quant.Q4_0:   refQ4_0,
+	quant.Q4_K:   refQ4_K,
+	quant.Q5_K:   refQ5_K,
+	quant.IQ4_NL: refLegacy(quant.IQ4_NL),
+	quant.Q5_0:   refLegacy(quant.Q5_0),
+	quant.Q4_1:   refLegacy(quant.Q4_1),
+	quant.Q5_1:   refLegacy(quant.Q5_1),
+	quant.Q6_K:   refQ6_K,
+	quant.F32:    refF32,
+	quant.F16:    refF16,
 }
 
 func refF32(n int, w, act []byte) (dot, mag float64) {
@@ -149,6 +153,55 @@ func refQ8_0(n int, w, act []byte) (dot, mag float64) {
 	return dot, mag
 }
 
+var iq4nlValues = [16]int64{-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113}
+
+// refLegacy returns the reference of IQ4_NL, Q5_0, Q4_1 or Q5_1: unpack
+// each block's 32 quants and compute d·da·Σq·a (+ m·s for the _1 types).
+func refLegacy(t quant.Type) refDot {
+	return func(n int, w, act []byte) (dot, mag float64) {
+		bb, ab := t.BlockBytes(), vecDotType[t].BlockBytes()
+		for b := 0; b < n/32; b++ {
+			wb, a := w[b*bb:(b+1)*bb], act[b*ab:(b+1)*ab]
+			var q [32]int64
+			var qs []byte
+			var qh uint32
+			switch t {
+			case quant.IQ4_NL, quant.Q4_1:
+				qs = wb[bb-16:]
+			case quant.Q5_0, quant.Q5_1:
+				qs = wb[bb-16:]
+				qh = binary.LittleEndian.Uint32(wb[bb-20:])
+			}
+			for j := 0; j < 16; j++ {
+				q[j], q[j+16] = int64(qs[j]&15), int64(qs[j]>>4)
+			}
+			for j := range q {
+				switch t {
+				case quant.IQ4_NL:
+					q[j] = iq4nlValues[q[j]]
+				case quant.Q5_0:
+					q[j] += int64(qh>>j&1)<<4 - 16
+				case quant.Q5_1:
+					q[j] += int64(qh>>j&1) << 4
+				}
+			}
+			var isum int64
+			for j := range q {
+				isum += q[j] * int64(int8(a[ab-32+j]))
+			}
+			t1 := float64(f16At(wb)) * float64(f16At(a)) * float64(isum)
+			dot += t1
+			mag += math.Abs(t1)
+			if t == quant.Q4_1 || t == quant.Q5_1 {
+				t2 := float64(f16At(wb[2:])) * float64(f16At(a[2:]))
+				dot += t2
+				mag += math.Abs(t2)
+			}
+		}
+		return dot, mag
+	}
+}
+
 func refQ4_0(n int, w, act []byte) (dot, mag float64) {
 	for b := 0; b < n/32; b++ {
 		wb, ab := w[b*18:], act[b*34:]
@@ -188,6 +241,29 @@ func randomRows(r *rand.Rand, t quant.Type, rows, cols int) []byte {
 			for j := 0; j < 32; j++ {
 				b[o+2+j] = byte(int8(r.IntN(255) - 127))
 			}
+		}
+	case quant.Q4_1, quant.Q5_0, quant.Q5_1, quant.IQ4_NL:
+		bb := t.BlockBytes()
+		for o := 0; o < len(b); o += bb {
+			for j := 0; j < bb; j++ {
+				b[o+j] = byte(r.IntN(256))
+			}
+			putF16(b[o:], scale(r))
+			if t == quant.Q4_1 || t == quant.Q5_1 {
+				putF16(b[o+2:], scale(r))
+			}
+		}
+	case quant.Q8_1:
+		for o := 0; o < len(b); o += 36 {
+			d := scale(r)
+			sum := 0
+			for j := 0; j < 32; j++ {
+				q := r.IntN(255) - 127
+				b[o+4+j] = byte(int8(q))
+				sum += q
+			}
+			putF16(b[o:], d)
+			putF16(b[o+2:], d*float32(sum))
 		}
 	case quant.Q4_0:
 		for o := 0; o < len(b); o += 18 {
@@ -248,12 +324,16 @@ func randomRows(r *rand.Rand, t quant.Type, rows, cols int) []byte {
 
 // vecDotType is the activation type of each type the tests generate.
 var vecDotType = map[quant.Type]quant.Type{
-	quant.Q8_0: quant.Q8_0,
-	quant.Q4_0: quant.Q8_0,
-	quant.Q4_K: quant.Q8_K,
-	quant.Q5_K: quant.Q8_K,
-	quant.Q6_K: quant.Q8_K,
-	quant.Q8_K: quant.Q8_K,
-	quant.F32:  quant.F32,
-	quant.F16:  quant.F16,
+	quant.Q8_0:   quant.Q8_0,
+	quant.Q4_0:   quant.Q8_0,
+	quant.Q4_K:   quant.Q8_K,
+	quant.IQ4_NL: quant.Q8_0,
+	quant.Q5_0:   quant.Q8_0,
+	quant.Q4_1:   quant.Q8_1,
+	quant.Q5_1:   quant.Q8_1,
+	quant.Q5_K:   quant.Q8_K,
+	quant.Q6_K:   quant.Q8_K,
+	quant.Q8_K:   quant.Q8_K,
+	quant.F32:    quant.F32,
+	quant.F16:    quant.F16,
 }
