@@ -29,6 +29,8 @@ func init() {
 	avx2Tier.kernels[quant.Q6_K] = q6_KAVX2
 	avx2Tier.kernels[quant.F32] = f32AVX2
 	avx2Tier.kernels[quant.F16] = f16AVX2
+	avx2Tier.kernels[quant.BF16] = bf16AVX2
+	avx2Tier.preps[quant.BF16] = prepBF16
 }
 
 // registerArch adds the tiers this CPU supports to available, slowest first.

@@ -13,6 +13,9 @@ import (
 func dotF32AVX2(out *float32, rows int, w *byte, chunks, rowBytes int, act *byte)
 
 //go:noescape
+func dotBF16AVX2(out *float32, rows int, w *byte, chunks, rowBytes int, act *byte)
+
+//go:noescape
 func dotF16AVX2(out *float32, rows int, w *byte, chunks, rowBytes int, act *byte)
 
 func f32AVX2(out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
@@ -41,6 +44,38 @@ func f16AVX2(out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
 				a := float16.Frombits(binary.LittleEndian.Uint16(row[2*i:])).Float32()
 				b := float16.Frombits(binary.LittleEndian.Uint16(act[2*i:])).Float32()
 				sum += float64(a * b)
+			}
+			out[r] = float32(sum)
+		}
+	}
+}
+
+// bf16At returns element i of a BF16 vector as float32.
+func bf16At(b []byte, i int) float32 {
+	return math.Float32frombits(uint32(binary.LittleEndian.Uint16(b[2*i:])) << 16)
+}
+
+// prepBF16 widens a BF16 activation to float32, once per matrix.
+func prepBF16(buf, act []byte, cols int) []byte {
+	need := 4 * cols
+	if cap(buf) < need {
+		buf = make([]byte, need)
+	}
+	buf = buf[:need]
+	for i := 0; i < cols; i++ {
+		binary.LittleEndian.PutUint32(buf[4*i:], math.Float32bits(bf16At(act, i)))
+	}
+	return buf
+}
+
+func bf16AVX2(out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
+	dotBF16AVX2(&out[0], len(out), &w[0], cols/32, rowBytes, &aux[0])
+	if tail := cols &^ 31; tail < cols {
+		for r := range out {
+			row := w[r*rowBytes:]
+			sum := float64(out[r])
+			for i := tail; i < cols; i++ {
+				sum += float64(bf16At(row, i) * bf16At(act, i))
 			}
 			out[r] = float32(sum)
 		}

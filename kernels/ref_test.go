@@ -34,6 +34,20 @@ var refDots = map[quant.Type]refDot{
 	quant.Q6_K:   refQ6_K,
 	quant.F32:    refF32,
 	quant.F16:    refF16,
+	quant.BF16:   refBF16,
+}
+
+func bf16Val(b []byte, i int) float32 {
+	return math.Float32frombits(uint32(binary.LittleEndian.Uint16(b[2*i:])) << 16)
+}
+
+func refBF16(n int, w, act []byte) (dot, mag float64) {
+	for i := 0; i < n; i++ {
+		t := float64(bf16Val(w, i)) * float64(bf16Val(act, i))
+		dot += t
+		mag += math.Abs(t)
+	}
+	return dot, mag
 }
 
 func refF32(n int, w, act []byte) (dot, mag float64) {
@@ -276,6 +290,10 @@ func randomRows(r *rand.Rand, t quant.Type, rows, cols int) []byte {
 		for o := 0; o < len(b); o += 4 {
 			binary.LittleEndian.PutUint32(b[o:], math.Float32bits(float32(r.NormFloat64())))
 		}
+	case quant.BF16:
+		for o := 0; o < len(b); o += 2 {
+			binary.LittleEndian.PutUint16(b[o:], uint16(math.Float32bits(float32(r.NormFloat64()))>>16))
+		}
 	case quant.F16:
 		for o := 0; o < len(b); o += 2 {
 			putF16(b[o:], float32(r.NormFloat64()))
@@ -336,4 +354,5 @@ var vecDotType = map[quant.Type]quant.Type{
 	quant.Q8_K:   quant.Q8_K,
 	quant.F32:    quant.F32,
 	quant.F16:    quant.F16,
+	quant.BF16:   quant.BF16,
 }
