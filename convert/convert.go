@@ -92,8 +92,9 @@ func Convert(in, out string, opts Options) (*Result, error) {
 type source struct {
 	out     format.QSFTensor // role, name, shape and output type
 	srcType quant.Type
-	// rows returns the raw bytes of source rows [lo, hi) in srcType.
-	rows func(lo, hi int) ([]byte, error)
+	// rows reads the raw bytes of source rows [lo, hi) in srcType into
+	// dst (reallocated when too small) and returns them.
+	rows func(dst []byte, lo, hi int) ([]byte, error)
 	// perm, when not nil, maps an output row to its source row.
 	perm func(i int) int
 	// f32, when not nil, returns the whole tensor as float32 in output
@@ -200,6 +201,7 @@ func write(p *plan, out string, opts Options, start time.Time) (*Result, error) 
 		}
 	}()
 	threads := max(opts.Threads, 1)
+	var scratch []byte
 	data := func(place format.QSFPlacement, layer, i int, w io.Writer) error {
 		var s *source
 		switch place {
@@ -210,7 +212,7 @@ func write(p *plan, out string, opts Options, start time.Time) (*Result, error) 
 		default:
 			s = p.layers[layer][i]
 		}
-		return writeTensor(w, s, threads)
+		return writeTensor(w, s, threads, &scratch)
 	}
 	wopts := format.QSFWriteOptions{Compression: opts.Compression}
 	if opts.Progress != nil {

@@ -14,7 +14,9 @@ import (
 // model.
 func FromGGUF(in, out string, opts Options) (*Result, error) {
 	start := time.Now()
-	f, err := format.Open(in)
+	// Read with pread rather than a mapping: mapped pages would count
+	// against the conversion's resident memory.
+	f, err := format.OpenWith(in, format.OpenOptions{NoMmap: true})
 	if err != nil {
 		return nil, err
 	}
@@ -63,13 +65,14 @@ func planGGUF(f *format.File, opts Options) (*plan, error) {
 		if len(shape) < 2 {
 			s.out.Type = ti.Type // vectors keep their bytes
 		}
-		rb := ti.RowBytes()
-		s.rows = func(lo, hi int) ([]byte, error) {
-			data, err := f.TensorData(ti)
-			if err != nil {
-				return nil, err
+		rb := int64(ti.RowBytes())
+		base := f.DataOffset + int64(ti.Offset)
+		s.rows = func(dst []byte, lo, hi int) ([]byte, error) {
+			b := grow(dst, int64(hi-lo)*rb)
+			if _, err := f.ReadAt(b, base+int64(lo)*rb); err != nil {
+				return nil, fmt.Errorf("tensor %s: %w", ti.Name, err)
 			}
-			return data[lo*rb : hi*rb], nil
+			return b, nil
 		}
 		switch place {
 		case format.PlaceEmbedding:

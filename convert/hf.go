@@ -393,7 +393,9 @@ func hfSource(t *stTensor, role format.Role, transpose bool, arch hfArch, heads,
 	}
 	cols := int64(shape[0])
 	width := int64(t.Type.BlockBytes())
-	s.rows = func(lo, hi int) ([]byte, error) { return t.readAt(int64(lo)*cols*width, int64(hi-lo)*cols*width) }
+	s.rows = func(dst []byte, lo, hi int) ([]byte, error) {
+		return t.readInto(grow(dst, int64(hi-lo)*cols*width), int64(lo)*cols*width)
+	}
 	switch {
 	case transpose:
 		in, out := int(t.Shape[0]), int(t.Shape[1])

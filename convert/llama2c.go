@@ -130,8 +130,8 @@ func planLlama2c(r io.ReaderAt, size int64, opts Options) (*plan, error) {
 		return &source{
 			out:     format.QSFTensor{Role: role, Shape: shape, Type: outputType(shape, quant.F32, opts, quant.F32)},
 			srcType: quant.F32,
-			rows: func(lo, hi int) ([]byte, error) {
-				b := make([]byte, int64(hi-lo)*cols*4)
+			rows: func(dst []byte, lo, hi int) ([]byte, error) {
+				b := grow(dst, int64(hi-lo)*cols*4)
 				_, err := r.ReadAt(b, base+int64(lo)*cols*4)
 				return b, err
 			},

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 
 	"github.com/qsf-llm/qsf/convert"
@@ -116,4 +117,36 @@ func readAll(path string) error {
 		}
 	}
 	return nil
+}
+
+// TestConversionMemory bounds what a conversion allocates in total by
+// twice the largest layer plus the embedding table (and 1 MiB for
+// metadata): the converter streams, it never holds the model.
+func TestConversionMemory(t *testing.T) {
+	in := testfiles.Path(t, "models", "gguf", "stories260K-pad256-f32.gguf")
+	out := filepath.Join(t.TempDir(), "m.qsf")
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	res, err := convert.Convert(in, out, convert.Options{Compression: format.CompressLZ4})
+	runtime.ReadMemStats(&after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var largest uint64
+	for _, e := range res.Layers {
+		largest = max(largest, uint64(e.Size))
+	}
+	f, err := format.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	embd, _ := f.Tensor("token_embd.weight")
+	f.Close()
+	budget := 2*largest + embd.Size + 1<<20
+	alloc := after.TotalAlloc - before.TotalAlloc
+	t.Logf("allocated %d bytes converting %d; budget %d (largest layer %d, embedding %d)", alloc, res.InputBytes, budget, largest, embd.Size)
+	if alloc > budget {
+		t.Errorf("conversion allocated %d bytes, more than %d", alloc, budget)
+	}
 }

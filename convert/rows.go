@@ -12,8 +12,9 @@ import (
 const chunkBytes = 4 << 20
 
 // writeTensor writes the data of s in its output type, converting a chunk
-// of rows at a time on up to threads goroutines.
-func writeTensor(w io.Writer, s *source, threads int) error {
+// of rows at a time on up to threads goroutines. scratch is a buffer kept
+// from tensor to tensor.
+func writeTensor(w io.Writer, s *source, threads int, scratch *[]byte) error {
 	cols, rows := int(s.out.Cols()), int(s.out.Rows())
 	outRow, err := quant.RowBytes(s.out.Type, cols)
 	if err != nil {
@@ -27,7 +28,7 @@ func writeTensor(w io.Writer, s *source, threads int) error {
 		if len(all) != rows*cols {
 			return fmt.Errorf("%w: tensor %s has %d values, want %d", ErrInput, s.out.Name, len(all), rows*cols)
 		}
-		return convertChunks(w, rows, cols, outRow, s.out.Type, threads, func(dst []float32, r int) error {
+		return convertChunks(w, rows, cols, outRow, s.out.Type, threads, func(dst []float32, _ *[]byte, r int) error {
 			copy(dst, all[r*cols:(r+1)*cols])
 			return nil
 		})
@@ -38,9 +39,11 @@ func writeTensor(w io.Writer, s *source, threads int) error {
 	}
 	if s.perm == nil && s.srcType == s.out.Type {
 		step := max(1, chunkBytes/max(srcRow, 1))
+		buf := *scratch
+		defer func() { *scratch = buf }()
 		for lo := 0; lo < rows; lo += step {
 			hi := min(rows, lo+step)
-			b, err := s.rows(lo, hi)
+			b, err := s.rows(buf, lo, hi)
 			if err != nil {
 				return err
 			}
@@ -50,6 +53,7 @@ func writeTensor(w io.Writer, s *source, threads int) error {
 			if _, err := w.Write(b); err != nil {
 				return err
 			}
+			buf = b
 		}
 		return nil
 	}
@@ -57,12 +61,13 @@ func writeTensor(w io.Writer, s *source, threads int) error {
 	if err != nil {
 		return fmt.Errorf("%w: tensor %s: %w", ErrUnsupported, s.out.Name, err)
 	}
-	return convertChunks(w, rows, cols, outRow, s.out.Type, threads, func(dst []float32, r int) error {
+	return convertChunks(w, rows, cols, outRow, s.out.Type, threads, func(dst []float32, raw *[]byte, r int) error {
 		src := r
 		if s.perm != nil {
 			src = s.perm(r)
 		}
-		b, err := s.rows(src, src+1)
+		b, err := s.rows(*raw, src, src+1)
+		*raw = b
 		if err != nil {
 			return err
 		}
@@ -74,15 +79,21 @@ func writeTensor(w io.Writer, s *source, threads int) error {
 	})
 }
 
-// convertChunks quantizes rows to typ, getting row r as float32 from row,
-// and writes them in order.
-func convertChunks(w io.Writer, rows, cols, outRow int, typ quant.Type, threads int, row func(dst []float32, r int) error) error {
+// convertChunks quantizes rows to typ, getting row r as float32 from row
+// (which may keep a raw-bytes buffer per goroutine in *raw), and writes
+// them in order.
+func convertChunks(w io.Writer, rows, cols, outRow int, typ quant.Type, threads int, row func(dst []float32, raw *[]byte, r int) error) error {
 	tr, err := quant.Lookup(typ)
 	if err != nil || tr.QuantizeRef == nil {
 		return fmt.Errorf("%w: no quantizer for %v", ErrUnsupported, typ)
 	}
 	step := max(1, chunkBytes/max(outRow, 1))
 	out := make([]byte, min(rows, step)*outRow)
+	bufs := make([][]float32, threads)
+	raws := make([][]byte, threads)
+	for t := range bufs {
+		bufs[t] = make([]float32, cols)
+	}
 	for lo := 0; lo < rows; lo += step {
 		hi := min(rows, lo+step)
 		n := hi - lo
@@ -97,9 +108,9 @@ func convertChunks(w io.Writer, rows, cols, outRow int, typ quant.Type, threads 
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				buf := make([]float32, cols)
+				buf := bufs[t]
 				for r := a; r < b; r++ {
-					if err := row(buf, r); err != nil {
+					if err := row(buf, &raws[t], r); err != nil {
 						errs[t] = err
 						return
 					}
@@ -118,4 +129,13 @@ func convertChunks(w io.Writer, rows, cols, outRow int, typ quant.Type, threads 
 		}
 	}
 	return nil
+}
+
+// grow returns b resized to n bytes, reallocating when its capacity is
+// too small.
+func grow(b []byte, n int64) []byte {
+	if int64(cap(b)) < n {
+		return make([]byte, n)
+	}
+	return b[:n]
 }

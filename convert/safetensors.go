@@ -28,10 +28,18 @@ type stTensor struct {
 
 // readAt reads n bytes of the tensor's data at byte offset off.
 func (t *stTensor) readAt(off, n int64) ([]byte, error) {
-	if off < 0 || n < 0 || off+n > t.size {
+	if n < 0 || n > t.size {
+		return nil, fmt.Errorf("%w: %s: read of %d bytes outside %d bytes", ErrInput, t.Name, n, t.size)
+	}
+	return t.readInto(make([]byte, n), off)
+}
+
+// readInto fills b with the tensor's data at byte offset off.
+func (t *stTensor) readInto(b []byte, off int64) ([]byte, error) {
+	n := int64(len(b))
+	if off < 0 || off+n > t.size {
 		return nil, fmt.Errorf("%w: %s: read [%d, +%d) outside %d bytes", ErrInput, t.Name, off, n, t.size)
 	}
-	b := make([]byte, n)
 	if _, err := t.file.ReadAt(b, t.offset+off); err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrInput, t.Name, err)
 	}

@@ -446,9 +446,17 @@ func writeTensors(w io.Writer, ts []QSFTensor, place QSFPlacement, layer int, da
 	return nil
 }
 
+// sliceWriter appends to a byte slice.
+type sliceWriter struct{ b []byte }
+
+func (s *sliceWriter) Write(p []byte) (int, error) {
+	s.b = append(s.b, p...)
+	return len(p), nil
+}
+
 // layerWriter holds the buffers reused from layer to layer.
 type layerWriter struct {
-	buf  bytes.Buffer
+	buf  sliceWriter
 	comp []byte
 	fast lz4.Compressor
 	hc   lz4.CompressorHC
@@ -457,12 +465,14 @@ type layerWriter struct {
 func (w *qsfWriter) layer(lw *layerWriter, i int) error {
 	p := w.p
 	ts := p.layers[i]
-	lw.buf.Reset()
-	lw.buf.Grow(int(p.layerSizes[i]))
+	if size := int(p.layerSizes[i]); cap(lw.buf.b) < size {
+		lw.buf.b = make([]byte, 0, size) // exactly one layer
+	}
+	lw.buf.b = lw.buf.b[:0]
 	if err := writeTensors(&lw.buf, ts, PlaceLayer, i, w.data); err != nil {
 		return fmt.Errorf("layer %d: %w", i, err)
 	}
-	payload := lw.buf.Bytes()
+	payload := lw.buf.b
 	if uint64(len(payload)) != p.layerSizes[i] {
 		return fmt.Errorf("layer %d is %d bytes, planned %d", i, len(payload), p.layerSizes[i])
 	}
