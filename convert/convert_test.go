@@ -168,3 +168,33 @@ func TestLlama2c(t *testing.T) {
 		}
 	}
 }
+
+// TestGGUFToQSFArchitectures converts the synthetic GGUF of every other
+// architecture (qwen2, qwen3, gemma, phi3, gpt2, llama) and requires
+// bit-identical logits.
+func TestGGUFToQSFArchitectures(t *testing.T) {
+	dir := testfiles.Dir(t)
+	files, _ := filepath.Glob(filepath.Join(dir, "models", "synthetic", "synth-*-Q4_0.gguf"))
+	if len(files) == 0 {
+		t.Skip("no synthetic GGUF files")
+	}
+	tmp := t.TempDir()
+	for _, in := range files {
+		t.Run(filepath.Base(in), func(t *testing.T) {
+			wantLogits, wantIDs := run(t, in, 3)
+			out := filepath.Join(tmp, filepath.Base(in)+".qsf")
+			if _, err := convert.Convert(in, out, convert.Options{Compression: format.CompressLZ4}); err != nil {
+				t.Fatal(err)
+			}
+			logits, ids := run(t, out, 3)
+			for i := range wantLogits {
+				if !sameBits(logits[i], wantLogits[i]) {
+					t.Fatalf("position %d: logits differ from the GGUF's", i)
+				}
+			}
+			if !slicesEqual(ids, wantIDs) {
+				t.Fatalf("greedy ids %v, want %v", ids, wantIDs)
+			}
+		})
+	}
+}
