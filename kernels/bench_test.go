@@ -76,3 +76,44 @@ func BenchmarkMatVec(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkPoolParallel measures the fixed cost of one Parallel call: wake,
+// split, wait.
+func BenchmarkPoolParallel(b *testing.B) {
+	for _, threads := range []int{1, 2} {
+		b.Run(fmt.Sprintf("t%d", threads), func(b *testing.B) {
+			p := NewPool(threads)
+			defer p.Close()
+			var c counter
+			fn := c.add
+			for i := 0; i < b.N; i++ {
+				p.Parallel(64, fn)
+			}
+		})
+	}
+}
+
+// BenchmarkMatVecSmall measures the 768-wide matrices of a small model,
+// where the pool's overhead is a larger share.
+func BenchmarkMatVecSmall(b *testing.B) {
+	for _, typ := range []quant.Type{quant.Q4_K, quant.Q6_K} {
+		if _, err := quant.Lookup(typ); err != nil {
+			b.Skip(err)
+		}
+		r := rand.New(rand.NewPCG(13, 14))
+		const rows, cols = 768, 768
+		w := randomRows(r, typ, rows, cols)
+		act := randomRows(r, vecDotType[typ], 1, cols)
+		out := make([]float32, rows)
+		for _, threads := range []int{1, 2} {
+			b.Run(fmt.Sprintf("%v/t%d", typ, threads), func(b *testing.B) {
+				p := NewPool(threads)
+				defer p.Close()
+				b.SetBytes(int64(len(w)))
+				for i := 0; i < b.N; i++ {
+					p.MatVec(typ, out, w, cols, act)
+				}
+			})
+		}
+	}
+}

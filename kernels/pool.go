@@ -18,19 +18,28 @@ const spinLimit = 20000
 // on several rows at once.
 const rowAlign = 4
 
+// chunksPerThread is how many pieces each thread's share of a job is cut
+// into. Threads claim pieces one at a time, so a worker that the OS has
+// descheduled delays a call by at most the piece it holds, not its share.
+const chunksPerThread = 4
+
+// maxChunks bounds the pieces of one job (they are counted in 16 bits).
+const maxChunks = 1<<16 - 1
+
 // jobKind says what the pool's current job is.
 type jobKind uint8
 
 const (
 	jobMatVec jobKind = iota
 	jobParallel
-	jobExit
 )
 
 // Pool is a fixed set of persistent worker goroutines that share the work of
 // one MatVec or Parallel call at a time. Idle workers spin for a short while
 // and then park, so back-to-back calls cost neither a goroutine start nor an
-// allocation. The calling goroutine does its own share of every call.
+// allocation. The calling goroutine works on every call too, and the pieces
+// of a call are claimed dynamically, so a call finishes even while workers
+// are slow to wake.
 //
 // A Pool's methods may be called from several goroutines; calls are
 // serialized. A Pool of one thread runs everything inline.
@@ -39,11 +48,17 @@ type Pool struct {
 	mu      sync.Mutex // serializes calls
 	workers []*worker
 	exited  sync.WaitGroup
+	closing atomic.Bool
 
-	gen     atomic.Uint64 // bumped once per job
-	pending atomic.Int32  // workers still busy with the current job
+	// state is the current job's id (high 32 bits), its number of pieces
+	// (bits 16..31) and the next unclaimed piece (bits 0..15). Workers
+	// watch the id for new jobs and claim pieces with compare-and-swap.
+	state atomic.Uint64
+	done  atomic.Int32 // pieces of the current job finished
+	jobID uint32
 
-	// The current job, written by the caller before gen is bumped.
+	// The current job, written by the caller before state is published
+	// and read by a thread only after it has claimed a piece.
 	kind     jobKind
 	traits   *quant.Traits
 	tier     *tier
@@ -53,12 +68,13 @@ type Pool struct {
 	cols     int
 	act      []byte
 	aux      []byte // prepared activation data, reused across calls
-	n        int
+	n        int    // rows (MatVec) or range length (Parallel)
+	align    int
+	chunks   int
 	fn       func(lo, hi int)
 }
 
 type worker struct {
-	index  int // 1..threads-1; the caller is part 0
 	parked atomic.Bool
 	wake   chan struct{} // buffered 1
 }
@@ -71,7 +87,7 @@ func NewPool(threads int) *Pool {
 	}
 	p := &Pool{threads: threads}
 	for i := 1; i < threads; i++ {
-		wk := &worker{index: i, wake: make(chan struct{}, 1)}
+		wk := &worker{wake: make(chan struct{}, 1)}
 		p.workers = append(p.workers, wk)
 		p.exited.Add(1)
 		go p.loop(wk)
@@ -91,15 +107,15 @@ func (p *Pool) Close() {
 	if p.workers == nil {
 		return
 	}
-	p.kind = jobExit
-	p.start()
+	p.closing.Store(true)
+	p.publish(0)
 	p.exited.Wait()
 	p.workers = nil
 	p.threads = 1
 }
 
-// MatVec is MatVec with the rows of out split into contiguous ranges, one
-// per thread. It panics on inconsistent arguments as MatVec does.
+// MatVec is MatVec with the rows of out split into contiguous ranges shared
+// by the pool's threads. It panics on inconsistent arguments as MatVec does.
 func (p *Pool) MatVec(t quant.Type, out []float32, w []byte, cols int, act []byte) {
 	tt, rowBytes := check(t, out, w, cols, act)
 	if len(out) == 0 {
@@ -115,17 +131,15 @@ func (p *Pool) MatVec(t quant.Type, out []float32, w []byte, cols int, act []byt
 	}
 	p.kind, p.traits, p.tier = jobMatVec, tt, tr
 	p.out, p.w, p.rowBytes, p.cols, p.act = out, w, rowBytes, cols, act
-	p.start()
-	p.part(0)
-	p.wait()
+	p.run(len(out), rowAlign)
 	p.out, p.w, p.act, p.traits = nil, nil, nil, nil
 	p.mu.Unlock()
 }
 
-// Parallel calls fn on contiguous, disjoint ranges [lo, hi) that together
-// cover [0, n), one range per thread, and returns when all calls have
-// returned. Ranges may be empty ranges are skipped. Parallel does not
-// allocate, so a method value built once can be passed on every call.
+// Parallel calls fn on contiguous, disjoint, non-empty ranges [lo, hi) that
+// together cover [0, n), concurrently on the pool's threads, and returns
+// when all calls have returned. Parallel does not allocate, so a method
+// value built once can be passed on every call.
 func (p *Pool) Parallel(n int, fn func(lo, hi int)) {
 	if n <= 0 {
 		return
@@ -135,18 +149,35 @@ func (p *Pool) Parallel(n int, fn func(lo, hi int)) {
 		return
 	}
 	p.mu.Lock()
-	p.kind, p.n, p.fn = jobParallel, n, fn
-	p.start()
-	p.part(0)
-	p.wait()
+	p.kind, p.fn = jobParallel, fn
+	p.run(n, 1)
 	p.fn = nil
 	p.mu.Unlock()
 }
 
-// start publishes the current job to the workers and wakes the parked ones.
-func (p *Pool) start() {
-	p.pending.Store(int32(len(p.workers)))
-	p.gen.Add(1)
+// run publishes a job of n items cut at multiples of align, works on it and
+// waits until every piece is done.
+func (p *Pool) run(n, align int) {
+	units := (n + align - 1) / align
+	chunks := min(units, p.threads*chunksPerThread, maxChunks)
+	p.n, p.align, p.chunks = n, align, chunks
+	p.done.Store(0)
+	p.publish(chunks)
+	id := p.jobID
+	for p.claim(id) {
+	}
+	for spins := 0; int(p.done.Load()) != chunks; spins++ {
+		if spins > 100 {
+			runtime.Gosched()
+		}
+	}
+}
+
+// publish starts a new job of the given number of pieces and wakes the
+// parked workers.
+func (p *Pool) publish(chunks int) {
+	p.jobID++
+	p.state.Store(uint64(p.jobID)<<32 | uint64(chunks)<<16)
 	for _, wk := range p.workers {
 		if wk.parked.CompareAndSwap(true, false) {
 			wk.wake <- struct{}{}
@@ -154,70 +185,70 @@ func (p *Pool) start() {
 	}
 }
 
-// wait returns once every worker has finished its part of the current job.
-func (p *Pool) wait() {
-	for spins := 0; p.pending.Load() != 0; spins++ {
-		if spins > 100 {
-			runtime.Gosched()
+// claim takes the next piece of job id and does it. It returns false when
+// job id has no piece left (or is over).
+func (p *Pool) claim(id uint32) bool {
+	for {
+		s := p.state.Load()
+		n, next := int(s>>16&0xffff), int(s&0xffff)
+		if uint32(s>>32) != id || next >= n {
+			return false
+		}
+		if p.state.CompareAndSwap(s, s+1) {
+			p.piece(next)
+			p.done.Add(1)
+			return true
 		}
 	}
 }
 
-// split returns part i of [0,n) cut into p.threads ranges aligned to align.
-func (p *Pool) split(i, n, align int) (lo, hi int) {
-	blocks := (n + align - 1) / align
-	lo = blocks * i / p.threads * align
-	hi = blocks * (i + 1) / p.threads * align
-	return min(lo, n), min(hi, n)
-}
-
-// part runs part i of the current job.
-func (p *Pool) part(i int) {
+// piece runs piece i of the current job.
+func (p *Pool) piece(i int) {
+	units := (p.n + p.align - 1) / p.align
+	lo := min(units*i/p.chunks*p.align, p.n)
+	hi := min(units*(i+1)/p.chunks*p.align, p.n)
+	if lo >= hi {
+		return
+	}
 	switch p.kind {
 	case jobMatVec:
-		lo, hi := p.split(i, len(p.out), rowAlign)
-		if lo < hi {
-			p.tier.run(p.traits, p.out[lo:hi], p.w[lo*p.rowBytes:hi*p.rowBytes], p.rowBytes, p.cols, p.act, p.aux)
-		}
+		p.tier.run(p.traits, p.out[lo:hi], p.w[lo*p.rowBytes:hi*p.rowBytes], p.rowBytes, p.cols, p.act, p.aux)
 	case jobParallel:
-		lo, hi := p.split(i, p.n, 1)
-		if lo < hi {
-			p.fn(lo, hi)
-		}
+		p.fn(lo, hi)
 	}
 }
 
-// loop is a worker's life: wait for a new job, do its part, report.
+// loop is a worker's life: wait for a new job, claim its pieces while any
+// are left, repeat.
 func (p *Pool) loop(wk *worker) {
 	defer p.exited.Done()
-	var seen uint64 // the generation before the pool's first job
+	var seen uint32 // the id before the pool's first job
 	for {
 		for spins := 0; ; spins++ {
-			if g := p.gen.Load(); g != seen {
-				seen = g
+			if id := uint32(p.state.Load() >> 32); id != seen {
+				seen = id
 				break
 			}
 			if spins < spinLimit {
 				continue
 			}
 			// Park. Publish the intent first, then check once more so
-			// that a job started in between is not missed; start
-			// either sees parked or we see the new generation.
+			// that a job published in between is not missed: publish
+			// either sees parked or we see the new id.
 			wk.parked.Store(true)
-			if p.gen.Load() != seen {
+			if uint32(p.state.Load()>>32) != seen {
 				if !wk.parked.CompareAndSwap(true, false) {
-					<-wk.wake // start claimed us and sent a wake-up
+					<-wk.wake // publish claimed us and sent a wake-up
 				}
 				continue
 			}
 			<-wk.wake
 			spins = 0
 		}
-		if p.kind == jobExit {
-			p.pending.Add(-1)
+		if p.closing.Load() {
 			return
 		}
-		p.part(wk.index)
-		p.pending.Add(-1)
+		for p.claim(seen) {
+		}
 	}
 }
