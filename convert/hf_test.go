@@ -270,7 +270,31 @@ func compare(t *testing.T, path string, ids []int, want [][]float64, tol float64
 	}
 }
 
-func TestHFLlamaSharded(t *testing.T) {
+// TestHFDecoders converts synthetic sharded HF directories of the
+// llama-family architectures and compares the logits with a direct F32
+// computation from the safetensors in HF's conventions (rotate-half RoPE,
+// Gemma's (1 + w) norms and scaled embedding, fused Phi-3 projections).
+func TestHFDecoders(t *testing.T) {
+	cases := []struct {
+		modelType          string
+		bias, qkNorm, tied bool
+		gemma, fused       bool
+	}{
+		{modelType: "llama"},
+		{modelType: "mistral", tied: true},
+		{modelType: "qwen2", bias: true},
+		{modelType: "qwen3", qkNorm: true, tied: true},
+		{modelType: "gemma", gemma: true, tied: true},
+		{modelType: "phi3", fused: true},
+	}
+	for _, c := range cases {
+		t.Run(c.modelType, func(t *testing.T) {
+			testHFDecoder(t, c.modelType, c.bias, c.qkNorm, c.tied, c.gemma, c.fused)
+		})
+	}
+}
+
+func testHFDecoder(t *testing.T, modelType string, bias, qkNorm, tied, gemma, fused bool) {
 	const (
 		embd, heads, kvHeads, ffn, layers, vocab = 64, 4, 2, 96, 2, 272
 		hd                                       = embd / heads
@@ -279,32 +303,76 @@ func TestHFLlamaSharded(t *testing.T) {
 	dir := t.TempDir()
 	rng := rand.New(rand.NewPCG(7, 8))
 	byteLevelTokenizer(t, dir)
-	cfg := map[string]any{"model_type": "llama", "architectures": []string{"LlamaForCausalLM"}, "hidden_size": embd,
+	cfg := map[string]any{"model_type": modelType, "hidden_size": embd,
 		"num_attention_heads": heads, "num_key_value_heads": kvHeads, "intermediate_size": ffn, "num_hidden_layers": layers,
 		"vocab_size": vocab, "rms_norm_eps": eps, "rope_theta": theta, "max_position_embeddings": 256,
-		"bos_token_id": 258, "eos_token_id": 258, "tie_word_embeddings": false}
+		"bos_token_id": 258, "eos_token_id": 258, "tie_word_embeddings": tied}
+	if gemma {
+		cfg["head_dim"] = hd
+	}
 	js, _ := json.Marshal(cfg)
 	os.WriteFile(filepath.Join(dir, "config.json"), js, 0o644)
 	ts := map[string]*hfTensor{}
 	var list []*hfTensor
 	add := func(x *hfTensor) { ts[x.name] = x; list = append(list, x) }
+	norm := func(name, dtype string, n int) {
+		if gemma {
+			add(randTensor(rng, name, dtype, 0.1, n)) // Gemma stores w for a (1 + w) norm
+		} else {
+			add(ones(rng, name, dtype, n))
+		}
+	}
 	add(randTensor(rng, "model.embed_tokens.weight", "F32", 0.5, vocab, embd))
 	for l := range layers {
 		p := fmt.Sprintf("model.layers.%d.", l)
-		add(ones(rng, p+"input_layernorm.weight", "BF16", embd))
-		add(randTensor(rng, p+"self_attn.q_proj.weight", "F32", 0.2, heads*hd, embd))
-		add(randTensor(rng, p+"self_attn.k_proj.weight", "F32", 0.2, kvHeads*hd, embd))
-		add(randTensor(rng, p+"self_attn.v_proj.weight", "F32", 0.2, kvHeads*hd, embd))
+		norm(p+"input_layernorm.weight", "BF16", embd)
+		if fused {
+			add(randTensor(rng, p+"self_attn.qkv_proj.weight", "F32", 0.2, (heads+2*kvHeads)*hd, embd))
+		} else {
+			add(randTensor(rng, p+"self_attn.q_proj.weight", "F32", 0.2, heads*hd, embd))
+			add(randTensor(rng, p+"self_attn.k_proj.weight", "F32", 0.2, kvHeads*hd, embd))
+			add(randTensor(rng, p+"self_attn.v_proj.weight", "F32", 0.2, kvHeads*hd, embd))
+		}
+		if bias {
+			add(randTensor(rng, p+"self_attn.q_proj.bias", "F32", 0.2, heads*hd))
+			add(randTensor(rng, p+"self_attn.k_proj.bias", "F32", 0.2, kvHeads*hd))
+			add(randTensor(rng, p+"self_attn.v_proj.bias", "F32", 0.2, kvHeads*hd))
+		}
+		if qkNorm {
+			norm(p+"self_attn.q_norm.weight", "F32", hd)
+			norm(p+"self_attn.k_norm.weight", "F32", hd)
+		}
 		add(randTensor(rng, p+"self_attn.o_proj.weight", "F32", 0.2, embd, heads*hd))
-		add(ones(rng, p+"post_attention_layernorm.weight", "BF16", embd))
-		add(randTensor(rng, p+"mlp.gate_proj.weight", "F32", 0.2, ffn, embd))
-		add(randTensor(rng, p+"mlp.up_proj.weight", "F32", 0.2, ffn, embd))
+		norm(p+"post_attention_layernorm.weight", "BF16", embd)
+		if fused {
+			add(randTensor(rng, p+"mlp.gate_up_proj.weight", "F32", 0.2, 2*ffn, embd))
+		} else {
+			add(randTensor(rng, p+"mlp.gate_proj.weight", "F32", 0.2, ffn, embd))
+			add(randTensor(rng, p+"mlp.up_proj.weight", "F32", 0.2, ffn, embd))
+		}
 		add(randTensor(rng, p+"mlp.down_proj.weight", "F32", 0.2, embd, ffn))
 	}
-	add(ones(rng, "model.norm.weight", "F16", embd))
-	add(randTensor(rng, "lm_head.weight", "F32", 0.3, vocab, embd))
+	norm("model.norm.weight", "F16", embd)
+	if !tied {
+		add(randTensor(rng, "lm_head.weight", "F32", 0.3, vocab, embd))
+	}
 	writeShards(t, dir, list, 3)
 
+	rms := func(x []float64, w *hfTensor) []float64 {
+		if !gemma {
+			return rmsNorm(x, w, eps)
+		}
+		w1 := &hfTensor{v: make([]float32, len(w.v))}
+		for i, v := range w.v {
+			w1.v[i] = v + 1
+		}
+		return rmsNorm(x, w1, eps)
+	}
+	addBias := func(y []float64, b *hfTensor) {
+		for i := range y {
+			y[i] += float64(b.v[i])
+		}
+	}
 	ids := []int{258, 104, 101, 108, 256, 257, 111, 33}
 	var want [][]float64
 	keys := make([][][]float64, layers)
@@ -313,11 +381,33 @@ func TestHFLlamaSharded(t *testing.T) {
 		x := make([]float64, embd)
 		for i := range x {
 			x[i] = float64(ts["model.embed_tokens.weight"].v[id*embd+i])
+			if gemma {
+				x[i] *= float64(float32(math.Sqrt(embd)))
+			}
 		}
 		for l := range layers {
 			p := fmt.Sprintf("model.layers.%d.", l)
-			h := rmsNorm(x, ts[p+"input_layernorm.weight"], eps)
-			q, k, v := matVec(ts[p+"self_attn.q_proj.weight"], h), matVec(ts[p+"self_attn.k_proj.weight"], h), matVec(ts[p+"self_attn.v_proj.weight"], h)
+			h := rms(x, ts[p+"input_layernorm.weight"])
+			var q, k, v []float64
+			if fused {
+				qkv := matVec(ts[p+"self_attn.qkv_proj.weight"], h)
+				q, k, v = qkv[:heads*hd], qkv[heads*hd:(heads+kvHeads)*hd], qkv[(heads+kvHeads)*hd:]
+			} else {
+				q, k, v = matVec(ts[p+"self_attn.q_proj.weight"], h), matVec(ts[p+"self_attn.k_proj.weight"], h), matVec(ts[p+"self_attn.v_proj.weight"], h)
+			}
+			if bias {
+				addBias(q, ts[p+"self_attn.q_proj.bias"])
+				addBias(k, ts[p+"self_attn.k_proj.bias"])
+				addBias(v, ts[p+"self_attn.v_proj.bias"])
+			}
+			if qkNorm {
+				for hh := range heads {
+					copy(q[hh*hd:], rms(q[hh*hd:(hh+1)*hd], ts[p+"self_attn.q_norm.weight"]))
+				}
+				for hh := range kvHeads {
+					copy(k[hh*hd:], rms(k[hh*hd:(hh+1)*hd], ts[p+"self_attn.k_norm.weight"]))
+				}
+			}
 			ropeHalf(q, heads, hd, pos, theta)
 			ropeHalf(k, kvHeads, hd, pos, theta)
 			keys[l], vals[l] = append(keys[l], k), append(vals[l], v)
@@ -325,23 +415,41 @@ func TestHFLlamaSharded(t *testing.T) {
 			for i := range x {
 				x[i] += o[i]
 			}
-			h = rmsNorm(x, ts[p+"post_attention_layernorm.weight"], eps)
-			g, u := matVec(ts[p+"mlp.gate_proj.weight"], h), matVec(ts[p+"mlp.up_proj.weight"], h)
+			h = rms(x, ts[p+"post_attention_layernorm.weight"])
+			var g, u []float64
+			if fused {
+				gu := matVec(ts[p+"mlp.gate_up_proj.weight"], h)
+				g, u = gu[:ffn], gu[ffn:]
+			} else {
+				g, u = matVec(ts[p+"mlp.gate_proj.weight"], h), matVec(ts[p+"mlp.up_proj.weight"], h)
+			}
 			for i := range g {
-				g[i] = g[i] / (1 + math.Exp(-g[i])) * u[i]
+				if gemma {
+					g[i] = gelu16(g[i]) * u[i]
+				} else {
+					g[i] = g[i] / (1 + math.Exp(-g[i])) * u[i]
+				}
 			}
 			d := matVec(ts[p+"mlp.down_proj.weight"], g)
 			for i := range x {
 				x[i] += d[i]
 			}
 		}
-		want = append(want, logitsOf(rmsNorm(x, ts["model.norm.weight"], eps), ts["lm_head.weight"]))
+		head := ts["lm_head.weight"]
+		if head == nil {
+			head = ts["model.embed_tokens.weight"]
+		}
+		want = append(want, logitsOf(rms(x, ts["model.norm.weight"]), head))
 	}
-	out := filepath.Join(dir, "llama.qsf")
+	out := filepath.Join(dir, modelType+".qsf")
 	if _, err := convert.Convert(dir, out, convert.Options{Compression: format.CompressLZ4}); err != nil {
 		t.Fatal(err)
 	}
-	checkPresented(t, out, "llama", vocab)
+	arch := modelType
+	if arch == "mistral" {
+		arch = "llama"
+	}
+	checkPresented(t, out, arch, vocab, tied)
 	compare(t, out, ids, want, 2e-4)
 }
 
@@ -382,23 +490,7 @@ func TestHFGPT2Sharded(t *testing.T) {
 	add(randTensor(rng, "transformer.ln_f.bias", "F32", 0.1, embd))
 	writeShards(t, dir, list, 2)
 
-	// llama.cpp's GELU (which the engine matches) is the tanh
-	// approximation evaluated at x rounded to fp16, its result rounded to
-	// fp16.
-	f16 := func(x float64) float64 {
-		var b [2]byte
-		v := []float32{float32(x)}
-		quant.QuantizeRow(quant.F16, b[:], v)
-		quant.DequantizeRow(quant.F16, v, b[:])
-		return float64(v[0])
-	}
-	gelu := func(x float64) float64 {
-		if math.Abs(x) >= 10 {
-			return math.Max(x, 0)
-		}
-		x = f16(x)
-		return f16(0.5 * x * (1 + math.Tanh(math.Sqrt(2/math.Pi)*(x+0.044715*x*x*x))))
-	}
+	gelu := gelu16
 	ids := []int{258, 104, 101, 108, 256, 257, 111}
 	var want [][]float64
 	keys := make([][][]float64, layers)
@@ -434,12 +526,29 @@ func TestHFGPT2Sharded(t *testing.T) {
 	if _, err := convert.Convert(dir, out, convert.Options{}); err != nil {
 		t.Fatal(err)
 	}
-	checkPresented(t, out, "gpt2", vocab)
+	checkPresented(t, out, "gpt2", vocab, true)
 	compare(t, out, ids, want, 2e-4)
 }
 
+// gelu16 is llama.cpp's GELU, which the engine matches: the tanh
+// approximation evaluated at x rounded to fp16, its result rounded to fp16.
+func gelu16(x float64) float64 {
+	if math.Abs(x) >= 10 {
+		return math.Max(x, 0)
+	}
+	f16 := func(x float64) float64 {
+		var b [2]byte
+		v := []float32{float32(x)}
+		quant.QuantizeRow(quant.F16, b[:], v)
+		quant.DequantizeRow(quant.F16, v, b[:])
+		return float64(v[0])
+	}
+	x = f16(x)
+	return f16(0.5 * x * (1 + math.Tanh(math.Sqrt(2/math.Pi)*(x+0.044715*x*x*x))))
+}
+
 // checkPresented checks the GGUF view of a converted HF model.
-func checkPresented(t *testing.T, path, arch string, vocab int) {
+func checkPresented(t *testing.T, path, arch string, vocab int, tied bool) {
 	t.Helper()
 	f, err := format.Open(path)
 	if err != nil {
@@ -453,7 +562,7 @@ func checkPresented(t *testing.T, path, arch string, vocab int) {
 	if len(toks) != vocab || !slices.Contains(toks, "<|endoftext|>") {
 		t.Errorf("%d tokens, want %d with <|endoftext|>", len(toks), vocab)
 	}
-	if f.QSF().Header.Tied() != (arch == "gpt2") {
+	if f.QSF().Header.Tied() != tied {
 		t.Errorf("tied = %v", f.QSF().Header.Tied())
 	}
 }
