@@ -75,7 +75,7 @@ func TestMemBW(t *testing.T) {
 
 func TestSummarize(t *testing.T) {
 	for _, tt := range []struct {
-		in           []float64
+		in          []float64
 		med, lo, hi float64
 	}{
 		{[]float64{3, 1, 2}, 2, 1, 3},
