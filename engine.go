@@ -1,0 +1,331 @@
+package qsf
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/qsf-llm/qsf/kernels"
+	"github.com/qsf-llm/qsf/model"
+	"github.com/qsf-llm/qsf/tokenizer"
+)
+
+// Session is one conversation with a model: its KV cache, its position and
+// its worker threads. A Session is not safe for concurrent use; run several
+// sessions (on one Model) to serve several conversations at once. Close it
+// to release its threads.
+type Session struct {
+	m      *Model
+	pool   *kernels.Pool
+	state  *model.State
+	stats  Stats
+	closed bool
+}
+
+// NewSession starts a conversation with an empty KV cache of
+// Info().ContextLength positions.
+func (m *Model) NewSession() (*Session, error) {
+	m.mu.Lock()
+	closed := m.closed
+	m.mu.Unlock()
+	if closed {
+		return nil, ErrClosed
+	}
+	threads := m.cfg.Threads
+	if threads <= 0 {
+		threads = defaultThreads()
+	}
+	pool := kernels.NewPool(threads)
+	st, err := m.net.NewState(m.ctx, pool)
+	if err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("qsf: %w", err)
+	}
+	s := &Session{m: m, pool: pool, state: st}
+	runtime.AddCleanup(s, func(p *kernels.Pool) { p.Close() }, pool)
+	return s, nil
+}
+
+// Close releases the session's worker threads. It is safe to call more
+// than once.
+func (s *Session) Close() error {
+	if !s.closed {
+		s.closed = true
+		s.pool.Close()
+	}
+	return nil
+}
+
+// Pos returns the number of tokens in the session's context.
+func (s *Session) Pos() int { return s.state.KV.Len() }
+
+// Reset empties the context, so the next call starts a new conversation.
+func (s *Session) Reset() {
+	s.state.KV.Reset()
+	s.stats = Stats{}
+}
+
+// Stats returns the counters of the session's most recent Generate call,
+// or of the Forward calls since.
+func (s *Session) Stats() Stats { return s.stats }
+
+// Stats counts tokens and time per phase. Prefill is the processing of
+// given tokens (the prompt); decode is the generation of new ones.
+type Stats struct {
+	PromptTokens    int
+	GeneratedTokens int
+	PrefillTime     time.Duration
+	DecodeTime      time.Duration
+}
+
+// PrefillTokensPerSecond is the prompt processing speed.
+func (st Stats) PrefillTokensPerSecond() float64 {
+	return perSecond(st.PromptTokens, st.PrefillTime)
+}
+
+// DecodeTokensPerSecond is the generation speed.
+func (st Stats) DecodeTokensPerSecond() float64 {
+	return perSecond(st.GeneratedTokens, st.DecodeTime)
+}
+
+func perSecond(n int, d time.Duration) float64 {
+	if d <= 0 {
+		return 0
+	}
+	return float64(n) / d.Seconds()
+}
+
+// Forward appends ids to the context and returns the logits that predict
+// the token after the last of them (a fresh slice of Info().Vocab values).
+func (s *Session) Forward(ctx context.Context, ids []int) ([]float32, error) {
+	if len(ids) == 0 {
+		return nil, errors.New("qsf: Forward of no tokens")
+	}
+	start := time.Now()
+	err := s.feed(ctx, ids, nil)
+	s.stats.PromptTokens += len(ids)
+	s.stats.PrefillTime += time.Since(start)
+	if err != nil {
+		return nil, err
+	}
+	return append([]float32(nil), s.state.Logits...), nil
+}
+
+// feed runs ids through the model, one position at a time. When each is
+// non-nil it is called with the logits after every token; otherwise logits
+// are computed for the last token only.
+func (s *Session) feed(ctx context.Context, ids []int, each func(i int, logits []float32) error) error {
+	if s.closed {
+		return ErrClosed
+	}
+	if s.Pos()+len(ids) > s.state.KV.Capacity() {
+		return fmt.Errorf("%w: %d tokens in context, %d more, room for %d", ErrContextFull, s.Pos(), len(ids), s.state.KV.Capacity())
+	}
+	for i, id := range ids {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		last := i == len(ids)-1
+		if err := s.state.Forward(id, s.Pos(), last || each != nil); err != nil {
+			return fmt.Errorf("qsf: %w", err)
+		}
+		if each != nil {
+			if err := each(i, s.state.Logits); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// Token is one generated token as passed to a Generate callback.
+type Token struct {
+	ID int
+	// Text is the text this token adds to the output. It holds only
+	// complete UTF-8 characters (bytes of a character split over several
+	// tokens arrive with its last token) and is empty while text that may
+	// begin a stop string is held back.
+	Text string
+}
+
+// GenerateOptions control Generate.
+type GenerateOptions struct {
+	// MaxTokens caps the number of generated tokens; 0 means until the
+	// end-of-generation token or a full context.
+	MaxTokens int
+	// Sampling chooses each token; the zero value is greedy.
+	Sampling SamplerOptions
+	// Stop ends generation when the output contains one of these strings;
+	// the stop string itself is not returned.
+	Stop []string
+	// ParseSpecial lets special-token text in the prompt (e.g. "<s>")
+	// become special tokens.
+	ParseSpecial bool
+}
+
+// StopReason says why generation ended.
+type StopReason string
+
+// Reasons for the end of generation.
+const (
+	StopEOS       StopReason = "eos"        // the model produced an end-of-generation token
+	StopMaxTokens StopReason = "max_tokens" // GenerateOptions.MaxTokens reached
+	StopString    StopReason = "stop"       // a stop string appeared
+	StopContext   StopReason = "context"    // the context is full
+)
+
+// Result summarizes a Generate call.
+type Result struct {
+	PromptTokens []int
+	Tokens       []int // generated ids, the end-of-generation token included
+	Text         string
+	Reason       StopReason
+}
+
+// Generate appends prompt to the conversation (with BOS when the session
+// is empty and the vocabulary asks for it), then generates tokens and
+// passes each to fn as soon as it is chosen. It stops at an
+// end-of-generation token, after opts.MaxTokens tokens, at a stop string,
+// when the context is full, when ctx is cancelled (returning ctx.Err()) or
+// when fn returns an error (returning it). The Result holds what was
+// generated up to then, also on error.
+func (s *Session) Generate(ctx context.Context, prompt string, opts GenerateOptions, fn func(Token) error) (Result, error) {
+	var res Result
+	if s.closed {
+		return res, ErrClosed
+	}
+	s.stats = Stats{}
+	res.PromptTokens = s.m.tok.Encode(prompt, tokenizer.EncodeOptions{AddSpecial: s.Pos() == 0, ParseSpecial: opts.ParseSpecial})
+	sampler := NewSampler(opts.Sampling)
+	for _, id := range res.PromptTokens {
+		sampler.Accept(id)
+	}
+
+	start := time.Now()
+	var err error
+	if len(res.PromptTokens) > 0 {
+		err = s.feed(ctx, res.PromptTokens, nil)
+	} else if s.Pos() == 0 {
+		err = errors.New("qsf: Generate with an empty prompt and an empty context")
+	}
+	s.stats.PromptTokens = len(res.PromptTokens)
+	s.stats.PrefillTime = time.Since(start)
+	if err != nil {
+		return res, err
+	}
+
+	out := newStopWriter(s.m.tok.NewStreamDecoder(), opts.Stop)
+	var text strings.Builder
+	emit := func(id int, piece string) error {
+		text.WriteString(piece)
+		if fn != nil {
+			return fn(Token{ID: id, Text: piece})
+		}
+		return nil
+	}
+	start = time.Now()
+	defer func() {
+		s.stats.DecodeTime = time.Since(start)
+		res.Text = text.String()
+	}()
+	for {
+		if opts.MaxTokens > 0 && len(res.Tokens) >= opts.MaxTokens {
+			res.Reason = StopMaxTokens
+			break
+		}
+		if err := ctx.Err(); err != nil {
+			return res, err
+		}
+		id := sampler.Sample(s.state.Logits)
+		sampler.Accept(id)
+		res.Tokens = append(res.Tokens, id)
+		s.stats.GeneratedTokens++
+		if s.m.tok.IsEOG(id) {
+			res.Reason = StopEOS
+			break
+		}
+		piece, stopped := out.push(id)
+		if err := emit(id, piece); err != nil {
+			return res, err
+		}
+		if stopped {
+			res.Reason = StopString
+			return res, nil
+		}
+		if s.Pos() >= s.state.KV.Capacity() {
+			res.Reason = StopContext
+			break
+		}
+		if err := s.feed(ctx, []int{id}, nil); err != nil {
+			return res, err
+		}
+	}
+	if rest := out.flush(); rest != "" {
+		text.WriteString(rest)
+		if fn != nil {
+			if err := fn(Token{ID: -1, Text: rest}); err != nil {
+				return res, err
+			}
+		}
+	}
+	return res, nil
+}
+
+// stopWriter turns tokens into text for the callback: complete UTF-8 only,
+// holding back any tail that might be the start of a stop string.
+type stopWriter struct {
+	dec     *tokenizer.StreamDecoder
+	stops   []string
+	pending string // decoded but not yet emitted
+}
+
+func newStopWriter(dec *tokenizer.StreamDecoder, stops []string) *stopWriter {
+	var nonEmpty []string
+	for _, s := range stops {
+		if s != "" {
+			nonEmpty = append(nonEmpty, s)
+		}
+	}
+	return &stopWriter{dec: dec, stops: nonEmpty}
+}
+
+// push adds a token and returns the text that can be emitted now, and
+// whether a stop string was found (the text before it is returned).
+func (w *stopWriter) push(id int) (string, bool) {
+	w.pending += w.dec.Push(id)
+	if len(w.stops) == 0 {
+		out := w.pending
+		w.pending = ""
+		return out, false
+	}
+	for _, stop := range w.stops {
+		if i := strings.Index(w.pending, stop); i >= 0 {
+			out := w.pending[:i]
+			w.pending = ""
+			return out, true
+		}
+	}
+	// Hold back the longest tail that is a prefix of a stop string.
+	hold := 0
+	for _, stop := range w.stops {
+		for n := min(len(stop)-1, len(w.pending)); n > hold; n-- {
+			if strings.HasSuffix(w.pending, stop[:n]) {
+				hold = n
+				break
+			}
+		}
+	}
+	out := w.pending[:len(w.pending)-hold]
+	w.pending = w.pending[len(w.pending)-hold:]
+	return out, false
+}
+
+// flush returns whatever is still held back at the end of generation.
+func (w *stopWriter) flush() string {
+	out := w.pending + w.dec.Flush()
+	w.pending = ""
+	return out
+}

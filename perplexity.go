@@ -1,0 +1,103 @@
+package qsf
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+)
+
+// PerplexityOptions control Model.Perplexity.
+type PerplexityOptions struct {
+	// Context is the chunk length in tokens (default 128; at most the
+	// session context length).
+	Context int
+}
+
+// PerplexityResult is the outcome of Model.Perplexity.
+type PerplexityResult struct {
+	PPL     float64   // exp(mean negative log-likelihood)
+	StdErr  float64   // its standard error, as llama-perplexity prints after ±
+	Chunks  int       // chunks evaluated
+	Scored  int       // tokens scored
+	Running []float64 // PPL after each chunk
+}
+
+// Perplexity measures how well the model predicts text with llama.cpp's
+// llama-perplexity method, so the figures compare: the text is tokenized
+// once (with BOS), cut into non-overlapping chunks of opts.Context tokens,
+// the first token of each chunk is replaced by BOS, each chunk is evaluated
+// from position 0, and only the second half of each chunk is scored.
+// progress, if non-nil, is called after every chunk.
+func (m *Model) Perplexity(ctx context.Context, text string, opts PerplexityOptions, progress func(chunk, chunks int, running float64)) (PerplexityResult, error) {
+	var res PerplexityResult
+	n := opts.Context
+	if n <= 0 {
+		n = 128
+	}
+	if n > m.ctx {
+		return res, fmt.Errorf("%w: perplexity context %d exceeds the session context %d", ErrContextFull, n, m.ctx)
+	}
+	if n < 4 {
+		return res, errors.New("qsf: perplexity context must be at least 4 tokens")
+	}
+	tokens := m.Tokenize(text, TokenizeOptions{})
+	chunks := len(tokens) / n
+	if chunks == 0 {
+		return res, fmt.Errorf("qsf: text has %d tokens, fewer than one chunk of %d", len(tokens), n)
+	}
+	s, err := m.NewSession()
+	if err != nil {
+		return res, err
+	}
+	defer s.Close()
+
+	first := n / 2
+	var nll, nll2 float64
+	chunk := make([]int, n)
+	for c := 0; c < chunks; c++ {
+		copy(chunk, tokens[c*n:(c+1)*n])
+		if bos := m.BOS(); bos >= 0 {
+			chunk[0] = bos
+		}
+		s.Reset()
+		err := s.feed(ctx, chunk, func(i int, logits []float32) error {
+			if i < first || i >= n-1 {
+				return nil
+			}
+			v := -logSoftmax(logits, chunk[i+1])
+			nll += v
+			nll2 += v * v
+			res.Scored++
+			return nil
+		})
+		if err != nil {
+			return res, err
+		}
+		res.Chunks++
+		running := math.Exp(nll / float64(res.Scored))
+		res.Running = append(res.Running, running)
+		if progress != nil {
+			progress(c+1, chunks, running)
+		}
+	}
+	mean := nll / float64(res.Scored)
+	res.PPL = math.Exp(mean)
+	if v := nll2/float64(res.Scored) - mean*mean; v > 0 && res.Scored > 1 {
+		res.StdErr = res.PPL * math.Sqrt(v/float64(res.Scored-1))
+	}
+	return res, nil
+}
+
+// logSoftmax returns log(softmax(logits)[tok]), computed in float64.
+func logSoftmax(logits []float32, tok int) float64 {
+	mx := logits[0]
+	for _, v := range logits {
+		mx = max(mx, v)
+	}
+	var sum float64
+	for _, v := range logits {
+		sum += math.Exp(float64(v - mx))
+	}
+	return float64(logits[tok]-mx) - math.Log(sum)
+}
