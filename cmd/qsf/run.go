@@ -1,23 +1,27 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 
 	"github.com/qsf-llm/qsf"
+	"github.com/qsf-llm/qsf/synth"
 )
 
 // modelFlags are the flags every command that loads a model shares.
 type modelFlags struct {
-	path    string
-	threads int
-	ctx     int
-	kernel  string
-	noMmap  bool
+	path      string
+	synthetic string
+	threads   int
+	ctx       int
+	kernel    string
+	noMmap    bool
 }
 
 func (mf *modelFlags) register(fs interface {
@@ -25,7 +29,8 @@ func (mf *modelFlags) register(fs interface {
 	IntVar(*int, string, int, string)
 	BoolVar(*bool, string, bool, string)
 }) {
-	fs.StringVar(&mf.path, "m", "", "model file (GGUF)")
+	fs.StringVar(&mf.path, "m", "", "model file (GGUF or QSF)")
+	fs.StringVar(&mf.synthetic, "synthetic", "", "instead of -m, run a RANDOM-WEIGHT model of this shape (e.g. tiny), written once to the temp dir: a demo that needs no download; its output is noise")
 	fs.IntVar(&mf.threads, "threads", 0, "threads (0 = one per physical core)")
 	fs.IntVar(&mf.ctx, "ctx", 0, "context length in tokens (0 = the model's, at most 4096)")
 	fs.StringVar(&mf.kernel, "kernel", "", "kernel tier: generic, avx2 or avx512 (default: best available)")
@@ -33,8 +38,18 @@ func (mf *modelFlags) register(fs interface {
 }
 
 func (mf *modelFlags) load() (*qsf.Model, error) {
+	if mf.synthetic != "" {
+		if mf.path != "" {
+			return nil, usagef("pass -m FILE or --synthetic SHAPE, not both")
+		}
+		path, err := syntheticModel(mf.synthetic, os.Stderr)
+		if err != nil {
+			return nil, err
+		}
+		mf.path = path
+	}
 	if mf.path == "" {
-		return nil, usagef("no model: pass -m FILE")
+		return nil, usagef("no model: pass -m FILE (or --synthetic tiny for a random-weight demo)")
 	}
 	return qsf.Load(mf.path, qsf.Config{Threads: mf.threads, ContextLength: mf.ctx, Kernel: mf.kernel, NoMmap: mf.noMmap})
 }
@@ -132,4 +147,45 @@ func nonNil(ids []int) []int {
 		return []int{}
 	}
 	return ids
+}
+
+// syntheticModel returns the path of a random-weight q8_0 model of the
+// named shape in the temp dir, writing it first if it is not there, and
+// says on stderr that its output is noise.
+func syntheticModel(shapeName string, stderr io.Writer) (string, error) {
+	shape, err := synth.LookupShape(shapeName)
+	if err != nil {
+		return "", usagef("%v", err)
+	}
+	plan, err := synth.NewPlan(shape, synth.Q8_0, 1)
+	if err != nil {
+		return "", err
+	}
+	size, err := plan.FileSize()
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(os.TempDir(), fmt.Sprintf("qsf-synthetic-%s-q8_0.gguf", shape.Name))
+	fmt.Fprintf(stderr, "qsf: RANDOM WEIGHTS: synthetic %s model %s (%s); its output is noise, not language\n", shape.Name, path, mib(size))
+	if st, err := os.Stat(path); err == nil && st.Size() == size {
+		return path, nil
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".*")
+	if err != nil {
+		return "", err
+	}
+	defer os.Remove(tmp.Name())
+	w := bufio.NewWriterSize(tmp, 1<<20)
+	if err := plan.Write(w, synth.WriteOptions{}); err != nil {
+		tmp.Close()
+		return "", err
+	}
+	if err := w.Flush(); err != nil {
+		tmp.Close()
+		return "", err
+	}
+	if err := tmp.Close(); err != nil {
+		return "", err
+	}
+	return path, os.Rename(tmp.Name(), path)
 }
