@@ -31,6 +31,8 @@ func init() {
 	avx2Tier.kernels[quant.F16] = f16AVX2
 	avx2Tier.kernels[quant.BF16] = bf16AVX2
 	avx2Tier.preps[quant.BF16] = prepBF16
+	avx2Tier.packed = packedQ4_0AVX2
+	avx2Tier.packedPrep = prepPackedQ4_0
 }
 
 // registerArch adds the tiers this CPU supports to available, slowest first.
@@ -111,4 +113,11 @@ func q4_1AVX2(out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
 
 func q5_1AVX2(out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
 	dotQ51AVX2(&out[0], len(out), &w[0], cols/32, &act[0], &aux[0])
+}
+
+//go:noescape
+func dotPackedQ4_0AVX2(out *float32, rows int, w *byte, nb, rowBytes int, aux *byte)
+
+func packedQ4_0AVX2(out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
+	dotPackedQ4_0AVX2(&out[0], len(out), &w[0], cols/32, rowBytes, &aux[0])
 }

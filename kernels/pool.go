@@ -32,6 +32,7 @@ type jobKind uint8
 const (
 	jobMatVec jobKind = iota
 	jobParallel
+	jobPacked
 )
 
 // Pool is a fixed set of persistent worker goroutines that share the work of
@@ -72,6 +73,7 @@ type Pool struct {
 	align    int
 	chunks   int
 	fn       func(lo, hi int)
+	kern     rowsFunc // jobPacked's kernel
 }
 
 type worker struct {
@@ -133,6 +135,36 @@ func (p *Pool) MatVec(t quant.Type, out []float32, w []byte, cols int, act []byt
 	p.out, p.w, p.rowBytes, p.cols, p.act = out, w, rowBytes, cols, act
 	p.run(len(out), rowAlign)
 	p.out, p.w, p.act, p.traits = nil, nil, nil, nil
+	p.mu.Unlock()
+}
+
+// MatVecPacked is MatVecPacked with the rows split across the pool's
+// threads.
+func (p *Pool) MatVecPacked(out []float32, m *PackedMatrix, act []byte) {
+	checkPacked(out, m, act)
+	if m.rows == 0 {
+		return
+	}
+	if m.cols == 0 {
+		clear(out)
+		return
+	}
+	tr := current.Load()
+	kern := packedQ4_0Generic
+	p.mu.Lock()
+	if tr.packed != nil {
+		kern = tr.packed
+		p.aux = tr.packedPrep(p.aux, act, m.cols)
+	}
+	if p.threads == 1 || m.rows <= rowAlign {
+		kern(out, m.data, m.rowBytes, m.cols, act, p.aux)
+		p.mu.Unlock()
+		return
+	}
+	p.kind, p.kern = jobPacked, kern
+	p.out, p.w, p.rowBytes, p.cols, p.act = out, m.data, m.rowBytes, m.cols, act
+	p.run(m.rows, rowAlign)
+	p.out, p.w, p.act, p.kern = nil, nil, nil, nil
 	p.mu.Unlock()
 }
 
@@ -215,6 +247,8 @@ func (p *Pool) piece(i int) {
 		p.tier.run(p.traits, p.out[lo:hi], p.w[lo*p.rowBytes:hi*p.rowBytes], p.rowBytes, p.cols, p.act, p.aux)
 	case jobParallel:
 		p.fn(lo, hi)
+	case jobPacked:
+		p.kern(p.out[lo:hi], p.w[lo*p.rowBytes:hi*p.rowBytes], p.rowBytes, p.cols, p.act, p.aux)
 	}
 }
 

@@ -31,6 +31,11 @@ type tier struct {
 	name    string
 	kernels [maxType]rowsFunc
 	preps   [maxType]prepFunc
+
+	// packed and packedPrep are the kernel for a packed Q4_0 matrix and
+	// its activation preparation; nil means the portable one.
+	packed     rowsFunc
+	packedPrep prepFunc
 }
 
 // prepare returns the auxiliary activation data the tier's kernel for t
