@@ -24,6 +24,8 @@ func init() {
 	avx2Tier.preps[quant.Q4_1] = prepQ8_1
 	avx2Tier.kernels[quant.Q5_1] = q5_1AVX2
 	avx2Tier.preps[quant.Q5_1] = prepQ8_1
+	avx2Tier.kernels[quant.Q2_K] = q2_KAVX2
+	avx2Tier.kernels[quant.Q3_K] = q3_KAVX2
 	avx2Tier.kernels[quant.Q4_K] = q4_KAVX2
 	avx2Tier.kernels[quant.Q5_K] = q5_KAVX2
 	avx2Tier.kernels[quant.Q6_K] = q6_KAVX2
@@ -120,4 +122,18 @@ func dotPackedQ4_0AVX2(out *float32, rows int, w *byte, nb, rowBytes int, aux *b
 
 func packedQ4_0AVX2(out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
 	dotPackedQ4_0AVX2(&out[0], len(out), &w[0], cols/32, rowBytes, &aux[0])
+}
+
+//go:noescape
+func dotQ2_KAVX2(out *float32, rows int, w *byte, nb int, act *byte)
+
+//go:noescape
+func dotQ3_KAVX2(out *float32, rows int, w *byte, nb int, act *byte)
+
+func q2_KAVX2(out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
+	dotQ2_KAVX2(&out[0], len(out), &w[0], cols/256, &act[0])
+}
+
+func q3_KAVX2(out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
+	dotQ3_KAVX2(&out[0], len(out), &w[0], cols/256, &act[0])
 }

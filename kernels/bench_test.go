@@ -15,6 +15,13 @@ const streamBytes = 1 << 30
 
 var streamBuf []byte
 
+// benchTypes are the weight types BenchmarkMatVec covers.
+var benchTypes = []quant.Type{
+	quant.Q8_0, quant.Q4_0, quant.Q4_1, quant.Q5_0, quant.Q5_1, quant.IQ4_NL,
+	quant.Q2_K, quant.Q3_K, quant.Q4_K, quant.Q5_K, quant.Q6_K,
+	quant.F16, quant.BF16, quant.F32,
+}
+
 // BenchmarkMatVec measures 4096×4096 matrix-vector products per type, tier
 // and thread count. "hot" reuses one matrix (cache-resident where it fits);
 // "stream" rotates through ≥1 GiB of matrices, as a forward pass does.
@@ -22,7 +29,7 @@ var streamBuf []byte
 func BenchmarkMatVec(b *testing.B) {
 	defer SetTier(Tier())
 	const rows, cols = 4096, 4096
-	for _, typ := range []quant.Type{quant.Q8_0, quant.Q4_0, quant.Q4_K, quant.Q5_K, quant.Q6_K, quant.F16, quant.F32} {
+	for _, typ := range benchTypes {
 		if _, err := quant.Lookup(typ); err != nil {
 			b.Logf("%v: %v; skipped", typ, err)
 			continue

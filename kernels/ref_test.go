@@ -25,6 +25,8 @@ type refDot func(n int, w, act []byte) (dot, mag float64)
 var refDots = map[quant.Type]refDot{
 	quant.Q8_0:   refQ8_0,
 	quant.Q4_0:   refQ4_0,
+	quant.Q2_K:   refQ2_K,
+	quant.Q3_K:   refQ3_K,
 	quant.Q4_K:   refQ4_K,
 	quant.Q5_K:   refQ5_K,
 	quant.IQ4_NL: refLegacy(quant.IQ4_NL),
@@ -101,6 +103,53 @@ func refQ4_K(n int, w, act []byte) (dot, mag float64) {
 			t1, t2 := d*float64(sc)*float64(isum), dmin*float64(m)*float64(asum)
 			dot += t1 - t2
 			mag += math.Abs(t1) + math.Abs(t2)
+		}
+	}
+	return dot, mag
+}
+
+func refQ2_K(n int, w, act []byte) (dot, mag float64) {
+	for b := 0; b < n/256; b++ {
+		wb, ab := w[b*84:], act[b*292:]
+		da := q8KD(ab)
+		d, dmin := float64(f16At(wb[80:]))*da, float64(f16At(wb[82:]))*da
+		for e := 0; e < 256; e++ {
+			h, l := e/128, e%128
+			q := int64(wb[16+32*h+l%32] >> (2 * (l / 32)) & 3)
+			sc, m := int64(wb[e/16]&15), int64(wb[e/16]>>4)
+			a := int64(int8(ab[4+e]))
+			t1, t2 := d*float64(sc*q*a), dmin*float64(m*a)
+			dot += t1 - t2
+			mag += math.Abs(t1) + math.Abs(t2)
+		}
+	}
+	return dot, mag
+}
+
+// q3KScale is the signed scale of group g of a Q3_K block's 12 scale bytes.
+func q3KScale(sc []byte, g int) int64 {
+	lo := sc[g%8] & 15
+	if g >= 8 {
+		lo = sc[g%8] >> 4
+	}
+	hi := sc[8+g%4] >> (2 * (g / 4)) & 3
+	return int64(lo|hi<<4) - 32
+}
+
+func refQ3_K(n int, w, act []byte) (dot, mag float64) {
+	for b := 0; b < n/256; b++ {
+		wb, ab := w[b*110:], act[b*292:]
+		d := float64(f16At(wb[108:])) * q8KD(ab)
+		for e := 0; e < 256; e++ {
+			h, l := e/128, e%128
+			j := l / 32
+			q := int64(wb[32+32*h+l%32]>>(2*j)) & 3
+			if wb[l%32]>>(4*h+j)&1 == 0 {
+				q -= 4
+			}
+			t := d * float64(q3KScale(wb[96:], e/16)*q*int64(int8(ab[4+e])))
+			dot += t
+			mag += math.Abs(t)
 		}
 	}
 	return dot, mag
@@ -306,6 +355,19 @@ func randomRows(r *rand.Rand, t quant.Type, rows, cols int) []byte {
 				b[o+j] = byte(r.IntN(256))
 			}
 		}
+	case quant.Q2_K, quant.Q3_K:
+		bb := t.BlockBytes()
+		for o := 0; o < len(b); o += bb {
+			for j := 0; j < bb; j++ {
+				b[o+j] = byte(r.IntN(256))
+			}
+			if t == quant.Q2_K {
+				putF16(b[o+80:], scale(r)/16)
+				putF16(b[o+82:], scale(r)/16)
+			} else {
+				putF16(b[o+108:], scale(r)/32)
+			}
+		}
 	case quant.Q5_K:
 		for o := 0; o < len(b); o += 176 {
 			putF16(b[o:], scale(r)/32)
@@ -344,6 +406,8 @@ func randomRows(r *rand.Rand, t quant.Type, rows, cols int) []byte {
 var vecDotType = map[quant.Type]quant.Type{
 	quant.Q8_0:   quant.Q8_0,
 	quant.Q4_0:   quant.Q8_0,
+	quant.Q2_K:   quant.Q8_K,
+	quant.Q3_K:   quant.Q8_K,
 	quant.Q4_K:   quant.Q8_K,
 	quant.IQ4_NL: quant.Q8_0,
 	quant.Q5_0:   quant.Q8_0,

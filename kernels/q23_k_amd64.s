@@ -1,0 +1,315 @@
+//go:build amd64 && !purego
+
+#include "textflag.h"
+
+// AVX2 kernels for Q2_K and Q3_K against Q8_K. Both have one scale per 16
+// quants; a 32-quant slice is multiplied with VPMADDUBSW, and VPMADDWD by a
+// vector holding the slice's two int16 scales (k23ScaleShuf picks them out
+// of a 128-bit lane of eight). Offsets of the unsigned quants come off once
+// per block through the activation's bsums.
+
+// k23ScaleShuf holds, for slice pair k, the VPSHUFB control that puts int16
+// scale 2k in the low lane and scale 2k+1 in the high lane.
+DATA k23ScaleShuf<>+0(SB)/8, $0x0100010001000100
+DATA k23ScaleShuf<>+8(SB)/8, $0x0100010001000100
+DATA k23ScaleShuf<>+16(SB)/8, $0x0302030203020302
+DATA k23ScaleShuf<>+24(SB)/8, $0x0302030203020302
+DATA k23ScaleShuf<>+32(SB)/8, $0x0504050405040504
+DATA k23ScaleShuf<>+40(SB)/8, $0x0504050405040504
+DATA k23ScaleShuf<>+48(SB)/8, $0x0706070607060706
+DATA k23ScaleShuf<>+56(SB)/8, $0x0706070607060706
+DATA k23ScaleShuf<>+64(SB)/8, $0x0908090809080908
+DATA k23ScaleShuf<>+72(SB)/8, $0x0908090809080908
+DATA k23ScaleShuf<>+80(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA k23ScaleShuf<>+88(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA k23ScaleShuf<>+96(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA k23ScaleShuf<>+104(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA k23ScaleShuf<>+112(SB)/8, $0x0f0e0f0e0f0e0f0e
+DATA k23ScaleShuf<>+120(SB)/8, $0x0f0e0f0e0f0e0f0e
+GLOBL k23ScaleShuf<>(SB), RODATA|NOPTR, $128
+
+// Q2_K block (84 bytes): scales[16] (scale in the low, min in the high
+// nibble), qs[64], fp16 d, fp16 dmin. Quant 128n+32j+l is bits 2j,2j+1 of
+// qs[32n+l]. dot = da·d·Σ sc·Σq·a − da·dmin·Σ m·bsum.
+//
+// func dotQ2_KAVX2(out *float32, rows int, w *byte, nb int, act *byte)
+TEXT ·dotQ2_KAVX2(SB), NOSPLIT, $0-40
+	MOVQ out+0(FP), R8
+	MOVQ rows+8(FP), R9
+	MOVQ w+16(FP), SI
+	MOVQ nb+24(FP), R10
+	MOVQ act+32(FP), R11
+	MOVL $0x03030303, AX
+	VMOVD AX, X14
+	VPBROADCASTD X14, Y14 // 2-bit mask
+	MOVL $0x04040404, AX
+	VMOVD AX, X15
+	VPBROADCASTD X15, Y15 // bit 2
+row:
+	VXORPS Y0, Y0, Y0
+	VXORPS Y6, Y6, Y6
+	MOVQ R11, DI
+	MOVQ R10, CX
+block:
+	PREFETCHT0 1024(SI)
+	VMOVDQU 0(SI), X1
+	VPSRLW $4, X1, X2
+	MOVL $0x0f0f0f0f, AX
+	VMOVD AX, X3
+	VPBROADCASTD X3, X3
+	VPAND X3, X1, X1
+	VPAND X3, X2, X2
+	VPMOVZXBW X1, Y13 // scales
+	VPMOVZXBW X2, Y2 // mins
+	VPMADDWD 260(DI), Y2, Y2
+	VCVTDQ2PS Y2, Y2
+	VMOVD 80(SI), X4
+	VCVTPH2PS X4, X4
+	VBROADCASTSS (DI), X5
+	VMULPS X5, X4, X4 // [da·d, da·dmin]
+	VMOVSHDUP X4, X5
+	VBROADCASTSS X5, Y5
+	VFNMADD231PS Y5, Y2, Y6 // −= da·dmin·Σm·bsum
+	VBROADCASTSS X4, Y4
+	VPXOR Y7, Y7, Y7
+	VPERMQ $68, Y13, Y9
+	VMOVDQU (16+32*0)(SI), Y10
+	VPAND Y14, Y10, Y1
+	VPMADDUBSW (4+128*0+32*0)(DI), Y1, Y1
+	VPSHUFB k23ScaleShuf<>+(32*0)(SB), Y9, Y3
+	VPMADDWD Y3, Y1, Y1
+	VPADDD Y1, Y7, Y7
+	VPSRLW $2, Y10, Y1
+	VPAND Y14, Y1, Y1
+	VPMADDUBSW (4+128*0+32*1)(DI), Y1, Y1
+	VPSHUFB k23ScaleShuf<>+(32*1)(SB), Y9, Y3
+	VPMADDWD Y3, Y1, Y1
+	VPADDD Y1, Y7, Y7
+	VPSRLW $4, Y10, Y1
+	VPAND Y14, Y1, Y1
+	VPMADDUBSW (4+128*0+32*2)(DI), Y1, Y1
+	VPSHUFB k23ScaleShuf<>+(32*2)(SB), Y9, Y3
+	VPMADDWD Y3, Y1, Y1
+	VPADDD Y1, Y7, Y7
+	VPSRLW $6, Y10, Y1
+	VPAND Y14, Y1, Y1
+	VPMADDUBSW (4+128*0+32*3)(DI), Y1, Y1
+	VPSHUFB k23ScaleShuf<>+(32*3)(SB), Y9, Y3
+	VPMADDWD Y3, Y1, Y1
+	VPADDD Y1, Y7, Y7
+	VPERMQ $238, Y13, Y9
+	VMOVDQU (16+32*1)(SI), Y10
+	VPAND Y14, Y10, Y1
+	VPMADDUBSW (4+128*1+32*0)(DI), Y1, Y1
+	VPSHUFB k23ScaleShuf<>+(32*0)(SB), Y9, Y3
+	VPMADDWD Y3, Y1, Y1
+	VPADDD Y1, Y7, Y7
+	VPSRLW $2, Y10, Y1
+	VPAND Y14, Y1, Y1
+	VPMADDUBSW (4+128*1+32*1)(DI), Y1, Y1
+	VPSHUFB k23ScaleShuf<>+(32*1)(SB), Y9, Y3
+	VPMADDWD Y3, Y1, Y1
+	VPADDD Y1, Y7, Y7
+	VPSRLW $4, Y10, Y1
+	VPAND Y14, Y1, Y1
+	VPMADDUBSW (4+128*1+32*2)(DI), Y1, Y1
+	VPSHUFB k23ScaleShuf<>+(32*2)(SB), Y9, Y3
+	VPMADDWD Y3, Y1, Y1
+	VPADDD Y1, Y7, Y7
+	VPSRLW $6, Y10, Y1
+	VPAND Y14, Y1, Y1
+	VPMADDUBSW (4+128*1+32*3)(DI), Y1, Y1
+	VPSHUFB k23ScaleShuf<>+(32*3)(SB), Y9, Y3
+	VPMADDWD Y3, Y1, Y1
+	VPADDD Y1, Y7, Y7
+	VCVTDQ2PS Y7, Y7
+	VFMADD231PS Y4, Y7, Y0
+	ADDQ $84, SI
+	ADDQ $292, DI
+	DECQ CX
+	JNZ  block
+
+	VADDPS Y6, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS X1, X0, X0
+	VMOVHLPS X0, X1, X1
+	VADDPS X1, X0, X0
+	VMOVSHDUP X0, X1
+	VADDSS X1, X0, X0
+	VMOVSS X0, (R8)
+	ADDQ $4, R8
+	DECQ R9
+	JNZ  row
+	VZEROUPPER
+	RET
+
+// Q3_K block (110 bytes): hmask[32], qs[64], scales[12] (sixteen 6-bit
+// scales, stored +32), fp16 d. Quant 128n+32j+l is bits 2j,2j+1 of
+// qs[32n+l] plus 4 when bit 4n+j of hmask[l] is set, minus 4: the kernel
+// multiplies the unsigned 0..7 and takes 4·Σ sc·bsum off.
+//
+// func dotQ3_KAVX2(out *float32, rows int, w *byte, nb int, act *byte)
+TEXT ·dotQ3_KAVX2(SB), NOSPLIT, $0-40
+	MOVQ out+0(FP), R8
+	MOVQ rows+8(FP), R9
+	MOVQ w+16(FP), SI
+	MOVQ nb+24(FP), R10
+	MOVQ act+32(FP), R11
+	MOVL $0x03030303, AX
+	VMOVD AX, X14
+	VPBROADCASTD X14, Y14 // 2-bit mask
+	MOVL $0x04040404, AX
+	VMOVD AX, X15
+	VPBROADCASTD X15, Y15 // bit 2
+row:
+	VXORPS Y0, Y0, Y0
+	VXORPS Y6, Y6, Y6
+	MOVQ R11, DI
+	MOVQ R10, CX
+block:
+	PREFETCHT0 1024(SI)
+	// Unpack the scales as ggml does with kmask1/kmask2.
+	MOVL 96(SI), R12
+	ANDL $0x0f0f0f0f, R12
+	MOVL 104(SI), R13
+	ANDL $0x03030303, R13
+	SHLL $4, R13
+	ORL R13, R12
+	MOVL 100(SI), AX
+	ANDL $0x0f0f0f0f, AX
+	MOVL 104(SI), R13
+	SHRL $2, R13
+	ANDL $0x03030303, R13
+	SHLL $4, R13
+	ORL R13, AX
+	SHLQ $32, AX
+	ORQ AX, R12
+	VMOVQ R12, X1 // scales 0..7
+	MOVL 96(SI), AX
+	SHRL $4, AX
+	ANDL $0x0f0f0f0f, AX
+	MOVL 104(SI), R13
+	SHRL $4, R13
+	ANDL $0x03030303, R13
+	SHLL $4, R13
+	ORL R13, AX
+	MOVL 100(SI), BX
+	SHRL $4, BX
+	ANDL $0x0f0f0f0f, BX
+	MOVL 104(SI), R13
+	SHRL $6, R13
+	ANDL $0x03030303, R13
+	SHLL $4, R13
+	ORL R13, BX
+	SHLQ $32, BX
+	ORQ BX, AX
+	VPINSRQ $1, AX, X1, X1
+	MOVL $0x20202020, AX
+	VMOVD AX, X2
+	VPBROADCASTD X2, X2
+	VPSUBB X2, X1, X1
+	VPMOVSXBW X1, Y13 // scales
+	VPMADDWD 260(DI), Y13, Y7
+	VPSLLD $2, Y7, Y7
+	VPXOR Y8, Y8, Y8
+	VPSUBD Y7, Y8, Y7 // −4·Σ sc·bsum
+	VMOVDQU 0(SI), Y12 // hmask
+	VPERMQ $68, Y13, Y9
+	VMOVDQU (32+32*0)(SI), Y10
+	VPAND Y14, Y10, Y1
+	VPSLLW $2, Y12, Y2
+	VPAND Y15, Y2, Y2
+	VPOR Y2, Y1, Y1
+	VPMADDUBSW (4+128*0+32*0)(DI), Y1, Y1
+	VPSHUFB k23ScaleShuf<>+(32*0)(SB), Y9, Y3
+	VPMADDWD Y3, Y1, Y1
+	VPADDD Y1, Y7, Y7
+	VPSRLW $2, Y10, Y1
+	VPAND Y14, Y1, Y1
+	VPSLLW $1, Y12, Y2
+	VPAND Y15, Y2, Y2
+	VPOR Y2, Y1, Y1
+	VPMADDUBSW (4+128*0+32*1)(DI), Y1, Y1
+	VPSHUFB k23ScaleShuf<>+(32*1)(SB), Y9, Y3
+	VPMADDWD Y3, Y1, Y1
+	VPADDD Y1, Y7, Y7
+	VPSRLW $4, Y10, Y1
+	VPAND Y14, Y1, Y1
+	VMOVDQA Y12, Y2
+	VPAND Y15, Y2, Y2
+	VPOR Y2, Y1, Y1
+	VPMADDUBSW (4+128*0+32*2)(DI), Y1, Y1
+	VPSHUFB k23ScaleShuf<>+(32*2)(SB), Y9, Y3
+	VPMADDWD Y3, Y1, Y1
+	VPADDD Y1, Y7, Y7
+	VPSRLW $6, Y10, Y1
+	VPAND Y14, Y1, Y1
+	VPSRLW $1, Y12, Y2
+	VPAND Y15, Y2, Y2
+	VPOR Y2, Y1, Y1
+	VPMADDUBSW (4+128*0+32*3)(DI), Y1, Y1
+	VPSHUFB k23ScaleShuf<>+(32*3)(SB), Y9, Y3
+	VPMADDWD Y3, Y1, Y1
+	VPADDD Y1, Y7, Y7
+	VPERMQ $238, Y13, Y9
+	VMOVDQU (32+32*1)(SI), Y10
+	VPAND Y14, Y10, Y1
+	VPSRLW $2, Y12, Y2
+	VPAND Y15, Y2, Y2
+	VPOR Y2, Y1, Y1
+	VPMADDUBSW (4+128*1+32*0)(DI), Y1, Y1
+	VPSHUFB k23ScaleShuf<>+(32*0)(SB), Y9, Y3
+	VPMADDWD Y3, Y1, Y1
+	VPADDD Y1, Y7, Y7
+	VPSRLW $2, Y10, Y1
+	VPAND Y14, Y1, Y1
+	VPSRLW $3, Y12, Y2
+	VPAND Y15, Y2, Y2
+	VPOR Y2, Y1, Y1
+	VPMADDUBSW (4+128*1+32*1)(DI), Y1, Y1
+	VPSHUFB k23ScaleShuf<>+(32*1)(SB), Y9, Y3
+	VPMADDWD Y3, Y1, Y1
+	VPADDD Y1, Y7, Y7
+	VPSRLW $4, Y10, Y1
+	VPAND Y14, Y1, Y1
+	VPSRLW $4, Y12, Y2
+	VPAND Y15, Y2, Y2
+	VPOR Y2, Y1, Y1
+	VPMADDUBSW (4+128*1+32*2)(DI), Y1, Y1
+	VPSHUFB k23ScaleShuf<>+(32*2)(SB), Y9, Y3
+	VPMADDWD Y3, Y1, Y1
+	VPADDD Y1, Y7, Y7
+	VPSRLW $6, Y10, Y1
+	VPAND Y14, Y1, Y1
+	VPSRLW $5, Y12, Y2
+	VPAND Y15, Y2, Y2
+	VPOR Y2, Y1, Y1
+	VPMADDUBSW (4+128*1+32*3)(DI), Y1, Y1
+	VPSHUFB k23ScaleShuf<>+(32*3)(SB), Y9, Y3
+	VPMADDWD Y3, Y1, Y1
+	VPADDD Y1, Y7, Y7
+	VCVTDQ2PS Y7, Y7
+	MOVWLZX 108(SI), AX
+	VMOVD AX, X4
+	VCVTPH2PS X4, X4
+	VMULSS (DI), X4, X4
+	VBROADCASTSS X4, Y4
+	VFMADD231PS Y4, Y7, Y0
+	ADDQ $110, SI
+	ADDQ $292, DI
+	DECQ CX
+	JNZ  block
+
+	VADDPS Y6, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS X1, X0, X0
+	VMOVHLPS X0, X1, X1
+	VADDPS X1, X0, X0
+	VMOVSHDUP X0, X1
+	VADDSS X1, X0, X0
+	VMOVSS X0, (R8)
+	ADDQ $4, R8
+	DECQ R9
+	JNZ  row
+	VZEROUPPER
+	RET
