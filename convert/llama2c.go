@@ -85,7 +85,15 @@ func planLlama2c(r io.ReaderAt, size int64, opts Options) (*plan, error) {
 	kvDim := int64(c.KVHeads) * hs
 	// Offsets (in float32) of the weight arrays, in llama2.c order.
 	var off int64
-	next := func(n int64) int64 { o := off; off += n; return o }
+	tooBig := false
+	next := func(n int64) int64 {
+		// Every array must fit in the file; this also keeps the sum
+		// from overflowing.
+		tooBig = tooBig || n > size
+		o := off
+		off += min(n, size)
+		return o
+	}
 	embd := next(V * dim)
 	attNorm := next(L * dim)
 	wq := next(L * dim * dim)
@@ -103,8 +111,8 @@ func planLlama2c(r io.ReaderAt, size int64, opts Options) (*plan, error) {
 	if !shared {
 		cls = next(V * dim)
 	}
-	if want := llama2cHeader + off*4; size < want {
-		return nil, fmt.Errorf("%w: llama2.c checkpoint of %d bytes, its header needs %d", ErrInput, size, want)
+	if want := llama2cHeader + off*4; tooBig || size < want {
+		return nil, fmt.Errorf("%w: llama2.c checkpoint of %d bytes is too small for its header %+v", ErrInput, size, c)
 	}
 
 	var h format.QSFHeader
