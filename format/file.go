@@ -17,8 +17,8 @@ type OpenOptions struct {
 	DeferLayerCRC bool
 }
 
-// File is an opened GGUF file: its parsed header plus access to the tensor
-// data. By default the file is memory-mapped read-only; where mapping is
+// File is an opened GGUF or QSF file: its parsed header (for QSF, the GGUF
+// view of docs/FORMAT.md) plus access to the tensor data. By default the file is memory-mapped read-only; where mapping is
 // unavailable or fails (or OpenOptions.NoMmap is set) it is read with
 // ReadAt instead.
 //
