@@ -42,6 +42,9 @@ func registerArch() {
 	if hasAVX2() {
 		available = append(available, avx2Tier)
 	}
+	if hasAVX512() {
+		available = append(available, avx512Tier)
+	}
 }
 
 func hasAVX2() bool {

@@ -28,7 +28,10 @@ const maxType = 32
 
 // tier is one set of kernels. A nil entry falls back to the generic tier.
 type tier struct {
-	name    string
+	name string
+	// experimental tiers are never chosen by default, only by name.
+	experimental bool
+
 	kernels [maxType]rowsFunc
 	preps   [maxType]prepFunc
 
@@ -78,7 +81,12 @@ var (
 
 func init() {
 	registerArch()
-	best := available[len(available)-1]
+	best := genericTier
+	for _, t := range available {
+		if !t.experimental {
+			best = t
+		}
+	}
 	current.Store(best)
 	if name := os.Getenv("QSF_KERNEL"); name != "" {
 		if err := SetTier(name); err != nil {
@@ -91,7 +99,9 @@ func init() {
 func Tier() string { return current.Load().name }
 
 // Tiers returns the names of the tiers available on this CPU and build,
-// slowest first. "generic" is always among them.
+// slowest first. "generic" is always among them. The default tier is the
+// fastest one that is not experimental; "avx512" is experimental (see the
+// package documentation).
 func Tiers() []string {
 	names := make([]string, len(available))
 	for i, t := range available {
