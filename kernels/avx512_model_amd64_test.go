@@ -16,7 +16,9 @@ import (
 // lane, what the assembly computes from the prepared activation, and are
 // compared with the reference.
 
-func auxF32(b []byte, i int) float32 { return math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:])) }
+func auxF32(b []byte, i int) float32 {
+	return math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+}
 
 func modelQ8_0AVX512(out []float32, w []byte, cols int, aux []byte) {
 	nb := cols / 32
