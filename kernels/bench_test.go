@@ -170,3 +170,38 @@ func BenchmarkMatVecPacked(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkMatMul measures 16 activations against one 4096×4096 matrix, as
+// MatMul and as 16 MatVec calls; throughput counts the weight bytes once
+// per activation.
+func BenchmarkMatMul(b *testing.B) {
+	const rows, cols, n = 4096, 4096, 16
+	for _, typ := range []quant.Type{quant.Q4_K, quant.Q8_0} {
+		if _, err := quant.Lookup(typ); err != nil {
+			b.Skip(err)
+		}
+		r := rand.New(rand.NewPCG(21, 22))
+		w := randomRows(r, typ, rows, cols)
+		acts := randomRows(r, vecDotType[typ], n, cols)
+		actBytes := len(acts) / n
+		out := make([]float32, n*rows)
+		for _, threads := range []int{1, 2} {
+			p := NewPool(threads)
+			b.Run(fmt.Sprintf("%v/MatMul/t%d", typ, threads), func(b *testing.B) {
+				b.SetBytes(int64(n * len(w)))
+				for i := 0; i < b.N; i++ {
+					p.MatMul(typ, out, w, cols, acts, n)
+				}
+			})
+			b.Run(fmt.Sprintf("%v/MatVecs/t%d", typ, threads), func(b *testing.B) {
+				b.SetBytes(int64(n * len(w)))
+				for i := 0; i < b.N; i++ {
+					for k := 0; k < n; k++ {
+						p.MatVec(typ, out[k*rows:(k+1)*rows], w, cols, acts[k*actBytes:(k+1)*actBytes])
+					}
+				}
+			})
+			p.Close()
+		}
+	}
+}

@@ -33,6 +33,7 @@ const (
 	jobMatVec jobKind = iota
 	jobParallel
 	jobPacked
+	jobMatMul
 )
 
 // Pool is a fixed set of persistent worker goroutines that share the work of
@@ -73,7 +74,9 @@ type Pool struct {
 	align    int
 	chunks   int
 	fn       func(lo, hi int)
-	kern     rowsFunc // jobPacked's kernel
+	kern     rowsFunc  // jobPacked's kernel
+	mm       matmulJob // jobMatMul's job
+	auxes    [][]byte  // jobMatMul's prepared activations, reused
 }
 
 type worker struct {
@@ -168,6 +171,27 @@ func (p *Pool) MatVecPacked(out []float32, m *PackedMatrix, act []byte) {
 	p.mu.Unlock()
 }
 
+// MatMul is MatMul with the rows split across the pool's threads; each
+// thread walks its rows in cache-sized tiles.
+func (p *Pool) MatMul(t quant.Type, out []float32, w []byte, cols int, acts []byte, n int) {
+	var j matmulJob
+	j.init(t, out, w, cols, acts, n)
+	if j.rows == 0 {
+		return
+	}
+	p.mu.Lock()
+	p.mm = j
+	p.auxes = p.mm.prepare(p.auxes)
+	if p.threads == 1 || j.rows <= rowAlign {
+		p.mm.run(0, j.rows)
+	} else {
+		p.kind = jobMatMul
+		p.run(j.rows, rowAlign)
+	}
+	p.mm = matmulJob{}
+	p.mu.Unlock()
+}
+
 // Parallel calls fn on contiguous, disjoint, non-empty ranges [lo, hi) that
 // together cover [0, n), concurrently on the pool's threads, and returns
 // when all calls have returned. Parallel does not allocate, so a method
@@ -249,6 +273,8 @@ func (p *Pool) piece(i int) {
 		p.fn(lo, hi)
 	case jobPacked:
 		p.kern(p.out[lo:hi], p.w[lo*p.rowBytes:hi*p.rowBytes], p.rowBytes, p.cols, p.act, p.aux)
+	case jobMatMul:
+		p.mm.run(lo, hi)
 	}
 }
 

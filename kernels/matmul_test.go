@@ -1,0 +1,62 @@
+package kernels
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/qsf-llm/qsf/quant"
+)
+
+// TestMatMul checks that MatMul and Pool.MatMul give exactly the results of
+// n MatVec calls, for every tier, including matrices larger than a tile.
+func TestMatMul(t *testing.T) {
+	defer SetTier(Tier())
+	r := rand.New(rand.NewPCG(19, 20))
+	cases := []struct {
+		typ        quant.Type
+		rows, cols int
+		n          int
+	}{
+		{quant.Q8_0, 7, 96, 3},
+		{quant.Q4_0, 130, 4096, 2}, // 130 rows × 2304 bytes: several tiles
+		{quant.Q4_K, 33, 768, 5},
+		{quant.Q6_K, 1, 256, 1},
+		{quant.F32, 5, 33, 4},
+	}
+	for _, c := range cases {
+		if _, err := quant.Lookup(c.typ); err != nil {
+			continue
+		}
+		w := randomRows(r, c.typ, c.rows, c.cols)
+		acts := randomRows(r, vecDotType[c.typ], c.n, c.cols)
+		actBytes := len(acts) / c.n
+		for _, name := range Tiers() {
+			SetTier(name)
+			want := make([]float32, c.n*c.rows)
+			for i := 0; i < c.n; i++ {
+				MatVec(c.typ, want[i*c.rows:(i+1)*c.rows], w, c.cols, acts[i*actBytes:(i+1)*actBytes])
+			}
+			for _, threads := range []int{0, 1, 2} {
+				t.Run(fmt.Sprintf("%s/%v/%dx%d/n%d/t%d", name, c.typ, c.rows, c.cols, c.n, threads), func(t *testing.T) {
+					got := make([]float32, c.n*c.rows)
+					if threads == 0 {
+						MatMul(c.typ, got, w, c.cols, acts, c.n)
+					} else {
+						p := NewPool(threads)
+						p.MatMul(c.typ, got, w, c.cols, acts, c.n)
+						p.Close()
+					}
+					for i := range got {
+						if got[i] != want[i] {
+							t.Fatalf("out[%d] = %g, MatVec gives %g", i, got[i], want[i])
+						}
+					}
+				})
+			}
+		}
+	}
+	if msg := catch(func() { MatMul(quant.Q8_0, make([]float32, 3), make([]byte, 34), 32, make([]byte, 34), 2) }); msg == "" {
+		t.Error("MatMul accepted 3 outputs for 2 vectors")
+	}
+}
