@@ -361,3 +361,35 @@ func TestQSFClosed(t *testing.T) {
 		t.Fatalf("ReadLayer after Close: %v", err)
 	}
 }
+
+// TestQSFConcurrentReads reads every tensor from several goroutines at
+// once; run with -race.
+func TestQSFConcurrentReads(t *testing.T) {
+	path, data := writeTiny(t, t.TempDir(), 3, CompressLZ4)
+	f, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	errs := make(chan error, 8)
+	for range 8 {
+		go func() {
+			for i := range f.Tensors {
+				b, err := f.TensorData(&f.Tensors[i])
+				if err == nil && !bytes.Equal(b, data[f.Tensors[i].Name]) {
+					err = fmt.Errorf("tensor %s differs", f.Tensors[i].Name)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range 8 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
