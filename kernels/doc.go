@@ -3,9 +3,11 @@
 // quantized to the weight type's vec-dot type (quant.Traits.VecDot).
 //
 // Kernels come in tiers. The generic tier is portable Go and calls the
-// scalar reference quant.Traits.Dot for each row; the avx2 tier uses
-// hand-written amd64 assembly for the types that matter most and falls back
-// to the generic tier for the others. The tier is chosen once at init from
+// scalar reference quant.Traits.Dot for each row; the avx2 tier (AVX2, FMA,
+// F16C) has hand-written amd64 assembly for every type: F32, F16, BF16,
+// Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL and Q2_K to Q6_K. Each assembly call
+// computes a whole range of rows, and activation data that every row would
+// recompute (converted scales, bias sums) is prepared once per matrix. The tier is chosen once at init from
 // the CPU's features (github.com/klauspost/cpuid/v2) and can be forced with
 // the environment variable QSF_KERNEL=generic|avx2|avx512 or with SetTier.
 //
@@ -21,5 +23,7 @@
 // A Pool spreads the rows of one MatVec, or any [0,n) range, over a fixed
 // set of persistent worker goroutines that spin briefly and then park, so
 // that a forward pass pays neither a goroutine start nor an allocation per
-// matrix.
+// matrix. MatMul multiplies one matrix by several activations (a prompt's
+// tokens) reading the weights from memory once, and Repack rearranges a
+// Q4_0 matrix at load time for a faster kernel (MatVecPacked).
 package kernels

@@ -44,7 +44,9 @@ const (
 // are slow to wake.
 //
 // A Pool's methods may be called from several goroutines; calls are
-// serialized. A Pool of one thread runs everything inline.
+// serialized. A Pool of one thread runs everything inline. Pieces of a
+// MatVec are whole runs of rows computed by the same kernel as MatVec, so
+// the results do not depend on the number of threads.
 type Pool struct {
 	threads int
 	mu      sync.Mutex // serializes calls
@@ -104,8 +106,9 @@ func NewPool(threads int) *Pool {
 // included.
 func (p *Pool) Threads() int { return p.threads }
 
-// Close stops the workers and waits for them to exit. The pool must not be
-// used afterwards. Close is idempotent.
+// Close stops the workers and waits for them to exit. A closed pool runs
+// later calls inline on the caller, like a pool of one thread. Close is
+// idempotent.
 func (p *Pool) Close() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -195,7 +198,9 @@ func (p *Pool) MatMul(t quant.Type, out []float32, w []byte, cols int, acts []by
 // Parallel calls fn on contiguous, disjoint, non-empty ranges [lo, hi) that
 // together cover [0, n), concurrently on the pool's threads, and returns
 // when all calls have returned. Parallel does not allocate, so a method
-// value built once can be passed on every call.
+// value built once can be passed on every call. fn must not call methods of
+// the same Pool (they would wait for the call in progress); it may call the
+// package-level MatVec and MatMul.
 func (p *Pool) Parallel(n int, fn func(lo, hi int)) {
 	if n <= 0 {
 		return
