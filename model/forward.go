@@ -31,6 +31,7 @@ type State struct {
 	qkv    []float32 // fused projection output
 	att    []float32 // attention output, all heads
 	scores []float32 // attention weights, Heads × capacity
+	vlanes []float32 // per-head lane accumulators of the attention output
 	hb     []float32 // FFN hidden (gate, or fused gate+up)
 	hb2    []float32 // FFN hidden (up)
 	Logits []float32
@@ -60,6 +61,7 @@ func (m *Model) NewState(capacity int, pool *kernels.Pool) (*State, error) {
 		qkv:    make([]float32, hp.QDim()+hp.KDim()+hp.VDim()),
 		att:    make([]float32, hp.Heads*hp.HeadDimV),
 		scores: make([]float32, hp.Heads*capacity),
+		vlanes: make([]float32, hp.Heads*hp.HeadDimV*32),
 		hb:     make([]float32, 2*hp.FFN),
 		hb2:    make([]float32, hp.FFN),
 		Logits: make([]float32, hp.Vocab),
@@ -171,29 +173,41 @@ func (s *State) attention(l, pos int) {
 	add(s.x, s.xb)
 }
 
-// attendHeads computes softmax(q·K/√d)·V for query heads [lo, hi).
+// attendHeads computes softmax(q·K/√d)·V for query heads [lo, hi), in
+// the order llama.cpp's f32 mat-muls add (see exact.go).
 func (s *State) attendHeads(lo, hi int) {
 	hp := &s.m.Hparams
 	n := s.pos + 1
 	keys := s.KV.Keys(s.layer, n)
 	values := s.KV.Values(s.layer, n)
-	kd, vd := hp.KDim(), hp.VDim()
+	kd, vd, hdk, hdv := hp.KDim(), hp.VDim(), hp.HeadDimK, hp.HeadDimV
 	group := hp.Heads / hp.KVHeads
-	scale := float32(1 / math.Sqrt(float64(hp.HeadDimK)))
+	scale := float32(1 / math.Sqrt(float64(hdk)))
 	for h := lo; h < hi; h++ {
 		kvh := h / group
-		q := s.q[h*hp.HeadDimK : (h+1)*hp.HeadDimK]
+		q := s.q[h*hdk : (h+1)*hdk]
 		sc := s.scores[h*s.KV.Capacity() : h*s.KV.Capacity()+n]
 		for t := range sc {
-			k := keys[t*kd+kvh*hp.HeadDimK:]
-			sc[t] = dotF32(q, k[:hp.HeadDimK]) * scale
+			k := keys[t*kd+kvh*hdk:]
+			sc[t] = vecDotF32(q, k[:hdk]) * scale
 		}
-		softmax(sc)
-		out := s.att[h*hp.HeadDimV : (h+1)*hp.HeadDimV]
-		clear(out)
-		for t, w := range sc {
-			v := values[t*vd+kvh*hp.HeadDimV:]
-			axpy(out, w, v[:hp.HeadDimV])
+		softmaxPadded(sc)
+
+		// out[d] = Σ_t p[t]·V[t][d] over llama.cpp's KV row, which is padded
+		// with zero-probability positions to a multiple of 32: position t
+		// accumulates in lane t%32 of ggml_vec_dot_f32.
+		lanes := s.vlanes[h*hdv*32 : (h+1)*hdv*32]
+		clear(lanes)
+		for t, p := range sc {
+			v := values[t*vd+kvh*hdv : t*vd+(kvh+1)*hdv]
+			l := t % 32
+			for d, x := range v {
+				lanes[d*32+l] = fma32(x, p, lanes[d*32+l])
+			}
+		}
+		out := s.att[h*hdv : (h+1)*hdv]
+		for d := range out {
+			out[d] = reduce32((*[32]float32)(lanes[d*32 : d*32+32]))
 		}
 	}
 }

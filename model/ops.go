@@ -54,15 +54,14 @@ func rope(x []float32, heads, headDim, dims, pos int, base float32, style RopeSt
 		v := x[h*headDim : h*headDim+dims]
 		theta := float32(pos)
 		for i := 0; i < half; i++ {
-			sin, cos := math.Sincos(float64(theta))
-			c, s := float32(cos), float32(sin)
+			s, c := sincosf(theta)
 			a, b := 2*i, 2*i+1 // normal: adjacent pairs
 			if style == RopeNeoX {
 				a, b = i, i+half
 			}
 			x0, x1 := v[a], v[b]
-			v[a] = x0*c - x1*s
-			v[b] = x0*s + x1*c
+			v[a] = fma32(x0, c, -(x1 * s))
+			v[b] = fma32(x0, s, x1*c)
 			theta *= thetaScale
 		}
 	}
@@ -131,29 +130,25 @@ func addBias(dst, b []float32) {
 	}
 }
 
-// gated writes act(gate)·up into dst.
+// gated writes act(gate)·up into dst (dst may be gate).
 func gated(dst, gate, up []float32, act Activation) {
+	activateInto(dst, gate, act)
 	for i := range dst {
-		dst[i] = activation(gate[i], act) * up[i]
+		dst[i] *= up[i]
 	}
 }
 
 // activate applies act to x in place.
-func activate(x []float32, act Activation) {
+func activate(x []float32, act Activation) { activateInto(x, x, act) }
+
+func activateInto(dst, x []float32, act Activation) {
+	if act == SiLU {
+		siluVec(dst, x)
+		return
+	}
 	for i, v := range x {
-		x[i] = activation(v, act)
+		dst[i] = gelu(v)
 	}
-}
-
-func activation(x float32, act Activation) float32 {
-	if act == GELU {
-		return gelu(x)
-	}
-	return silu(x)
-}
-
-func silu(x float32) float32 {
-	return x / (1 + float32(math.Exp(float64(-x))))
 }
 
 // gelu is llama.cpp's GELU: the tanh approximation, looked up in a table

@@ -97,8 +97,25 @@ func dotFMA32(n int, at func(i int) (float32, float32)) float32 {
 	return float32(sum)
 }
 
+// dotF32 is ggml_vec_dot_f32: like dotFMA32, except that its tail
+// accumulates in float32 ("sumf += x[i]*y[i]", not fused: verified against
+// llama.cpp's logits on stories260K-f32, whose ffn_down rows have a tail).
 func dotF32(n int, w, act []byte) float32 {
-	return dotFMA32(n, func(i int) (float32, float32) { return f32At(w, i), f32At(act, i) })
+	np := n &^ 31
+	var acc [32]float32
+	for i := 0; i < np; i += 32 {
+		for l := 0; l < 32; l++ {
+			acc[l] = fma32(f32At(w, i+l), f32At(act, i+l), acc[l])
+		}
+	}
+	var sum float32
+	if np > 0 {
+		sum = reduce32(&acc)
+	}
+	for i := np; i < n; i++ {
+		sum += f32At(w, i) * f32At(act, i)
+	}
+	return sum
 }
 
 func dotF16(n int, w, act []byte) float32 {
