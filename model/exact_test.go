@@ -1,0 +1,73 @@
+package model
+
+import (
+	"bufio"
+	"fmt"
+	"math"
+	"os"
+	"testing"
+)
+
+// TestSincosfMatchesGlibc checks sincosf against glibc's sinf and cosf
+// (x86-64, FMA build) on RoPE angle schedules and random floats. The
+// golden file was written by a small C program calling sinf/cosf; each line
+// holds the bits of the angle, its sine and its cosine.
+func TestSincosfMatchesGlibc(t *testing.T) {
+	f, err := os.Open("testdata/sincosf.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	n := 0
+	for sc.Scan() {
+		var a, s, c uint32
+		if _, err := fmt.Sscanf(sc.Text(), "%x %x %x", &a, &s, &c); err != nil {
+			t.Fatalf("line %d: %v", n+1, err)
+		}
+		n++
+		gs, gc := sincosf(math.Float32frombits(a))
+		if math.Float32bits(gs) != s || math.Float32bits(gc) != c {
+			t.Errorf("sincosf(%g) = %g, %g; glibc %g, %g", math.Float32frombits(a), gs, gc, math.Float32frombits(s), math.Float32frombits(c))
+		}
+	}
+	if n < 1000 {
+		t.Fatalf("only %d golden values", n)
+	}
+}
+
+// TestExpf8 checks the lane emulation of ggml_v_expf on values whose
+// results are known: exact at 0, masked (-Inf) positions give 0, and
+// within 2 ulp of exp elsewhere.
+func TestExpf8(t *testing.T) {
+	if got := expf8(0); got != 1 {
+		t.Errorf("expf8(0) = %g", got)
+	}
+	if got := expf8(float32(math.Inf(-1))); got != 0 {
+		t.Errorf("expf8(-Inf) = %g", got)
+	}
+	for x := float32(-80); x < 80; x += 0.37 {
+		want := math.Exp(float64(x))
+		got := float64(expf8(x))
+		if math.Abs(got-want) > 2.5*ulp32(float32(want)) {
+			t.Errorf("expf8(%g) = %g, exp = %g", x, got, want)
+		}
+	}
+}
+
+func ulp32(x float32) float64 {
+	return float64(math.Nextafter32(x, float32(math.Inf(1))) - x)
+}
+
+func TestVecDotF32Order(t *testing.T) {
+	// 1e8 + 1 - 1e8 in different orders: the lane structure decides.
+	a := make([]float32, 40)
+	b := make([]float32, 40)
+	for i := range a {
+		a[i], b[i] = 1, 1
+	}
+	a[0], a[16] = 1e8, -1e8 // lanes 0 and 16 cancel in the reduction
+	if got := vecDotF32(a, b); got != 38 {
+		t.Errorf("vecDotF32 = %g, want 38", got)
+	}
+}
