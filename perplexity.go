@@ -51,6 +51,7 @@ func (m *Model) Perplexity(ctx context.Context, text string, opts PerplexityOpti
 		return res, err
 	}
 	defer s.Close()
+	s.state.BatchOrder = true // llama-perplexity evaluates each chunk as one batch
 
 	first := n / 2
 	var nll, nll2 float64

@@ -60,6 +60,18 @@ func reduce32(acc *[32]float32) float32 {
 	return (t0 + t1) + (t2 + t3)
 }
 
+// dotLanes returns Σ a[i]·b[i] as llamafile's tinyBLAS computes an f32
+// dot product on AVX2 (llama.cpp's path for batches of two or more
+// tokens): lane i%8 accumulates with FMA, then hsum8.
+func dotLanes(a, b []float32) float32 {
+	b = b[:len(a)]
+	var acc [8]float32
+	for i, x := range a {
+		acc[i%8] = fma32(x, b[i], acc[i%8])
+	}
+	return hsum8(&acc)
+}
+
 // expf8 is one lane of ggml's AVX2 ggml_v_expf, an approximation of exp
 // (adapted from Arm's optimized routines, max error 1.45 ulp + 0.5).
 func expf8(x float32) float32 {

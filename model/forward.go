@@ -38,6 +38,12 @@ type State struct {
 
 	acts activations // xb (or att, hb) quantized for the matrices that read it
 
+	// BatchOrder makes attention add in the order llama.cpp uses when it
+	// evaluates several tokens in one batch (llamafile's tinyBLAS: 8 lanes
+	// and hsum) instead of its one-token order (ggml_vec_dot_f32). The two
+	// differ only in the last bits; llama-perplexity uses the batch order.
+	BatchOrder bool
+
 	// set per call for the attention workers
 	layer, pos int
 	attend     func(lo, hi int)
@@ -189,25 +195,38 @@ func (s *State) attendHeads(lo, hi int) {
 		sc := s.scores[h*s.KV.Capacity() : h*s.KV.Capacity()+n]
 		for t := range sc {
 			k := keys[t*kd+kvh*hdk:]
-			sc[t] = vecDotF32(q, k[:hdk]) * scale
+			if s.BatchOrder && hdk%8 == 0 {
+				sc[t] = dotLanes(q, k[:hdk]) * scale
+			} else {
+				sc[t] = vecDotF32(q, k[:hdk]) * scale
+			}
 		}
 		softmaxPadded(sc)
 
 		// out[d] = Σ_t p[t]·V[t][d] over llama.cpp's KV row, which is padded
 		// with zero-probability positions to a multiple of 32: position t
-		// accumulates in lane t%32 of ggml_vec_dot_f32.
-		lanes := s.vlanes[h*hdv*32 : (h+1)*hdv*32]
+		// accumulates in lane t%32 of ggml_vec_dot_f32 (t%8 of tinyBLAS in
+		// batch order).
+		width := 32
+		if s.BatchOrder {
+			width = 8
+		}
+		lanes := s.vlanes[h*hdv*32 : h*hdv*32+hdv*width]
 		clear(lanes)
 		for t, p := range sc {
 			v := values[t*vd+kvh*hdv : t*vd+(kvh+1)*hdv]
-			l := t % 32
+			l := t % width
 			for d, x := range v {
-				lanes[d*32+l] = fma32(x, p, lanes[d*32+l])
+				lanes[d*width+l] = fma32(x, p, lanes[d*width+l])
 			}
 		}
 		out := s.att[h*hdv : (h+1)*hdv]
 		for d := range out {
-			out[d] = reduce32((*[32]float32)(lanes[d*32 : d*32+32]))
+			if s.BatchOrder {
+				out[d] = hsum8((*[8]float32)(lanes[d*8 : d*8+8]))
+			} else {
+				out[d] = reduce32((*[32]float32)(lanes[d*32 : d*32+32]))
+			}
 		}
 	}
 }
