@@ -1,0 +1,116 @@
+package qsf_test
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"os"
+	"path/filepath"
+
+	"github.com/qsf-llm/qsf"
+	"github.com/qsf-llm/qsf/synth"
+)
+
+// tinyModel writes a small random-weight model (package synth) to a temp
+// dir so that the examples run anywhere. With a real model, pass its path
+// to qsf.Load instead.
+func tinyModel() (path string, cleanup func()) {
+	dir, err := os.MkdirTemp("", "qsf-example")
+	if err != nil {
+		log.Fatal(err)
+	}
+	shape, _ := synth.LookupShape("tiny")
+	plan, err := synth.NewPlan(shape, synth.Q8_0, 1)
+	if err != nil {
+		log.Fatal(err)
+	}
+	path = filepath.Join(dir, "tiny.gguf")
+	f, err := os.Create(path)
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := plan.Write(f, synth.WriteOptions{}); err != nil {
+		log.Fatal(err)
+	}
+	f.Close()
+	return path, func() { os.RemoveAll(dir) }
+}
+
+func ExampleLoad() {
+	path, cleanup := tinyModel()
+	defer cleanup()
+
+	m, err := qsf.Load(path, qsf.Config{Threads: 1})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer m.Close()
+	in := m.Info()
+	fmt.Println(in.Architecture, in.Layers, "layers,", in.Vocab, "tokens")
+	// Output: llama 2 layers, 1024 tokens
+}
+
+func ExampleSession_Generate() {
+	path, cleanup := tinyModel()
+	defer cleanup()
+	m, err := qsf.Load(path, qsf.Config{Threads: 1})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer m.Close()
+	s, err := m.NewSession()
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer s.Close()
+
+	n := 0
+	res, err := s.Generate(context.Background(), "Once upon a time", qsf.GenerateOptions{MaxTokens: 8},
+		func(t qsf.Token) error {
+			n++ // a real program would print t.Text here
+			return nil
+		})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(n, "tokens streamed, stopped by", res.Reason)
+	// Output: 8 tokens streamed, stopped by max_tokens
+}
+
+func ExampleSession_Forward() {
+	path, cleanup := tinyModel()
+	defer cleanup()
+	m, err := qsf.Load(path, qsf.Config{Threads: 1})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer m.Close()
+	s, err := m.NewSession()
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer s.Close()
+
+	ids := m.Tokenize("Hello", qsf.TokenizeOptions{})
+	logits, err := s.Forward(context.Background(), ids)
+	if err != nil {
+		log.Fatal(err)
+	}
+	next := qsf.Sample(logits, qsf.SamplerOptions{}) // greedy
+	fmt.Println(len(logits) == m.Info().Vocab, s.Pos() == len(ids), next >= 0)
+	// Output: true true true
+}
+
+func ExampleSampler() {
+	logits := []float32{0.1, 2.5, 0.3, 2.4}
+	greedy := qsf.NewSampler(qsf.SamplerOptions{})
+	fmt.Println(greedy.Sample(logits))
+
+	// With a seed, sampling is reproducible.
+	opts := qsf.SamplerOptions{Temperature: 0.8, TopK: 2, Seed: 42}
+	a, b := qsf.NewSampler(opts), qsf.NewSampler(opts)
+	fmt.Println(a.Sample(logits) == b.Sample(logits))
+	// Output:
+	// 1
+	// true
+}
