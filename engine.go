@@ -296,6 +296,12 @@ func newStopWriter(dec *tokenizer.StreamDecoder, stops []string) *stopWriter {
 // whether a stop string was found (the text before it is returned).
 func (w *stopWriter) push(id int) (string, bool) {
 	w.pending += w.dec.Push(id)
+	return w.scan()
+}
+
+// scan looks for a stop string in the pending text and returns what can be
+// emitted.
+func (w *stopWriter) scan() (string, bool) {
 	if len(w.stops) == 0 {
 		out := w.pending
 		w.pending = ""
