@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/qsf-llm/qsf/format"
@@ -86,6 +87,96 @@ func TestForwardMatchesLlamaCpp(t *testing.T) {
 				} else {
 					t.Logf("position %d: max |logit diff| %.3g", pos, worst)
 				}
+			}
+		})
+	}
+}
+
+// exactCase is one model and reference file of TestForwardExactGeneric;
+// maxDiff is the largest |logit diff| tolerated (0: bit-identical).
+type exactCase struct {
+	ref, model string
+	maxDiff    float64
+}
+
+// exactCases lists every stories260K GGUF with its three prompts and every
+// synthetic file with "Once upon a time".
+func exactCases(t *testing.T, dir string) []exactCase {
+	t.Helper()
+	var cases []exactCase
+	stories, err := filepath.Glob(filepath.Join(dir, "models", "gguf", "stories260K-*.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range stories {
+		stem := strings.TrimSuffix(filepath.Base(m), ".gguf")
+		for _, slug := range []string{"once-upon-a-time", "lily-and-ben-went-to-the-park", "the-little-dog-was"} {
+			cases = append(cases, exactCase{ref: filepath.Join("reference", stem+"__"+slug+".json"), model: m})
+		}
+	}
+	synth, err := filepath.Glob(filepath.Join(dir, "models", "synthetic", "synth-*.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range synth {
+		stem := strings.TrimSuffix(filepath.Base(m), ".gguf")
+		cases = append(cases, exactCase{ref: filepath.Join("reference", "synthetic", stem+"__once-upon-a-time.json"), model: m})
+	}
+	return cases
+}
+
+// TestForwardExactGeneric runs every reference model with the generic
+// kernels, whose dot products reproduce the float32 arithmetic of
+// llama.cpp's AVX2 CPU backend, and requires the prompt logits to equal
+// llama.cpp's bit for bit.
+func TestForwardExactGeneric(t *testing.T) {
+	dir := testfiles.Dir(t)
+	prev := kernels.Tier()
+	if err := kernels.SetTier("generic"); err != nil {
+		t.Fatal(err)
+	}
+	defer kernels.SetTier(prev)
+	for _, c := range exactCases(t, dir) {
+		name := strings.TrimSuffix(filepath.Base(c.ref), ".json")
+		t.Run(name, func(t *testing.T) {
+			raw, err := os.ReadFile(filepath.Join(dir, c.ref))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ref struct {
+				IDs    []int       `json:"prompt_token_ids"`
+				Logits [][]float32 `json:"prompt_logits"`
+			}
+			if err := json.Unmarshal(raw, &ref); err != nil {
+				t.Fatal(err)
+			}
+			m, done := load(t, c.model)
+			defer done()
+			pool := kernels.NewPool(1)
+			defer pool.Close()
+			st, err := m.NewState(64, pool)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var worst float64
+			first := -1
+			for pos, id := range ref.IDs {
+				if err := st.Forward(id, pos, true); err != nil {
+					t.Fatal(err)
+				}
+				var w float64
+				for i, v := range st.Logits {
+					w = math.Max(w, math.Abs(float64(v-ref.Logits[pos][i])))
+				}
+				if w > 0 && first < 0 {
+					first = pos
+				}
+				worst = math.Max(worst, w)
+			}
+			if worst > c.maxDiff {
+				t.Errorf("max |logit diff| %.3g (first inexact position %d of %d), want <= %g", worst, first, len(ref.IDs), c.maxDiff)
+			} else {
+				t.Logf("max |logit diff| %.3g", worst)
 			}
 		})
 	}

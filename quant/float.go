@@ -59,10 +59,6 @@ func quantBF16(dst []byte, src []float32) {
 	}
 }
 
-// fma32 returns a*b+c for float32 operands (the product is exact in
-// float64, so only the sum is rounded, then rounded again to float32).
-func fma32(a, b, c float32) float32 { return float32(float64(a)*float64(b) + float64(c)) }
-
 // reduce32 sums the 32 lanes of four 8-lane accumulators the way ggml's
 // GGML_F32x8_REDUCE does on AVX: x0+=x2, x1+=x3, x0+=x1, then halves, then
 // two horizontal adds.

@@ -111,16 +111,41 @@ func quantIQ4NL(dst []byte, src []float32) {
 	}
 }
 
+// dotIQ4NL is the AVX2 loop of ggml_vec_dot_iq4_nl_q8_0: blocks in pairs,
+// the first of each pair into accum1 and the second into accum2, then
+// hsum_float_8(accum1+accum2), and a last odd block added in scalar code as
+// fma(fp16(da)·fp16(dw), Σq·a, sum).
 func dotIQ4NL(n int, w, act []byte) float32 {
-	var sum float32
-	for i := 0; i < n/qk; i++ {
-		x, y := w[i*18:], act[i*34:]
-		isum := 0
-		for j := 0; j < 16; j++ {
-			isum += int(kvaluesIQ4NL[x[2+j]&0xF]) * int(int8(y[2+j]))
-			isum += int(kvaluesIQ4NL[x[2+j]>>4]) * int(int8(y[2+j+16]))
+	nb := n / qk
+	var acc [2]lanes8
+	var x [32]int32
+	ib := 0
+	for ; ib+1 < nb; ib += 2 {
+		for k := 0; k < 2; k++ {
+			b, y := w[(ib+k)*18:], act[(ib+k)*34:]
+			decodeIQ4NL(b, &x)
+			var s [8]int32
+			groupLanes(&s, &x, y[2:], 1, 1)
+			acc[k].fmaInts(f16(y)*f16(b), &s)
 		}
-		sum += f16(x) * f16(y) * float32(isum)
+	}
+	both := acc[0].add(acc[1])
+	sum := both.hsum()
+	for ; ib < nb; ib++ {
+		b, y := w[ib*18:], act[ib*34:]
+		decodeIQ4NL(b, &x)
+		var isum int32
+		for j, v := range x {
+			isum += v * int32(int8(y[2+j]))
+		}
+		sum = fma32(f16(y)*f16(b), float32(isum), sum)
 	}
 	return sum
+}
+
+func decodeIQ4NL(b []byte, x *[32]int32) {
+	for j := 0; j < 16; j++ {
+		x[j] = int32(kvaluesIQ4NL[b[2+j]&0xF])
+		x[j+16] = int32(kvaluesIQ4NL[b[2+j]>>4])
+	}
 }

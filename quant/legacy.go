@@ -98,18 +98,34 @@ func quantQ4_0(dst []byte, src []float32) {
 	}
 }
 
-func dotQ4_0(n int, w, act []byte) float32 {
-	var sum float32
-	for i := 0; i < n/qk; i++ {
-		x, y := w[i*18:], act[i*34:]
-		isum := 0
-		for j := 0; j < 16; j++ {
-			isum += (int(x[2+j]&0xF) - 8) * int(int8(y[2+j]))
-			isum += (int(x[2+j]>>4) - 8) * int(int8(y[2+j+16]))
-		}
-		sum += f16(x) * f16(y) * float32(isum)
+func dotQ4_0(n int, w, act []byte) float32 { return dotLanes(n, w, 18, act, 34, decodeQ4_0) }
+
+func decodeQ4_0(b []byte, x *[32]int32) {
+	for j := 0; j < 16; j++ {
+		x[j] = int32(b[2+j]&0xF) - 8
+		x[j+16] = int32(b[2+j]>>4) - 8
 	}
-	return sum
+}
+
+// DotQ4_0Gemv is the dot product of a Q4_0 row with a Q8_0 activation in
+// the order of ggml_gemv_q4_0_8x8_q8_0 (AVX2), which llama.cpp b4748 runs
+// instead of ggml_vec_dot_q4_0_q8_0 for Q4_0 matrices it repacked at load
+// time (those with a multiple of 8 rows, except token_embd): one float32
+// accumulator per row, acc = fma(float(Σq·a), fp16(dw)·fp16(da), acc), block
+// after block.
+func DotQ4_0Gemv(n int, w, act []byte) float32 {
+	var acc float32
+	var x [32]int32
+	for i := 0; i < n/qk; i++ {
+		b, y := w[i*18:], act[i*34:]
+		decodeQ4_0(b, &x)
+		var isum int32
+		for j, v := range x {
+			isum += v * int32(int8(y[2+j]))
+		}
+		acc = fma32(float32(isum), f16(b)*f16(y), acc)
+	}
+	return acc
 }
 
 // ---- Q4_1
@@ -145,19 +161,13 @@ func quantQ4_1(dst []byte, src []float32) {
 }
 
 // dotQ4_1 uses the m·s term: Σ(q·d+m)·(a·da) = d·da·Σq·a + m·s.
-func dotQ4_1(n int, w, act []byte) float32 {
-	var sum, summs float32
-	for i := 0; i < n/qk; i++ {
-		x, y := w[i*20:], act[i*36:]
-		isum := 0
-		for j := 0; j < 16; j++ {
-			isum += int(x[4+j]&0xF) * int(int8(y[4+j]))
-			isum += int(x[4+j]>>4) * int(int8(y[4+j+16]))
-		}
-		summs += f16(x[2:]) * f16(y[2:])
-		sum += f16(x) * f16(y) * float32(isum)
+func dotQ4_1(n int, w, act []byte) float32 { return dotLanesMin(n, w, 20, decodeQ4_1, act) }
+
+func decodeQ4_1(b []byte, x *[32]int32) {
+	for j := 0; j < 16; j++ {
+		x[j] = int32(b[4+j] & 0xF)
+		x[j+16] = int32(b[4+j] >> 4)
 	}
-	return sum + summs
 }
 
 // ---- Q5_0
@@ -207,17 +217,12 @@ func quantQ5_0(dst []byte, src []float32) {
 	}
 }
 
-func dotQ5_0(n int, w, act []byte) float32 {
-	var sum float32
-	for i := 0; i < n/qk; i++ {
-		x, y := w[i*22:], act[i*34:]
-		isum := 0
-		for j := 0; j < qk; j++ {
-			isum += (q5At(x[2:], j) - 16) * int(int8(y[2+j]))
-		}
-		sum += f16(x) * f16(y) * float32(isum)
+func dotQ5_0(n int, w, act []byte) float32 { return dotLanes(n, w, 22, act, 34, decodeQ5_0) }
+
+func decodeQ5_0(b []byte, x *[32]int32) {
+	for j := range x {
+		x[j] = int32(q5At(b[2:], j)) - 16
 	}
-	return sum
 }
 
 // ---- Q5_1
@@ -255,18 +260,12 @@ func quantQ5_1(dst []byte, src []float32) {
 	}
 }
 
-func dotQ5_1(n int, w, act []byte) float32 {
-	var sum, summs float32
-	for i := 0; i < n/qk; i++ {
-		x, y := w[i*24:], act[i*36:]
-		isum := 0
-		for j := 0; j < qk; j++ {
-			isum += q5At(x[4:], j) * int(int8(y[4+j]))
-		}
-		summs += f16(x[2:]) * f16(y[2:])
-		sum += f16(x) * f16(y) * float32(isum)
+func dotQ5_1(n int, w, act []byte) float32 { return dotLanesMin(n, w, 24, decodeQ5_1, act) }
+
+func decodeQ5_1(b []byte, x *[32]int32) {
+	for j := range x {
+		x[j] = int32(q5At(b[4:], j))
 	}
-	return sum + summs
 }
 
 // ---- Q8_0
@@ -331,17 +330,12 @@ func quantQ8_0Act(dst []byte, src []float32) {
 	}
 }
 
-func dotQ8_0(n int, w, act []byte) float32 {
-	var sum float32
-	for i := 0; i < n/qk; i++ {
-		x, y := w[i*34:], act[i*34:]
-		isum := 0
-		for j := 0; j < qk; j++ {
-			isum += int(int8(x[2+j])) * int(int8(y[2+j]))
-		}
-		sum += f16(x) * f16(y) * float32(isum)
+func dotQ8_0(n int, w, act []byte) float32 { return dotLanes(n, w, 34, act, 34, decodeQ8_0) }
+
+func decodeQ8_0(b []byte, x *[32]int32) {
+	for j := range x {
+		x[j] = int32(int8(b[2+j]))
 	}
-	return sum
 }
 
 // ---- Q8_1
@@ -367,17 +361,12 @@ func quantQ8_1Act(dst []byte, src []float32) {
 	}
 }
 
-func dotQ8_1(n int, w, act []byte) float32 {
-	var sum float32
-	for i := 0; i < n/qk; i++ {
-		x, y := w[i*36:], act[i*36:]
-		isum := 0
-		for j := 0; j < qk; j++ {
-			isum += int(int8(x[4+j])) * int(int8(y[4+j]))
-		}
-		sum += f16(x) * f16(y) * float32(isum)
+func dotQ8_1(n int, w, act []byte) float32 { return dotLanes(n, w, 36, act, 36, decodeQ8_1) }
+
+func decodeQ8_1(b []byte, x *[32]int32) {
+	for j := range x {
+		x[j] = int32(int8(b[4+j]))
 	}
-	return sum
 }
 
 // quantQ8_1Ref is quantize_row_q8_1_ref: roundf quants, s = fp16(Σq·d).
@@ -400,4 +389,39 @@ func quantQ8_1Ref(dst []byte, src []float32) {
 		}
 		put16(b[2:], FP32ToFP16(float32(sum)*d))
 	}
+}
+
+// dotLanes is the AVX2 loop of ggml_vec_dot_{q4_0,q5_0,q8_0}_q8_0: per
+// block, acc = fma(fp16(dw)·fp16(da), lane sums, acc); then hsum_float_8.
+// Weight blocks are wb bytes with the fp16 scale first, activation blocks
+// ab bytes with the fp16 scale first and the 32 quants last.
+func dotLanes(n int, w []byte, wb int, act []byte, ab int, decode func(b []byte, x *[32]int32)) float32 {
+	var acc lanes8
+	var x [32]int32
+	for i := 0; i < n/qk; i++ {
+		b, y := w[i*wb:], act[i*ab:]
+		decode(b, &x)
+		var s [8]int32
+		groupLanes(&s, &x, y[ab-qk:], 1, 1)
+		acc.fmaInts(f16(b)*f16(y), &s)
+	}
+	return acc.hsum()
+}
+
+// dotLanesMin is the AVX2 loop of ggml_vec_dot_q4_1_q8_1 and q5_1_q8_1:
+// dotLanes over unsigned quants plus summs = fma(fp16(m), fp16(s), summs)
+// per block, returning hsum_float_8(acc) + summs.
+func dotLanesMin(n int, w []byte, wb int, decode func(b []byte, x *[32]int32), act []byte) float32 {
+	var acc lanes8
+	var summs float32
+	var x [32]int32
+	for i := 0; i < n/qk; i++ {
+		b, y := w[i*wb:], act[i*36:]
+		summs = fma32(f16(b[2:]), f16(y[2:]), summs)
+		decode(b, &x)
+		var s [8]int32
+		groupLanes(&s, &x, y[4:], 1, 1)
+		acc.fmaInts(f16(b)*f16(y), &s)
+	}
+	return acc.hsum() + summs
 }

@@ -1,0 +1,83 @@
+package quant
+
+import "math"
+
+// The dot products of this package reproduce the float32 arithmetic of
+// llama.cpp's AVX2 kernels (ggml-cpu-quants.c of b4748) bit for bit: the
+// integer parts are exact, so what matters is where float32 rounding
+// happens. Those kernels keep eight float32 lanes; per block, lane l gets
+// acc[l] = fma(scale, float(isum[l]), acc[l]), where isum[l] is the integer
+// dot product of the four elements 4l..4l+3 of a 32-element group
+// (_mm256_maddubs_epi16 pairs, then _mm256_madd_epi16), summed over the
+// groups of the block with their sub-block scales. The result is
+// hsum_float_8(acc). Scalar accumulations (Q4_1/Q5_1 m·s, Q5_K mins) are
+// contracted to fma by the C compiler.
+
+// lanes8 is an AVX __m256 float accumulator.
+type lanes8 [8]float32
+
+// fmaInts does acc[l] = fma(d, float32(s[l]), acc[l]) for each lane.
+func (acc *lanes8) fmaInts(d float32, s *[8]int32) {
+	for l := range acc {
+		acc[l] = fma32(d, float32(s[l]), acc[l])
+	}
+}
+
+// hsum is ggml's hsum_float_8: the upper half added to the lower half,
+// then lanes (0+2, 1+3), then those two.
+func (acc *lanes8) hsum() float32 {
+	var r [4]float32
+	for l := range r {
+		r[l] = acc[l+4] + acc[l]
+	}
+	return (r[0] + r[2]) + (r[1] + r[3])
+}
+
+// add returns the lane-wise sum a+b (_mm256_add_ps).
+func (acc lanes8) add(b lanes8) lanes8 {
+	for l := range acc {
+		acc[l] += b[l]
+	}
+	return acc
+}
+
+// groupLanes adds to s the four-element integer dot products of 32
+// weights x and 32 int8 activations y, each lane multiplied by scale(l):
+// s[l] += scale(l)·Σ_{t<4} x[4l+t]·y[4l+t].
+func groupLanes(s *[8]int32, x *[32]int32, y []byte, scLo, scHi int32) {
+	for l := range s {
+		var p int32
+		for t := 0; t < 4; t++ {
+			p += x[4*l+t] * int32(int8(y[4*l+t]))
+		}
+		if l < 4 {
+			s[l] += scLo * p
+		} else {
+			s[l] += scHi * p
+		}
+	}
+}
+
+// fma32 returns a·b+c rounded once to float32, as the FMA instructions do.
+// The product is exact in float64; the sum is rounded to float64 with
+// round-to-odd (which makes the second rounding to float32 correct) by
+// recovering its exact error.
+func fma32(a, b, c float32) float32 {
+	p := float64(a) * float64(b)
+	s := p + float64(c)
+	if math.IsInf(s, 0) || math.IsNaN(s) {
+		return float32(s)
+	}
+	// TwoSum: p + c == s + e exactly.
+	bb := s - p
+	e := (p - (s - bb)) + (float64(c) - bb)
+	if bits := math.Float64bits(s); e != 0 && bits&1 == 0 {
+		if (e > 0) == (s > 0) {
+			bits++
+		} else {
+			bits--
+		}
+		s = math.Float64frombits(bits)
+	}
+	return float32(s)
+}
