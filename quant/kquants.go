@@ -176,27 +176,39 @@ func quantQ2_K(dst []byte, src []float32) {
 	}
 }
 
+// dotQ2_K is the AVX2 ggml_vec_dot_q2_K_q8_K: per block, first
+// acc = fma(-yd·dmin, mins·bsums pairs, acc), then acc = fma(yd·d, lane
+// sums, acc); hsum_float_8 at the end.
 func dotQ2_K(n int, w, act []byte) float32 {
-	var sumf float32
+	var acc lanes8
+	var x [qkK]int32
 	for i := 0; i < n/qkK; i++ {
-		x, y := w[i*84:], act[i*292:]
+		b, y := w[i*84:], act[i*292:]
 		yd := q8kD(y)
-		summs, isum := 0, 0
-		for j := 0; j < 16; j++ {
-			sc := x[j]
-			summs += int(sc>>4) * q8kBsum(y, j)
-			s := 0
-			for e := 16 * j; e < 16*j+16; e++ {
-				s += q2At(x[16:], e) * int(int8(y[4+e]))
-			}
-			isum += int(sc&0xF) * s
+		var prod [8]int32
+		for k := range prod {
+			prod[k] = int32(b[2*k]>>4)*int32(q8kBsum(y, 2*k)) + int32(b[2*k+1]>>4)*int32(q8kBsum(y, 2*k+1))
 		}
-		dall := yd * f16(x[80:])
-		dmin := -yd * f16(x[82:])
-		sumf += dmin * float32(summs)
-		sumf += dall * float32(isum)
+		acc.fmaInts(-yd*f16(b[82:]), &prod)
+		for e := range x {
+			x[e] = int32(q2At(b[16:], e))
+		}
+		s := kLanes(&x, y, func(j int) int32 { return int32(b[j] & 0xF) })
+		acc.fmaInts(yd*f16(b[80:]), &s)
 	}
-	return sumf
+	return acc.hsum()
+}
+
+// kLanes returns the eight lane sums of one K-quant block as the AVX2
+// kernels build them: lane l adds, for each 32-element group g, the
+// integer dot product of elements 32g+4l..32g+4l+3 times the scale of their
+// 16-element sub-block (sc(2g) for l < 4, sc(2g+1) for l >= 4).
+func kLanes(x *[qkK]int32, y []byte, sc func(j int) int32) [8]int32 {
+	var s [8]int32
+	for g := 0; g < qkK/32; g++ {
+		groupLanes(&s, (*[32]int32)(x[32*g:32*g+32]), y[4+32*g:], sc(2*g), sc(2*g+1))
+	}
+	return s
 }
 
 // ---- Q3_K
@@ -276,22 +288,20 @@ func quantQ3_K(dst []byte, src []float32) {
 	}
 }
 
+// dotQ3_K is the AVX2 ggml_vec_dot_q3_K_q8_K: acc = fma(yd·d, lane sums,
+// acc) per block, then hsum_float_8.
 func dotQ3_K(n int, w, act []byte) float32 {
-	var sumf float32
+	var acc lanes8
+	var x [qkK]int32
 	for i := 0; i < n/qkK; i++ {
-		x, y := w[i*110:], act[i*292:]
-		isum := 0
-		for j := 0; j < 16; j++ {
-			s := 0
-			for e := 16 * j; e < 16*j+16; e++ {
-				s += q3At(x, e) * int(int8(y[4+e]))
-			}
-			isum += q3Scale(x[96:], j) * s
+		b, y := w[i*110:], act[i*292:]
+		for e := range x {
+			x[e] = int32(q3At(b, e))
 		}
-		d := q8kD(y) * f16(x[108:])
-		sumf += d * float32(isum)
+		s := kLanes(&x, y, func(j int) int32 { return int32(q3Scale(b[96:], j)) })
+		acc.fmaInts(q8kD(y)*f16(b[108:]), &s)
 	}
-	return sumf
+	return acc.hsum()
 }
 
 // ---- Q4_K and Q5_K share the 6-bit scale/min packing.
@@ -391,31 +401,50 @@ func quantQ4_K(dst []byte, src []float32) {
 
 // dotK4 is the shared body of the Q4_K and Q5_K dots; at returns the
 // unsigned quant of element e and hdr is the block's first 16 bytes.
-func dotK4(hdr, y []byte, at func(e int) int) (sumi, summs int) {
-	for j := 0; j < 8; j++ {
-		s, m := scaleMinK4(j, hdr[4:])
-		summs += int(m) * (q8kBsum(y, 2*j) + q8kBsum(y, 2*j+1))
-		p := 0
-		for e := 32 * j; e < 32*j+32; e++ {
-			p += at(e) * int(int8(y[4+e]))
-		}
-		sumi += int(s) * p
-	}
-	return sumi, summs
+// k4Lanes returns the lane sums of a Q4_K/Q5_K block, whose quants x have
+// one 6-bit scale per 32 elements.
+func k4Lanes(x *[qkK]int32, hdr, y []byte) [8]int32 {
+	return kLanes(x, y, func(j int) int32 {
+		s, _ := scaleMinK4(j/2, hdr[4:])
+		return int32(s)
+	})
 }
 
-func dotQ4_K(n int, w, act []byte) float32 {
-	var acc, accM float32
-	for i := 0; i < n/qkK; i++ {
-		x, y := w[i*144:], act[i*292:]
-		sumi, summs := dotK4(x, y, func(e int) int { return q4At(x[16:], e) })
-		yd := q8kD(y)
-		d := yd * f16(x)
-		dmin := -yd * f16(x[2:])
-		accM += dmin * float32(summs)
-		acc += d * float32(sumi)
+// k4Mins returns the four int32 lanes of _mm_madd_epi16(mins,
+// hadd(bsums)): lane k = m(2k)·(b(4k)+b(4k+1)) + m(2k+1)·(b(4k+2)+b(4k+3)).
+func k4Mins(hdr, y []byte) [4]int32 {
+	var p [4]int32
+	for k := range p {
+		for h := 0; h < 2; h++ {
+			j := 2*k + h
+			_, m := scaleMinK4(j, hdr[4:])
+			p[k] += int32(m) * int32(q8kBsum(y, 2*j)+q8kBsum(y, 2*j+1))
+		}
 	}
-	return acc + accM
+	return p
+}
+
+// dotQ4_K is the AVX2 ggml_vec_dot_q4_K_q8_K: per block a 4-lane
+// acc_m = fma(-yd·dmin, k4Mins, acc_m) and acc = fma(yd·d, lane sums, acc);
+// the result is hsum_float_8(acc) + ((m0+m2)+(m1+m3)).
+func dotQ4_K(n int, w, act []byte) float32 {
+	var acc lanes8
+	var accM [4]float32
+	var x [qkK]int32
+	for i := 0; i < n/qkK; i++ {
+		b, y := w[i*144:], act[i*292:]
+		yd := q8kD(y)
+		dmin := -yd * f16(b[2:])
+		for k, p := range k4Mins(b, y) {
+			accM[k] = fma32(dmin, float32(p), accM[k])
+		}
+		for e := range x {
+			x[e] = int32(q4At(b[16:], e))
+		}
+		s := k4Lanes(&x, b, y)
+		acc.fmaInts(yd*f16(b), &s)
+	}
+	return acc.hsum() + ((accM[0] + accM[2]) + (accM[1] + accM[3]))
 }
 
 // ---- Q5_K
@@ -463,18 +492,25 @@ func quantQ5_K(dst []byte, src []float32) {
 	}
 }
 
+// dotQ5_K is the AVX2 ggml_vec_dot_q5_K_q8_K: per block a scalar
+// summs = fma(-yd·dmin, Σ mins·bsums, summs) and acc = fma(yd·d, lane sums,
+// acc); the result is hsum_float_8(acc) + summs.
 func dotQ5_K(n int, w, act []byte) float32 {
-	var acc, accM float32
+	var acc lanes8
+	var summs float32
+	var x [qkK]int32
 	for i := 0; i < n/qkK; i++ {
-		x, y := w[i*176:], act[i*292:]
-		sumi, summs := dotK4(x, y, func(e int) int { return q5At256(x, e) })
+		b, y := w[i*176:], act[i*292:]
 		yd := q8kD(y)
-		d := yd * f16(x)
-		dmin := -yd * f16(x[2:])
-		accM += dmin * float32(summs)
-		acc += d * float32(sumi)
+		m := k4Mins(b, y)
+		summs = fma32(-yd*f16(b[2:]), float32((m[0]+m[1])+(m[2]+m[3])), summs)
+		for e := range x {
+			x[e] = int32(q5At256(b, e))
+		}
+		s := k4Lanes(&x, b, y)
+		acc.fmaInts(yd*f16(b), &s)
 	}
-	return acc + accM
+	return acc.hsum() + summs
 }
 
 // ---- Q6_K
@@ -539,22 +575,20 @@ func quantQ6_K(dst []byte, src []float32) {
 	}
 }
 
+// dotQ6_K is the AVX2 ggml_vec_dot_q6_K_q8_K: acc = fma(yd·d, lane sums,
+// acc) per block, then hsum_float_8.
 func dotQ6_K(n int, w, act []byte) float32 {
-	var sumf float32
+	var acc lanes8
+	var x [qkK]int32
 	for i := 0; i < n/qkK; i++ {
-		x, y := w[i*210:], act[i*292:]
-		isum := 0
-		for j := 0; j < 16; j++ {
-			s := 0
-			for e := 16 * j; e < 16*j+16; e++ {
-				s += q6At(x, e) * int(int8(y[4+e]))
-			}
-			isum += int(int8(x[192+j])) * s
+		b, y := w[i*210:], act[i*292:]
+		for e := range x {
+			x[e] = int32(q6At(b, e))
 		}
-		d := q8kD(y) * f16(x[208:])
-		sumf += d * float32(isum)
+		s := kLanes(&x, y, func(j int) int32 { return int32(int8(b[192+j])) })
+		acc.fmaInts(q8kD(y)*f16(b[208:]), &s)
 	}
-	return sumf
+	return acc.hsum()
 }
 
 // ---- Q8_K
