@@ -23,6 +23,11 @@ type Session struct {
 	state  *model.State
 	stats  Stats
 	closed bool
+
+	// pending is the last generated token, which is part of the
+	// conversation but not yet in the KV cache: it is processed at the
+	// start of the next Generate or Forward (-1 when there is none).
+	pending int
 }
 
 // NewSession starts a conversation with an empty KV cache of
@@ -44,7 +49,7 @@ func (m *Model) NewSession() (*Session, error) {
 		pool.Close()
 		return nil, fmt.Errorf("qsf: %w", err)
 	}
-	s := &Session{m: m, pool: pool, state: st}
+	s := &Session{m: m, pool: pool, state: st, pending: -1}
 	runtime.AddCleanup(s, func(p *kernels.Pool) { p.Close() }, pool)
 	return s, nil
 }
@@ -59,12 +64,26 @@ func (s *Session) Close() error {
 	return nil
 }
 
-// Pos returns the number of tokens in the session's context.
+// Pos returns the number of tokens the session has processed (its KV
+// cache length). The last token Generate produced is processed at the
+// start of the next Generate or Forward call, so it is not counted yet.
 func (s *Session) Pos() int { return s.state.KV.Len() }
+
+// withPending returns ids preceded by the pending generated token, if
+// any, and clears it.
+func (s *Session) withPending(ids []int) []int {
+	if s.pending < 0 {
+		return ids
+	}
+	ids = append([]int{s.pending}, ids...)
+	s.pending = -1
+	return ids
+}
 
 // Reset empties the context, so the next call starts a new conversation.
 func (s *Session) Reset() {
 	s.state.KV.Reset()
+	s.pending = -1
 	s.stats = Stats{}
 }
 
@@ -105,6 +124,7 @@ func (s *Session) Forward(ctx context.Context, ids []int) ([]float32, error) {
 		return nil, errors.New("qsf: Forward of no tokens")
 	}
 	start := time.Now()
+	ids = s.withPending(ids)
 	err := s.feed(ctx, ids, nil)
 	s.stats.PromptTokens += len(ids)
 	s.stats.PrefillTime += time.Since(start)
@@ -192,8 +212,7 @@ type Result struct {
 // when the context is full, when ctx is cancelled (returning ctx.Err()) or
 // when fn returns an error (returning it). The Result holds what was
 // generated up to then, also on error.
-func (s *Session) Generate(ctx context.Context, prompt string, opts GenerateOptions, fn func(Token) error) (Result, error) {
-	var res Result
+func (s *Session) Generate(ctx context.Context, prompt string, opts GenerateOptions, fn func(Token) error) (res Result, err error) {
 	if s.closed {
 		return res, ErrClosed
 	}
@@ -205,9 +224,8 @@ func (s *Session) Generate(ctx context.Context, prompt string, opts GenerateOpti
 	}
 
 	start := time.Now()
-	var err error
-	if len(res.PromptTokens) > 0 {
-		err = s.feed(ctx, res.PromptTokens, nil)
+	if ids := s.withPending(res.PromptTokens); len(ids) > 0 {
+		err = s.feed(ctx, ids, nil)
 	} else if s.Pos() == 0 {
 		err = errors.New("qsf: Generate with an empty prompt and an empty context")
 	}
@@ -239,9 +257,19 @@ func (s *Session) Generate(ctx context.Context, prompt string, opts GenerateOpti
 		if err := ctx.Err(); err != nil {
 			return res, err
 		}
+		if s.pending >= 0 { // process the previous token to get the next logits
+			if s.Pos() >= s.state.KV.Capacity() {
+				res.Reason = StopContext
+				break
+			}
+			if err := s.feed(ctx, s.withPending(nil), nil); err != nil {
+				return res, err
+			}
+		}
 		id := sampler.Sample(s.state.Logits)
 		sampler.Accept(id)
 		res.Tokens = append(res.Tokens, id)
+		s.pending = id
 		s.stats.GeneratedTokens++
 		if s.m.tok.IsEOG(id) {
 			res.Reason = StopEOS
@@ -254,13 +282,6 @@ func (s *Session) Generate(ctx context.Context, prompt string, opts GenerateOpti
 		if stopped {
 			res.Reason = StopString
 			return res, nil
-		}
-		if s.Pos() >= s.state.KV.Capacity() {
-			res.Reason = StopContext
-			break
-		}
-		if err := s.feed(ctx, []int{id}, nil); err != nil {
-			return res, err
 		}
 	}
 	if rest := out.flush(); rest != "" {

@@ -181,9 +181,30 @@ func TestSessionContinues(t *testing.T) {
 	if second.PromptTokens[0] == m.BOS() {
 		t.Errorf("continuation got a BOS: %v", second.PromptTokens)
 	}
-	if want := len(first.PromptTokens) + 4 - 1 + len(second.PromptTokens) + 4 - 1; s.Pos() != want {
+	// The last generated token is processed by the next call.
+	if want := len(first.PromptTokens) + len(first.Tokens) + len(second.PromptTokens) + len(second.Tokens) - 1; s.Pos() != want {
 		t.Errorf("Pos = %d, want %d", s.Pos(), want)
 	}
+	// The continuation equals feeding the whole conversation at once.
+	fresh, _ := m.NewSession()
+	defer fresh.Close()
+	all := append(append(append([]int{}, first.PromptTokens...), first.Tokens...), second.PromptTokens...)
+	logits, err := fresh.Forward(ctx, all)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []int
+	for range 4 {
+		id := qsf.Sample(logits, qsf.SamplerOptions{})
+		want = append(want, id)
+		if logits, err = fresh.Forward(ctx, []int{id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if fmt.Sprint(want) != fmt.Sprint(second.Tokens) {
+		t.Errorf("continued conversation gave %v, whole conversation %v", second.Tokens, want)
+	}
+
 	s.Reset()
 	again, err := s.Generate(ctx, "Once upon a time", qsf.GenerateOptions{MaxTokens: 4}, nil)
 	if err != nil {
