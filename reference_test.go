@@ -42,6 +42,9 @@ type parityRow struct {
 // folder and compares prompt tokens, prompt logits and 64 greedy tokens
 // with llama.cpp's.
 func TestReferenceParity(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the full llama.cpp reference walk is skipped in -short mode")
+	}
 	dir := testfiles.Dir(t)
 	var files []string
 	for _, pattern := range []string{"reference/*__*.json", "reference/synthetic/*__*.json"} {
@@ -188,6 +191,9 @@ func argmax(x []float32) int {
 // TestPerplexity compares Model.Perplexity on the TinyStories sample with
 // llama-perplexity's figures (f32 KV cache), within 0.2%.
 func TestPerplexity(t *testing.T) {
+	if testing.Short() {
+		t.Skip("perplexity over 17 models is skipped in -short mode")
+	}
 	dir := testfiles.Dir(t)
 	raw, err := os.ReadFile(filepath.Join(dir, "reference", "perplexity.json"))
 	if err != nil {
