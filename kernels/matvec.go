@@ -36,11 +36,15 @@ func MatVec(t quant.Type, out []float32, w []byte, cols int, act []byte) {
 // auxPool recycles the prepared-activation buffers of MatVec.
 var auxPool = sync.Pool{New: func() any { return new([]byte) }}
 
-// check validates the arguments of a MatVec and returns the bytes per row.
+// check validates the arguments of a MatVec and returns the traits whose
+// Dot the generic kernel multiplies the rows with, and the bytes per row.
 func check(t quant.Type, out []float32, w []byte, cols int, act []byte) (*quant.Traits, int) {
 	tr, err := quant.Lookup(t)
 	if err != nil {
 		panic(fmt.Sprintf("kernels: MatVec: %v", err))
+	}
+	if t == quant.Q4_0 && len(out)%8 == 0 {
+		tr = q4_0Repacked
 	}
 	rowBytes, err := quant.RowBytes(t, cols)
 	if err != nil {
@@ -58,6 +62,23 @@ func check(t quant.Type, out []float32, w []byte, cols int, act []byte) (*quant.
 	}
 	return tr, rowBytes
 }
+
+// q4_0Repacked is the Q4_0 traits row with the dot product llama.cpp b4748
+// uses for a Q4_0 matrix whose row count is a multiple of 8: it repacks
+// those at load time and multiplies them with ggml_gemv_q4_0_8x8_q8_0, whose
+// float32 accumulation order differs from ggml_vec_dot_q4_0_q8_0's (see
+// quant.DotQ4_0Gemv). The generic kernel uses it so that its results equal
+// llama.cpp's bit for bit; Type stays Q4_0, so tiers index their kernels as
+// before.
+var q4_0Repacked = func() *quant.Traits {
+	tr, err := quant.Lookup(quant.Q4_0)
+	if err != nil {
+		panic(err)
+	}
+	c := *tr
+	c.Dot = quant.DotQ4_0Gemv
+	return &c
+}()
 
 // genericRows is the portable kernel: the scalar reference dot product of
 // package quant, row by row.

@@ -7,6 +7,10 @@
 // with VPMADDUBSW and the bias 8·Σa comes from the prepared activation
 // (prepQ8_0: per block da×8 as float32, then 8·(a[2i]+a[2i+1]) as int16).
 //
+// The floating-point work is ggml's AVX2 vec_dot order, so results match it
+// bit for bit: per block acc = fma(fp32(dw)·fp32(da), float(lanes), acc) in
+// one 8-lane accumulator, then hsum_float_8.
+//
 // Registers: SI weights, DI activation quants, DX prepared activation.
 
 // BLOCK computes one Q4_0×Q8_0 block at weight offset woff, activation
@@ -22,8 +26,8 @@
 	VCVTDQ2PS y1, y1 \
 	VPBROADCASTW woff(SI), x2 \
 	VCVTPH2PS x2, y2 \
-	VMULPS y2, y1, y1 \
-	VFMADD231PS poff(DX), y1, acc
+	VMULPS poff(DX), y2, y2 \
+	VFMADD231PS y2, y1, acc
 
 // func dotQ4_0AVX2(out *float32, rows int, w *byte, nb int, act, aux *byte)
 TEXT ·dotQ4_0AVX2(SB), NOSPLIT, $0-48
@@ -43,7 +47,6 @@ TEXT ·dotQ4_0AVX2(SB), NOSPLIT, $0-48
 
 row:
 	VXORPS Y0, Y0, Y0
-	VXORPS Y8, Y8, Y8
 	MOVQ R11, DI
 	MOVQ R12, DX
 	MOVQ R10, CX
@@ -53,7 +56,7 @@ pair:
 	JLT  single
 	PREFETCHT0 1024(SI)
 	BLOCK(0, 0, 0, Y0, Y1, X1, Y2, X2)
-	BLOCK(18, 34, 64, Y8, Y9, X9, Y10, X10)
+	BLOCK(18, 34, 64, Y0, Y9, X9, Y10, X10)
 	ADDQ $36, SI
 	ADDQ $68, DI
 	ADDQ $128, DX
@@ -67,7 +70,6 @@ single:
 	ADDQ $18, SI
 
 reduce:
-	VADDPS Y8, Y0, Y0
 	VEXTRACTF128 $1, Y0, X1
 	VADDPS X1, X0, X0
 	VMOVHLPS X0, X1, X1

@@ -143,13 +143,18 @@ block:
 	DECQ CX
 	JNZ  block
 
+	// Σ da·d·sumi − Σ da·dmin·summ, each reduced as ggml's AVX2 code does.
 	VEXTRACTF128 $1, Y0, X1
 	VADDPS X1, X0, X0
-	VSUBPS X13, X0, X0
 	VMOVHLPS X0, X1, X1
 	VADDPS X1, X0, X0
 	VMOVSHDUP X0, X1
 	VADDSS X1, X0, X0
+	VMOVHLPS X13, X2, X2
+	VADDPS X2, X13, X13
+	VMOVSHDUP X13, X2
+	VADDSS X2, X13, X13
+	VSUBSS X13, X0, X0
 	VMOVSS X0, (R8)
 	ADDQ $4, R8
 	DECQ R9

@@ -7,6 +7,10 @@
 // VPMADDUBSW, then VPMADDWD by 1; the activation scale comes prepared as
 // eight float32 per block (prepQ8_0).
 //
+// The floating-point work is ggml's AVX2 vec_dot order, so results match it
+// bit for bit: per block acc = fma(fp32(dw)·fp32(da), float(lanes), acc) in
+// one 8-lane accumulator, then hsum_float_8.
+//
 // Registers: SI weights, DI activation quants, DX prepared activation.
 
 #define BLOCK(woff, aoff, poff, acc, y1, y2, x2) \
@@ -19,8 +23,8 @@
 	VCVTDQ2PS y1, y1 \
 	VPBROADCASTW woff(SI), x2 \
 	VCVTPH2PS x2, y2 \
-	VMULPS y2, y1, y1 \
-	VFMADD231PS poff(DX), y1, acc
+	VMULPS poff(DX), y2, y2 \
+	VFMADD231PS y2, y1, acc
 
 // func dotQ8_0AVX2(out *float32, rows int, w *byte, nb int, act, aux *byte)
 TEXT ·dotQ8_0AVX2(SB), NOSPLIT, $0-48
@@ -36,8 +40,7 @@ TEXT ·dotQ8_0AVX2(SB), NOSPLIT, $0-48
 	VPBROADCASTD X15, Y15 // int16 ones
 
 row:
-	VXORPS Y0, Y0, Y0 // accumulator, even blocks
-	VXORPS Y8, Y8, Y8 // accumulator, odd blocks
+	VXORPS Y0, Y0, Y0
 	MOVQ R11, DI
 	MOVQ R12, DX
 	MOVQ R10, CX
@@ -47,7 +50,7 @@ pair:
 	JLT  single
 	PREFETCHT0 1024(SI)
 	BLOCK(0, 0, 0, Y0, Y1, Y2, X2)
-	BLOCK(34, 34, 64, Y8, Y9, Y10, X10)
+	BLOCK(34, 34, 64, Y0, Y9, Y10, X10)
 	ADDQ $68, SI
 	ADDQ $68, DI
 	ADDQ $128, DX
@@ -61,7 +64,6 @@ single:
 	ADDQ $34, SI
 
 reduce:
-	VADDPS Y8, Y0, Y0
 	VEXTRACTF128 $1, Y0, X1
 	VADDPS X1, X0, X0
 	VMOVHLPS X0, X1, X1

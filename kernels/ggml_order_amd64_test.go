@@ -1,0 +1,127 @@
+//go:build amd64 && !purego
+
+package kernels
+
+import (
+	"encoding/binary"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/qsf-llm/qsf/quant"
+)
+
+// These models restate, in Go, the floating-point order of ggml's AVX2
+// vec_dot kernels (8-lane FMA accumulators, hsum_float_8); the AVX2 kernels
+// for these types must match them bit for bit, so that QSF's sums round as
+// an AVX2 build of llama.cpp does.
+
+func fma32(a, b, c float32) float32 { return float32(math.FMA(float64(a), float64(b), float64(c))) }
+
+// hsum8 is ggml's hsum_float_8.
+func hsum8(x [8]float32) float32 {
+	var r [4]float32
+	for i := range r {
+		r[i] = x[4+i] + x[i]
+	}
+	a, b := r[0]+r[2], r[1]+r[3]
+	return a + b
+}
+
+// ggmlLegacy models ggml_vec_dot_q8_0_q8_0 and _q4_0_q8_0: q returns the
+// 32 signed quants of weight block b.
+func ggmlLegacy(nb int, w []byte, bb int, act []byte, q func(blk []byte) [32]int32) float32 {
+	var acc [8]float32
+	for b := 0; b < nb; b++ {
+		blk, a := w[bb*b:bb*(b+1)], act[34*b:34*(b+1)]
+		d := f16At(blk) * f16At(a)
+		qs := q(blk)
+		for l := 0; l < 8; l++ {
+			var s int32
+			for k := 0; k < 4; k++ {
+				s += qs[4*l+k] * int32(int8(a[2+4*l+k]))
+			}
+			acc[l] = fma32(d, float32(s), acc[l])
+		}
+	}
+	return hsum8(acc)
+}
+
+func q8Quants(blk []byte) (q [32]int32) {
+	for j := range q {
+		q[j] = int32(int8(blk[2+j]))
+	}
+	return q
+}
+
+func q4Quants(blk []byte) (q [32]int32) {
+	for j := 0; j < 16; j++ {
+		q[j], q[j+16] = int32(blk[2+j]&15)-8, int32(blk[2+j]>>4)-8
+	}
+	return q
+}
+
+// ggmlQ4_K models ggml_vec_dot_q4_K_q8_K's AVX2 path.
+func ggmlQ4_K(nb int, w, act []byte) float32 {
+	var acc [8]float32
+	var accM [4]float32
+	for b := 0; b < nb; b++ {
+		x, y := w[144*b:144*(b+1)], act[292*b:292*(b+1)]
+		yd := math.Float32frombits(binary.LittleEndian.Uint32(y))
+		d, dmin := yd*f16At(x), -yd*f16At(x[2:])
+		var sc, mn [8]int32
+		for j := range sc {
+			s, m := k4ScaleMin(j, x[4:])
+			sc[j], mn[j] = int32(s), int32(m)
+		}
+		bsum := func(g int) int32 { return int32(int16(binary.LittleEndian.Uint16(y[260+2*g:]))) }
+		for m := 0; m < 4; m++ {
+			p := mn[2*m]*(bsum(4*m)+bsum(4*m+1)) + mn[2*m+1]*(bsum(4*m+2)+bsum(4*m+3))
+			accM[m] = fma32(dmin, float32(p), accM[m])
+		}
+		var sumi [8]int32
+		for j := 0; j < 4; j++ {
+			for l := 0; l < 8; l++ {
+				var lo, hi int32
+				for k := 0; k < 4; k++ {
+					qb := x[16+32*j+4*l+k]
+					lo += int32(qb&15) * int32(int8(y[4+64*j+4*l+k]))
+					hi += int32(qb>>4) * int32(int8(y[4+64*j+32+4*l+k]))
+				}
+				sumi[l] += sc[2*j]*lo + sc[2*j+1]*hi
+			}
+		}
+		for l := range acc {
+			acc[l] = fma32(d, float32(sumi[l]), acc[l])
+		}
+	}
+	a, c := accM[0]+accM[2], accM[1]+accM[3]
+	return hsum8(acc) + (a + c)
+}
+
+func TestGGMLOrder(t *testing.T) {
+	if !hasAVX2() {
+		t.Skip("no AVX2")
+	}
+	r := rand.New(rand.NewPCG(23, 24))
+	models := map[quant.Type]func(nb int, w, act []byte) float32{
+		quant.Q8_0: func(nb int, w, act []byte) float32 { return ggmlLegacy(nb, w, 34, act, q8Quants) },
+		quant.Q4_0: func(nb int, w, act []byte) float32 { return ggmlLegacy(nb, w, 18, act, q4Quants) },
+		quant.Q4_K: ggmlQ4_K,
+	}
+	for typ, model := range models {
+		for _, sh := range shapesFor(typ) {
+			w := randomRows(r, typ, sh.rows, sh.cols)
+			act := randomRows(r, vecDotType[typ], 1, sh.cols)
+			rowBytes, _ := quant.RowBytes(typ, sh.cols)
+			out := make([]float32, sh.rows)
+			avx2Tier.kernels[typ](out, w, rowBytes, sh.cols, act, avx2Tier.prepare(typ, nil, act, sh.cols))
+			for i := range out {
+				want := model(sh.cols/typ.BlockSize(), w[i*rowBytes:(i+1)*rowBytes], act)
+				if math.Float32bits(out[i]) != math.Float32bits(want) {
+					t.Errorf("%v %dx%d row %d: kernel %g, ggml AVX2 order %g", typ, sh.rows, sh.cols, i, out[i], want)
+				}
+			}
+		}
+	}
+}
