@@ -29,6 +29,7 @@ func init() {
 	avx2Tier.kernels[quant.Q4_K] = q4_KAVX2
 	avx2Tier.kernels[quant.Q5_K] = q5_KAVX2
 	avx2Tier.kernels[quant.Q6_K] = q6_KAVX2
+	avx2Tier.preps[quant.Q6_K] = prepQ6_K
 	avx2Tier.kernels[quant.F32] = f32AVX2
 	avx2Tier.kernels[quant.F16] = f16AVX2
 	avx2Tier.kernels[quant.BF16] = bf16AVX2
@@ -79,10 +80,10 @@ func q4_KAVX2(out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
 }
 
 //go:noescape
-func dotQ6_KAVX2(out *float32, rows int, w *byte, nb int, act *byte)
+func dotQ6_KAVX2(out *float32, rows int, w *byte, nb int, act, aux *byte)
 
 func q6_KAVX2(out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
-	dotQ6_KAVX2(&out[0], len(out), &w[0], cols/256, &act[0])
+	dotQ6_KAVX2(&out[0], len(out), &w[0], cols/256, &act[0], &aux[0])
 }
 
 //go:noescape

@@ -99,6 +99,39 @@ func ggmlQ4_K(nb int, w, act []byte) float32 {
 	return hsum8(acc) + (a + c)
 }
 
+// ggmlQ6_K models ggml_vec_dot_q6_K_q8_K's AVX2 path.
+func ggmlQ6_K(nb int, w, act []byte) float32 {
+	var acc [8]float32
+	for b := 0; b < nb; b++ {
+		x, y := w[210*b:210*(b+1)], act[292*b:292*(b+1)]
+		d := math.Float32frombits(binary.LittleEndian.Uint32(y)) * f16At(x[208:])
+		var sumi [8]int32
+		for h := 0; h < 2; h++ {
+			for k := 0; k < 4; k++ {
+				for l := 0; l < 8; l++ { // lane: quants 4l..4l+3 of the 32
+					var s int32
+					for i := 0; i < 4; i++ {
+						e := 32*k + 4*l + i // index in the half
+						ql := x[64*h+e%64]
+						if e >= 64 {
+							ql >>= 4
+						}
+						qh := x[128+32*h+e%32] >> (2 * k) & 3
+						q := int32(ql&15 | qh<<4)
+						s += (q - 32) * int32(int8(y[4+128*h+e]))
+					}
+					g := 8*h + 2*k + l/4 // scale of this lane's 16 quants
+					sumi[l] += int32(int8(x[192+g])) * s
+				}
+			}
+		}
+		for l := range acc {
+			acc[l] = fma32(d, float32(sumi[l]), acc[l])
+		}
+	}
+	return hsum8(acc)
+}
+
 func TestGGMLOrder(t *testing.T) {
 	if !hasAVX2() {
 		t.Skip("no AVX2")
@@ -108,6 +141,7 @@ func TestGGMLOrder(t *testing.T) {
 		quant.Q8_0: func(nb int, w, act []byte) float32 { return ggmlLegacy(nb, w, 34, act, q8Quants) },
 		quant.Q4_0: func(nb int, w, act []byte) float32 { return ggmlLegacy(nb, w, 18, act, q4Quants) },
 		quant.Q4_K: ggmlQ4_K,
+		quant.Q6_K: ggmlQ6_K,
 	}
 	for typ, model := range models {
 		for _, sh := range shapesFor(typ) {

@@ -98,3 +98,27 @@ func prepPackedQ4_0(buf, act []byte, cols int) []byte {
 	}
 	return buf
 }
+
+// q6KAuxBlock is the size of the prepared data of one Q8_K activation block
+// for the Q6_K kernel: 32·(a[2i]+a[2i+1]) for i in 0..127 as int16, the
+// +32 offset of Q6_K's quants in VPMADDUBSW's pair layout.
+const q6KAuxBlock = 256
+
+// prepQ6_K builds the prepared data of a Q8_K activation for Q6_K.
+func prepQ6_K(buf, act []byte, cols int) []byte {
+	nb := cols / 256
+	need := nb * q6KAuxBlock
+	if cap(buf) < need {
+		buf = make([]byte, need)
+	}
+	buf = buf[:need]
+	for b := 0; b < nb; b++ {
+		q := act[292*b+4 : 292*b+260]
+		o := buf[b*q6KAuxBlock : (b+1)*q6KAuxBlock]
+		for i := 0; i < 128; i++ {
+			s := 32 * (int(int8(q[2*i])) + int(int8(q[2*i+1])))
+			binary.LittleEndian.PutUint16(o[2*i:], uint16(int16(s)))
+		}
+	}
+	return buf
+}

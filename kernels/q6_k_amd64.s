@@ -7,8 +7,10 @@
 // 32k+l (k 0..3, l 0..31) has low bits ql[64h+l+32(k&1)] (>>4 for k >= 2)
 // and high bits qh[32h+l]>>2k. Quants are stored +32.
 //
-// dot = da·d·Σ_g sc_g·(Σ q·a − 32·bsum_g): the bias comes off once per
-// block through the activation's bsums.
+// dot = da·d·Σ_g sc_g·Σ (q−32)·a, in ggml's AVX2 order: the offset comes
+// off each int16 pair before the scales (prepared once per matrix as
+// 32·(a[2i]+a[2i+1]) by prepQ6_K, pointer DX), one 8-lane FMA accumulator
+// per row, hsum_float_8 at the end, so results match ggml bit for bit.
 
 // q6kScaleShuf holds, for pair k, the VPSHUFB control that puts int16
 // scale 2k in the low lane and scale 2k+1 in the high lane.
@@ -36,6 +38,7 @@ GLOBL q6kScaleShuf<>(SB), RODATA|NOPTR, $128
 	VPAND Y15, Y2, Y2 \
 	VPOR Y2, Y1, Y1 \
 	VPMADDUBSW (4+128*h+32*k)(DI), Y1, Y1 \
+	VPSUBW (128*h+32*k)(DX), Y1, Y1 \
 	VPSHUFB q6kScaleShuf<>+(32*k)(SB), Y9, Y3 \
 	VPMADDWD Y3, Y1, Y1 \
 	VPADDD Y1, Y7, Y7
@@ -60,13 +63,14 @@ GLOBL q6kScaleShuf<>(SB), RODATA|NOPTR, $128
 	VPSRLW $2, Y10, Y2 \
 	QUANTS(h, 3)
 
-// func dotQ6_KAVX2(out *float32, rows int, w *byte, nb int, act *byte)
-TEXT ·dotQ6_KAVX2(SB), NOSPLIT, $0-40
+// func dotQ6_KAVX2(out *float32, rows int, w *byte, nb int, act, aux *byte)
+TEXT ·dotQ6_KAVX2(SB), NOSPLIT, $0-48
 	MOVQ out+0(FP), R8
 	MOVQ rows+8(FP), R9
 	MOVQ w+16(FP), SI
 	MOVQ nb+24(FP), R10
 	MOVQ act+32(FP), R11
+	MOVQ aux+40(FP), R12
 
 	MOVL $0x0f0f0f0f, AX
 	VMOVD AX, X14
@@ -78,15 +82,13 @@ TEXT ·dotQ6_KAVX2(SB), NOSPLIT, $0-40
 row:
 	VXORPS Y0, Y0, Y0
 	MOVQ R11, DI
+	MOVQ R12, DX
 	MOVQ R10, CX
 
 block:
 	PREFETCHT0 1024(SI)
-	VPMOVSXBW 192(SI), Y13
-	VPMADDWD 260(DI), Y13, Y7
-	VPSLLD $5, Y7, Y7
-	VPXOR Y8, Y8, Y8
-	VPSUBD Y7, Y8, Y7 // −32·Σ sc·bsum
+	VPMOVSXBW 192(SI), Y13 // scales as int16
+	VPXOR Y7, Y7, Y7
 	HALF(0)
 	HALF(1)
 	VCVTDQ2PS Y7, Y7
@@ -99,6 +101,7 @@ block:
 
 	ADDQ $210, SI
 	ADDQ $292, DI
+	ADDQ $256, DX
 	DECQ CX
 	JNZ  block
 
