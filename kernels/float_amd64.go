@@ -21,15 +21,16 @@ func dotF16AVX2(out *float32, rows int, w *byte, chunks, rowBytes int, act *byte
 func f32AVX2(out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
 	dotF32AVX2(&out[0], len(out), &w[0], cols/32, rowBytes, &act[0])
 	if tail := cols &^ 31; tail < cols {
+		// ggml_vec_dot_f32's tail: sumf += x*y in float32, not fused.
 		for r := range out {
 			row := w[r*rowBytes:]
-			sum := float64(out[r])
+			sum := out[r]
 			for i := tail; i < cols; i++ {
 				a := math.Float32frombits(binary.LittleEndian.Uint32(row[4*i:]))
 				b := math.Float32frombits(binary.LittleEndian.Uint32(act[4*i:]))
-				sum += float64(a * b)
+				sum += float32(a * b)
 			}
-			out[r] = float32(sum)
+			out[r] = sum
 		}
 	}
 }

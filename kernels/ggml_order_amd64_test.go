@@ -99,6 +99,45 @@ func ggmlQ4_K(nb int, w, act []byte) float32 {
 	return hsum8(acc) + (a + c)
 }
 
+// ggmlQ5_K models ggml_vec_dot_q5_K_q8_K's AVX2 path (with the scalar
+// summs update compiled as a fused multiply-add).
+func ggmlQ5_K(nb int, w, act []byte) float32 {
+	var acc [8]float32
+	var summs float32
+	for b := 0; b < nb; b++ {
+		x, y := w[176*b:176*(b+1)], act[292*b:292*(b+1)]
+		yd := math.Float32frombits(binary.LittleEndian.Uint32(y))
+		d, dmin := yd*f16At(x), -yd*f16At(x[2:])
+		var sc [8]int32
+		var mins int32
+		for j := range sc {
+			s, m := k4ScaleMin(j, x[4:])
+			sc[j] = int32(s)
+			mins += int32(m) * (int32(int16(binary.LittleEndian.Uint16(y[260+4*j:]))) + int32(int16(binary.LittleEndian.Uint16(y[262+4*j:]))))
+		}
+		summs = fma32(dmin, float32(mins), summs)
+		var sumi [8]int32
+		for j := 0; j < 4; j++ {
+			for l := 0; l < 8; l++ {
+				var lo, hi int32
+				for k := 0; k < 4; k++ {
+					i := 4*l + k
+					qb, qh := x[48+32*j+i], x[16+i]
+					qlo := int32(qb&15 | (qh>>(2*j)&1)<<4)
+					qhi := int32(qb>>4 | (qh>>(2*j+1)&1)<<4)
+					lo += qlo * int32(int8(y[4+64*j+i]))
+					hi += qhi * int32(int8(y[4+64*j+32+i]))
+				}
+				sumi[l] += sc[2*j]*lo + sc[2*j+1]*hi
+			}
+		}
+		for l := range acc {
+			acc[l] = fma32(d, float32(sumi[l]), acc[l])
+		}
+	}
+	return hsum8(acc) + summs
+}
+
 // ggmlQ6_K models ggml_vec_dot_q6_K_q8_K's AVX2 path.
 func ggmlQ6_K(nb int, w, act []byte) float32 {
 	var acc [8]float32
@@ -141,6 +180,7 @@ func TestGGMLOrder(t *testing.T) {
 		quant.Q8_0: func(nb int, w, act []byte) float32 { return ggmlLegacy(nb, w, 34, act, q8Quants) },
 		quant.Q4_0: func(nb int, w, act []byte) float32 { return ggmlLegacy(nb, w, 18, act, q4Quants) },
 		quant.Q4_K: ggmlQ4_K,
+		quant.Q5_K: ggmlQ5_K,
 		quant.Q6_K: ggmlQ6_K,
 	}
 	for typ, model := range models {
@@ -154,6 +194,34 @@ func TestGGMLOrder(t *testing.T) {
 				want := model(sh.cols/typ.BlockSize(), w[i*rowBytes:(i+1)*rowBytes], act)
 				if math.Float32bits(out[i]) != math.Float32bits(want) {
 					t.Errorf("%v %dx%d row %d: kernel %g, ggml AVX2 order %g", typ, sh.rows, sh.cols, i, out[i], want)
+				}
+			}
+		}
+	}
+}
+
+// TestFloatOrder checks the float kernels against package quant's Dot,
+// which follows ggml's AVX2 order for F32, F16 and BF16.
+func TestFloatOrder(t *testing.T) {
+	if !hasAVX2() {
+		t.Skip("no AVX2")
+	}
+	r := rand.New(rand.NewPCG(25, 26))
+	for _, typ := range []quant.Type{quant.F32, quant.F16, quant.BF16} {
+		tt, err := quant.Lookup(typ)
+		if err != nil {
+			t.Skip(err)
+		}
+		for _, sh := range shapesFor(typ) {
+			w := randomRows(r, typ, sh.rows, sh.cols)
+			act := randomRows(r, typ, 1, sh.cols)
+			rowBytes, _ := quant.RowBytes(typ, sh.cols)
+			out := make([]float32, sh.rows)
+			avx2Tier.kernels[typ](out, w, rowBytes, sh.cols, act, avx2Tier.prepare(typ, nil, act, sh.cols))
+			for i := range out {
+				want := tt.Dot(sh.cols, w[i*rowBytes:(i+1)*rowBytes], act)
+				if math.Float32bits(out[i]) != math.Float32bits(want) {
+					t.Errorf("%v %dx%d row %d: kernel %g, quant.Dot %g", typ, sh.rows, sh.cols, i, out[i], want)
 				}
 			}
 		}

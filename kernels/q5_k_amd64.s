@@ -8,6 +8,9 @@
 // bytes): float32 d, int8 qs[256], int16 bsums[16] (sums of 16 quants).
 //
 // dot = da·d·Σ_j sc_j·Σ q·a (q in 0..31) − da·dmin·Σ_j m_j·(bsum_2j + bsum_2j+1)
+//
+// As ggml's AVX2 code: the first sum in an 8-lane FMA accumulator, the
+// second in a scalar one (fused multiply-add per block), added at the end.
 
 // func dotQ5_KAVX2(out *float32, rows int, w *byte, nb int, act *byte)
 TEXT ·dotQ5_KAVX2(SB), NOSPLIT, $0-40
@@ -68,6 +71,8 @@ block:
 	VEXTRACTI128 $1, Y3, X4
 	VPHADDW X4, X3, X3 // sums of 32
 	VPMADDWD X3, X2, X2
+	VPHADDD X2, X2, X2
+	VPHADDD X2, X2, X2 // Σ m·bsum in lane 0
 	VCVTDQ2PS X2, X2
 
 	// [da·d, da·dmin]
@@ -76,8 +81,7 @@ block:
 	VBROADCASTSS (DI), X6
 	VMULPS X6, X5, X5
 	VMOVSHDUP X5, X6
-	VBROADCASTSS X6, X6
-	VFMADD231PS X6, X2, X13
+	VFMADD231SS X6, X2, X13 // scalar, as ggml's summs
 	VBROADCASTSS X5, Y5
 
 	VPXOR Y7, Y7, Y7
