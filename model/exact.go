@@ -1,6 +1,10 @@
 package model
 
-import "math"
+import (
+	"math"
+
+	"github.com/qsf-llm/qsf/quant"
+)
 
 // The functions in this file reproduce, lane by lane, the float32
 // arithmetic of llama.cpp's CPU backend as built for x86-64 with AVX2 and
@@ -9,13 +13,8 @@ import "math"
 // mat-vec, so a one-ulp difference upstream can move a value across a
 // rounding boundary and change the logits visibly.
 
-// fma32 returns a·b + c rounded once to float32 (as VFMADD does). The
-// float64 FMA is exact up to its own rounding; rounding that to float32
-// differs from a true float32 FMA only in the astronomically rare case of a
-// float64 result exactly halfway between two float32 values.
-func fma32(a, b, c float32) float32 {
-	return float32(math.FMA(float64(a), float64(b), float64(c)))
-}
+// fma32 returns a·b + c rounded once to float32, as VFMADD does.
+func fma32(a, b, c float32) float32 { return quant.FMA32(a, b, c) }
 
 // hsum8 adds the 8 lanes of an AVX register the way ggml's hsum_float_8
 // (and llamafile's hsum) do: high half plus low half, then the upper pair

@@ -58,6 +58,11 @@ func groupLanes(s *[8]int32, x *[32]int32, y []byte, scLo, scHi int32) {
 	}
 }
 
+// FMA32 returns a·b+c rounded once to float32, as the x86 FMA
+// instructions compute it. Code that must reproduce SIMD arithmetic bit for
+// bit (package model's attention, for one) uses it.
+func FMA32(a, b, c float32) float32 { return fma32(a, b, c) }
+
 // fma32 returns a·b+c rounded once to float32, as the FMA instructions do.
 // The product is exact in float64; the sum is rounded to float64 with
 // round-to-odd (which makes the second rounding to float32 correct) by
