@@ -61,6 +61,96 @@ func q4Quants(blk []byte) (q [32]int32) {
 	return q
 }
 
+func q5_0Quants(blk []byte) (q [32]int32) {
+	qh := binary.LittleEndian.Uint32(blk[2:])
+	for j := 0; j < 16; j++ {
+		q[j] = int32(blk[6+j]&15|byte(qh>>j&1)<<4) - 16
+		q[j+16] = int32(blk[6+j]>>4|byte(qh>>(j+16)&1)<<4) - 16
+	}
+	return q
+}
+
+func iq4nlQuants(blk []byte) (q [32]int32) {
+	for j := 0; j < 16; j++ {
+		q[j], q[j+16] = int32(iq4nlValues[blk[2+j]&15]), int32(iq4nlValues[blk[2+j]>>4])
+	}
+	return q
+}
+
+// lanes8 returns the eight 4-quant lane sums of a block's product.
+func lanes8(q [32]int32, a []byte) (l [8]int32) {
+	for i := range l {
+		for k := 0; k < 4; k++ {
+			l[i] += q[4*i+k] * int32(int8(a[4*i+k]))
+		}
+	}
+	return l
+}
+
+// ggmlIQ4NL models ggml_vec_dot_iq4_nl_q8_0's AVX2 path: even and odd
+// blocks in two accumulators, a scalar tail block.
+func ggmlIQ4NL(nb int, w, act []byte) float32 {
+	var acc [2][8]float32
+	b := 0
+	for ; b+1 < nb; b += 2 {
+		for h := 0; h < 2; h++ {
+			blk, a := w[18*(b+h):], act[34*(b+h):]
+			d := f16At(a) * f16At(blk)
+			l := lanes8(iq4nlQuants(blk), a[2:])
+			for i := range l {
+				acc[h][i] = fma32(d, float32(l[i]), acc[h][i])
+			}
+		}
+	}
+	var sum [8]float32
+	for i := range sum {
+		sum[i] = acc[0][i] + acc[1][i]
+	}
+	sumf := hsum8(sum)
+	if b < nb {
+		blk, a := w[18*b:], act[34*b:]
+		var isum int32
+		for _, v := range lanes8(iq4nlQuants(blk), a[2:]) {
+			isum += v
+		}
+		sumf = fma32(f16At(a)*f16At(blk), float32(isum), sumf)
+	}
+	return sumf
+}
+
+// ggmlLegacy1 models ggml_vec_dot_q4_1_q8_1 and _q5_1_q8_1: q returns the
+// 32 unsigned quants of a weight block whose nibbles start at qsOff.
+func ggmlLegacy1(nb int, w []byte, bb int, act []byte, q func(blk []byte) [32]int32) float32 {
+	var acc [8]float32
+	var summs float32
+	for b := 0; b < nb; b++ {
+		blk, a := w[bb*b:bb*(b+1)], act[36*b:36*(b+1)]
+		summs = fma32(f16At(blk[2:]), f16At(a[2:]), summs)
+		d := f16At(blk) * f16At(a)
+		l := lanes8(q(blk), a[4:])
+		for i := range l {
+			acc[i] = fma32(d, float32(l[i]), acc[i])
+		}
+	}
+	return hsum8(acc) + summs
+}
+
+func q4_1Quants(blk []byte) (q [32]int32) {
+	for j := 0; j < 16; j++ {
+		q[j], q[j+16] = int32(blk[4+j]&15), int32(blk[4+j]>>4)
+	}
+	return q
+}
+
+func q5_1Quants(blk []byte) (q [32]int32) {
+	qh := binary.LittleEndian.Uint32(blk[4:])
+	for j := 0; j < 16; j++ {
+		q[j] = int32(blk[8+j]&15 | byte(qh>>j&1)<<4)
+		q[j+16] = int32(blk[8+j]>>4 | byte(qh>>(j+16)&1)<<4)
+	}
+	return q
+}
+
 // ggmlQ4_K models ggml_vec_dot_q4_K_q8_K's AVX2 path.
 func ggmlQ4_K(nb int, w, act []byte) float32 {
 	var acc [8]float32
@@ -177,11 +267,15 @@ func TestGGMLOrder(t *testing.T) {
 	}
 	r := rand.New(rand.NewPCG(23, 24))
 	models := map[quant.Type]func(nb int, w, act []byte) float32{
-		quant.Q8_0: func(nb int, w, act []byte) float32 { return ggmlLegacy(nb, w, 34, act, q8Quants) },
-		quant.Q4_0: func(nb int, w, act []byte) float32 { return ggmlLegacy(nb, w, 18, act, q4Quants) },
-		quant.Q4_K: ggmlQ4_K,
-		quant.Q5_K: ggmlQ5_K,
-		quant.Q6_K: ggmlQ6_K,
+		quant.Q8_0:   func(nb int, w, act []byte) float32 { return ggmlLegacy(nb, w, 34, act, q8Quants) },
+		quant.Q4_0:   func(nb int, w, act []byte) float32 { return ggmlLegacy(nb, w, 18, act, q4Quants) },
+		quant.Q5_0:   func(nb int, w, act []byte) float32 { return ggmlLegacy(nb, w, 22, act, q5_0Quants) },
+		quant.Q4_1:   func(nb int, w, act []byte) float32 { return ggmlLegacy1(nb, w, 20, act, q4_1Quants) },
+		quant.Q5_1:   func(nb int, w, act []byte) float32 { return ggmlLegacy1(nb, w, 24, act, q5_1Quants) },
+		quant.IQ4_NL: ggmlIQ4NL,
+		quant.Q4_K:   ggmlQ4_K,
+		quant.Q5_K:   ggmlQ5_K,
+		quant.Q6_K:   ggmlQ6_K,
 	}
 	for typ, model := range models {
 		for _, sh := range shapesFor(typ) {

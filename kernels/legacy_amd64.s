@@ -4,9 +4,10 @@
 
 // AVX2 kernels for the remaining 32-element block types: IQ4_NL and Q5_0
 // against Q8_0 activations, Q4_1 and Q5_1 against Q8_1. Each processes
-// whole rows, one block per iteration, with the
-// activation prepared once per matrix (prepQ8_0, prepQ8_1: per block the
-// scale as eight float32, then Q4_0's bias sums or s/8 as eight float32).
+// whole rows, with the activation prepared once per matrix (prepQ8_0,
+// prepQ8_1: per block the scale as eight float32, then Q4_0's bias sums, or
+// s as float32). The floating-point order is that of ggml's AVX2 vec_dot
+// for each type, so results match it bit for bit.
 //
 // Registers: SI weights, DI activation quants, DX prepared activation,
 // Y15 int16 ones, Y14 low nibble mask.
@@ -34,7 +35,9 @@ GLOBL bitMask<>(SB), RODATA|NOPTR, $32
 
 
 // IQ4_NL block (18 bytes): fp16 d, qs[16] as Q4_0; a nibble indexes kvalues_iq4nl.
-
+// As ggml: even and odd blocks in two accumulators, an odd last block
+// added in scalar after the horizontal sum.
+//
 // func dotIQ4NLAVX2(out *float32, rows int, w *byte, nb int, act, aux *byte)
 TEXT ·dotIQ4NLAVX2(SB), NOSPLIT, $0-48
 	MOVQ out+0(FP), R8
@@ -55,14 +58,15 @@ TEXT ·dotIQ4NLAVX2(SB), NOSPLIT, $0-48
 	VPBROADCASTD X12, Y12
 	VBROADCASTI128 iq4nlValues<>(SB), Y10
 
-row:
+row0:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y11, Y11, Y11
 	MOVQ R11, DI
 	MOVQ R12, DX
 	MOVQ R10, CX
-
-block:
+	SHRQ $1, CX
+	JZ   tail0
+pair0:
 	PREFETCHT0 1024(SI)
 	VMOVDQU 2(SI), X1
 	VPSRLW $4, X1, X2
@@ -77,14 +81,29 @@ block:
 	VCVTDQ2PS Y1, Y1
 	VPBROADCASTW 0(SI), X2
 	VCVTPH2PS X2, Y2
-	VMULPS Y2, Y1, Y1
-	VFMADD231PS 0(DX), Y1, Y0
-	ADDQ $18, SI
-	ADDQ $34, DI
-	ADDQ $64, DX
+	VMULPS 0(DX), Y2, Y2
+	VFMADD231PS Y2, Y1, Y0
+	VMOVDQU 20(SI), X1
+	VPSRLW $4, X1, X2
+	VINSERTI128 $1, X2, Y1, Y1
+	VPAND Y14, Y1, Y1
+	VPSHUFB Y1, Y10, Y1
+	VMOVDQU 36(DI), Y2
+	VPSIGNB Y1, Y2, Y2
+	VPABSB Y1, Y1
+	VPMADDUBSW Y2, Y1, Y1
+	VPMADDWD Y15, Y1, Y1
+	VCVTDQ2PS Y1, Y1
+	VPBROADCASTW 18(SI), X2
+	VCVTPH2PS X2, Y2
+	VMULPS 64(DX), Y2, Y2
+	VFMADD231PS Y2, Y1, Y11
+	ADDQ $36, SI
+	ADDQ $68, DI
+	ADDQ $128, DX
 	DECQ CX
-	JNZ  block
-
+	JNZ  pair0
+tail0:
 	VADDPS Y11, Y0, Y0
 	VEXTRACTF128 $1, Y0, X1
 	VADDPS X1, X0, X0
@@ -92,16 +111,40 @@ block:
 	VADDPS X1, X0, X0
 	VMOVSHDUP X0, X1
 	VADDSS X1, X0, X0
+	TESTQ $1, R10
+	JZ   done0
+	VMOVDQU 2(SI), X1
+	VPSRLW $4, X1, X2
+	VINSERTI128 $1, X2, Y1, Y1
+	VPAND Y14, Y1, Y1
+	VPSHUFB Y1, Y10, Y1
+	VMOVDQU 2(DI), Y2
+	VPSIGNB Y1, Y2, Y2
+	VPABSB Y1, Y1
+	VPMADDUBSW Y2, Y1, Y1
+	VPMADDWD Y15, Y1, Y1
+	VEXTRACTI128 $1, Y1, X2
+	VPADDD X2, X1, X1
+	VPHADDD X1, X1, X1
+	VPHADDD X1, X1, X1
+	VCVTDQ2PS X1, X1
+	MOVWLZX 0(SI), AX
+	VMOVD AX, X2
+	VCVTPH2PS X2, X2
+	VMULSS 0(DX), X2, X2
+	VFMADD231SS X2, X1, X0
+	ADDQ $18, SI
+done0:
 	VMOVSS X0, (R8)
 	ADDQ $4, R8
 	DECQ R9
-	JNZ  row
+	JNZ  row0
 	VZEROUPPER
 	RET
 
 // Q5_0 block (22 bytes): fp16 d, qh[4], qs[16]; element e is its nibble
-// plus bit e of qh as bit 4, minus 16 (taken off as 16·Σa).
-
+// plus bit e of qh as bit 4, minus 16 (taken off as 16·Σa per pair).
+//
 // func dotQ50AVX2(out *float32, rows int, w *byte, nb int, act, aux *byte)
 TEXT ·dotQ50AVX2(SB), NOSPLIT, $0-48
 	MOVQ out+0(FP), R8
@@ -122,14 +165,13 @@ TEXT ·dotQ50AVX2(SB), NOSPLIT, $0-48
 	VPBROADCASTD X12, Y12
 	VBROADCASTI128 iq4nlValues<>(SB), Y10
 
-row:
+row1:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y11, Y11, Y11
 	MOVQ R11, DI
 	MOVQ R12, DX
 	MOVQ R10, CX
-
-block:
+block1:
 	PREFETCHT0 1024(SI)
 	VMOVDQU 6(SI), X1
 	VPSRLW $4, X1, X2
@@ -149,15 +191,13 @@ block:
 	VCVTDQ2PS Y1, Y1
 	VPBROADCASTW 0(SI), X2
 	VCVTPH2PS X2, Y2
-	VMULPS Y2, Y1, Y1
-	VFMADD231PS 0(DX), Y1, Y0
+	VMULPS 0(DX), Y2, Y2
+	VFMADD231PS Y2, Y1, Y0
 	ADDQ $22, SI
 	ADDQ $34, DI
 	ADDQ $64, DX
 	DECQ CX
-	JNZ  block
-
-	VADDPS Y11, Y0, Y0
+	JNZ  block1
 	VEXTRACTF128 $1, Y0, X1
 	VADDPS X1, X0, X0
 	VMOVHLPS X0, X1, X1
@@ -167,12 +207,13 @@ block:
 	VMOVSS X0, (R8)
 	ADDQ $4, R8
 	DECQ R9
-	JNZ  row
+	JNZ  row1
 	VZEROUPPER
 	RET
 
-// Q4_1 block (20 bytes): fp16 d, fp16 m, qs[16]; dot = d·da·Σq·a + m·s_a.
-
+// Q4_1 block (20 bytes): fp16 d, fp16 m, qs[16]; dot = d·da·Σq·a + m·s_a,
+// the second sum in a scalar accumulator as ggml's summs.
+//
 // func dotQ41AVX2(out *float32, rows int, w *byte, nb int, act, aux *byte)
 TEXT ·dotQ41AVX2(SB), NOSPLIT, $0-48
 	MOVQ out+0(FP), R8
@@ -193,14 +234,13 @@ TEXT ·dotQ41AVX2(SB), NOSPLIT, $0-48
 	VPBROADCASTD X12, Y12
 	VBROADCASTI128 iq4nlValues<>(SB), Y10
 
-row:
+row2:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y11, Y11, Y11
 	MOVQ R11, DI
 	MOVQ R12, DX
 	MOVQ R10, CX
-
-block:
+block2:
 	PREFETCHT0 1024(SI)
 	VMOVDQU 4(SI), X1
 	VPSRLW $4, X1, X2
@@ -211,33 +251,34 @@ block:
 	VCVTDQ2PS Y1, Y1
 	VPBROADCASTW 0(SI), X2
 	VCVTPH2PS X2, Y2
-	VMULPS Y2, Y1, Y1
-	VFMADD231PS 0(DX), Y1, Y0
-	VPBROADCASTW 2(SI), X2
-	VCVTPH2PS X2, Y2
-	VFMADD231PS 32(DX), Y2, Y11
+	VMULPS 0(DX), Y2, Y2
+	VFMADD231PS Y2, Y1, Y0
+	MOVWLZX 2(SI), AX
+	VMOVD AX, X2
+	VCVTPH2PS X2, X2
+	VFMADD231SS 32(DX), X2, X11
 	ADDQ $20, SI
 	ADDQ $36, DI
 	ADDQ $64, DX
 	DECQ CX
-	JNZ  block
-
-	VADDPS Y11, Y0, Y0
+	JNZ  block2
 	VEXTRACTF128 $1, Y0, X1
 	VADDPS X1, X0, X0
 	VMOVHLPS X0, X1, X1
 	VADDPS X1, X0, X0
 	VMOVSHDUP X0, X1
 	VADDSS X1, X0, X0
+	VADDSS X11, X0, X0
 	VMOVSS X0, (R8)
 	ADDQ $4, R8
 	DECQ R9
-	JNZ  row
+	JNZ  row2
 	VZEROUPPER
 	RET
 
-// Q5_1 block (24 bytes): fp16 d, fp16 m, qh[4], qs[16]; dot = d·da·Σq·a + m·s_a.
-
+// Q5_1 block (24 bytes): fp16 d, fp16 m, qh[4], qs[16]; dot = d·da·Σq·a +
+// m·s_a, the second sum in a scalar accumulator as ggml's summs.
+//
 // func dotQ51AVX2(out *float32, rows int, w *byte, nb int, act, aux *byte)
 TEXT ·dotQ51AVX2(SB), NOSPLIT, $0-48
 	MOVQ out+0(FP), R8
@@ -258,14 +299,13 @@ TEXT ·dotQ51AVX2(SB), NOSPLIT, $0-48
 	VPBROADCASTD X12, Y12
 	VBROADCASTI128 iq4nlValues<>(SB), Y10
 
-row:
+row3:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y11, Y11, Y11
 	MOVQ R11, DI
 	MOVQ R12, DX
 	MOVQ R10, CX
-
-block:
+block3:
 	PREFETCHT0 1024(SI)
 	VMOVDQU 8(SI), X1
 	VPSRLW $4, X1, X2
@@ -282,27 +322,27 @@ block:
 	VCVTDQ2PS Y1, Y1
 	VPBROADCASTW 0(SI), X2
 	VCVTPH2PS X2, Y2
-	VMULPS Y2, Y1, Y1
-	VFMADD231PS 0(DX), Y1, Y0
-	VPBROADCASTW 2(SI), X2
-	VCVTPH2PS X2, Y2
-	VFMADD231PS 32(DX), Y2, Y11
+	VMULPS 0(DX), Y2, Y2
+	VFMADD231PS Y2, Y1, Y0
+	MOVWLZX 2(SI), AX
+	VMOVD AX, X2
+	VCVTPH2PS X2, X2
+	VFMADD231SS 32(DX), X2, X11
 	ADDQ $24, SI
 	ADDQ $36, DI
 	ADDQ $64, DX
 	DECQ CX
-	JNZ  block
-
-	VADDPS Y11, Y0, Y0
+	JNZ  block3
 	VEXTRACTF128 $1, Y0, X1
 	VADDPS X1, X0, X0
 	VMOVHLPS X0, X1, X1
 	VADDPS X1, X0, X0
 	VMOVSHDUP X0, X1
 	VADDSS X1, X0, X0
+	VADDSS X11, X0, X0
 	VMOVSS X0, (R8)
 	ADDQ $4, R8
 	DECQ R9
-	JNZ  row
+	JNZ  row3
 	VZEROUPPER
 	RET

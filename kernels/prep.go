@@ -37,8 +37,7 @@ func prepQ8_0(buf, act []byte, cols int) []byte {
 }
 
 // prepQ8_1 builds the prepared data of a Q8_1 activation vector: per block
-// its scale d as eight float32, then s/8 as eight float32 (s = d·Σa, so
-// that the eight lanes of a min term sum to m·s).
+// its scale d as eight float32, then s (= d·Σa) as float32.
 func prepQ8_1(buf, act []byte, cols int) []byte {
 	nb := cols / 32
 	need := nb * q8_0AuxBlock
@@ -50,11 +49,12 @@ func prepQ8_1(buf, act []byte, cols int) []byte {
 		a := act[b*36 : b*36+36]
 		o := buf[b*q8_0AuxBlock : (b+1)*q8_0AuxBlock]
 		d := math.Float32bits(float16.Frombits(binary.LittleEndian.Uint16(a)).Float32())
-		s := math.Float32bits(float16.Frombits(binary.LittleEndian.Uint16(a[2:])).Float32() / 8)
+		s := math.Float32bits(float16.Frombits(binary.LittleEndian.Uint16(a[2:])).Float32())
 		for l := 0; l < 8; l++ {
 			binary.LittleEndian.PutUint32(o[4*l:], d)
-			binary.LittleEndian.PutUint32(o[32+4*l:], s)
 		}
+		binary.LittleEndian.PutUint32(o[32:], s)
+		clear(o[36:])
 	}
 	return buf
 }
