@@ -7,6 +7,7 @@ import (
 	"sort"
 	"testing"
 
+	"github.com/qsf-llm/qsf/format"
 	"github.com/qsf-llm/qsf/quant"
 )
 
@@ -37,13 +38,19 @@ var modelFiles = []struct{ file, ref string }{
 	{"stories260K-pad256-Q4_K_M.gguf", "stories260K-pad256-f32.gguf"},
 }
 
-func f32Tensor(t *testing.T, tn ggufTensor) []float32 {
+// f32Tensor returns the F32 tensor called name of the reference file ref.
+func f32Tensor(t *testing.T, ref *format.File, name string) []float32 {
 	t.Helper()
-	if tn.typ != quant.F32 {
-		t.Fatalf("%s: reference tensor is %v", tn.name, tn.typ)
+	ti, ok := ref.Tensor(name)
+	if !ok {
+		t.Fatalf("%s: no tensor %s", ref.Name(), name)
 	}
-	out := make([]float32, len(tn.data)/4)
-	if err := quant.DequantizeRow(quant.F32, out, tn.data); err != nil {
+	if ti.Type != quant.F32 {
+		t.Fatalf("%s: reference tensor %s is %v", ref.Name(), name, ti.Type)
+	}
+	data := tensorData(t, ref, ti)
+	out := make([]float32, len(data)/4)
+	if err := quant.DequantizeRow(quant.F32, out, data); err != nil {
 		t.Fatal(err)
 	}
 	return out
@@ -69,24 +76,25 @@ func TestDequantizeKnownAnswer(t *testing.T) {
 	for _, mf := range modelFiles {
 		q := loadModel(t, mf.file)
 		ref := loadModel(t, mf.ref)
-		for name, tn := range q {
-			rt, ok := ref[name]
-			if !ok {
+		for i := range q.Tensors {
+			tn := &q.Tensors[i]
+			name := tn.Name
+			if _, ok := ref.Tensor(name); !ok {
 				t.Errorf("%s: %s missing from %s", mf.file, name, mf.ref)
 				continue
 			}
-			want := f32Tensor(t, rt)
+			want := f32Tensor(t, ref, name)
 			got := make([]float32, len(want))
-			if err := quant.DequantizeRow(tn.typ, got, tn.data); err != nil {
+			if err := quant.DequantizeRow(tn.Type, got, tensorData(t, q, tn)); err != nil {
 				t.Errorf("%s %s: %v", mf.file, name, err)
 				continue
 			}
 			e := rmsRel(got, want)
-			worst[tn.typ] = max(worst[tn.typ], e)
-			if lim, ok := worstRMS[tn.typ]; ok && e > 1.1*lim {
-				t.Errorf("%s %s (%v): RMS relative error %.3g > 1.1×%.3g", mf.file, name, tn.typ, e, lim)
+			worst[tn.Type] = max(worst[tn.Type], e)
+			if lim, ok := worstRMS[tn.Type]; ok && e > 1.1*lim {
+				t.Errorf("%s %s (%v): RMS relative error %.3g > 1.1×%.3g", mf.file, name, tn.Type, e, lim)
 			}
-			if tn.typ == quant.F32 && e != 0 {
+			if tn.Type == quant.F32 && e != 0 {
 				t.Errorf("%s %s: F32 tensor differs from source", mf.file, name)
 			}
 		}
@@ -106,32 +114,35 @@ func TestQuantizeByteExact(t *testing.T) {
 	for _, mf := range modelFiles {
 		q := loadModel(t, mf.file)
 		ref := loadModel(t, mf.ref)
-		for name, tn := range q {
-			if tn.typ == quant.F32 {
+		for i := range q.Tensors {
+			tn := &q.Tensors[i]
+			name := tn.Name
+			if tn.Type == quant.F32 {
 				continue
 			}
-			src := f32Tensor(t, ref[name])
-			got := make([]byte, len(tn.data))
-			if err := quant.QuantizeRowRef(tn.typ, got, src); err != nil {
+			src := f32Tensor(t, ref, name)
+			data := tensorData(t, q, tn)
+			got := make([]byte, len(data))
+			if err := quant.QuantizeRowRef(tn.Type, got, src); err != nil {
 				t.Errorf("%s %s: %v", mf.file, name, err)
 				continue
 			}
-			if bytes.Equal(got, tn.data) {
-				same[tn.typ]++
+			if bytes.Equal(got, data) {
+				same[tn.Type]++
 				continue
 			}
-			bb := tn.typ.BlockBytes()
+			bb := tn.Type.BlockBytes()
 			bad := 0
 			first := -1
 			for i := 0; i < len(got); i += bb {
-				if !bytes.Equal(got[i:i+bb], tn.data[i:i+bb]) {
+				if !bytes.Equal(got[i:i+bb], data[i:i+bb]) {
 					bad++
 					if first < 0 {
 						first = i / bb
 					}
 				}
 			}
-			t.Errorf("%s %s (%v): %d of %d blocks differ (first %d)", mf.file, name, tn.typ, bad, len(got)/bb, first)
+			t.Errorf("%s %s (%v): %d of %d blocks differ (first %d)", mf.file, name, tn.Type, bad, len(got)/bb, first)
 		}
 	}
 	t.Logf("byte-identical tensors per type: %v", same)
