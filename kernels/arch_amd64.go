@@ -26,6 +26,7 @@ func init() {
 	avx2Tier.preps[quant.Q5_1] = prepQ8_1
 	avx2Tier.kernels[quant.Q2_K] = q2_KAVX2
 	avx2Tier.kernels[quant.Q3_K] = q3_KAVX2
+	avx2Tier.preps[quant.Q3_K] = prepQ3_K
 	avx2Tier.kernels[quant.Q4_K] = q4_KAVX2
 	avx2Tier.kernels[quant.Q5_K] = q5_KAVX2
 	avx2Tier.kernels[quant.Q6_K] = q6_KAVX2
@@ -132,12 +133,12 @@ func packedQ4_0AVX2(out []float32, w []byte, rowBytes, cols int, act, aux []byte
 func dotQ2_KAVX2(out *float32, rows int, w *byte, nb int, act *byte)
 
 //go:noescape
-func dotQ3_KAVX2(out *float32, rows int, w *byte, nb int, act *byte)
+func dotQ3_KAVX2(out *float32, rows int, w *byte, nb int, act, aux *byte)
 
 func q2_KAVX2(out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
 	dotQ2_KAVX2(&out[0], len(out), &w[0], cols/256, &act[0])
 }
 
 func q3_KAVX2(out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
-	dotQ3_KAVX2(&out[0], len(out), &w[0], cols/256, &act[0])
+	dotQ3_KAVX2(&out[0], len(out), &w[0], cols/256, &act[0], &aux[0])
 }

@@ -7,7 +7,11 @@
 // F16C) has hand-written amd64 assembly for every type: F32, F16, BF16,
 // Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL and Q2_K to Q6_K. Each assembly call
 // computes a whole range of rows, and activation data that every row would
-// recompute (converted scales, bias sums) is prepared once per matrix. The tier is chosen once at init from
+// recompute (converted scales, bias sums) is prepared once per matrix. The
+// AVX2 kernels round exactly as the AVX2 vec_dot functions of ggml do (same
+// lanes, same fused multiply-adds, same horizontal sums), which the tests
+// check bit for bit against Go models of ggml's order; the generic tier
+// follows package quant's reference order instead. The tier is chosen once at init from
 // the CPU's features (github.com/klauspost/cpuid/v2) and can be forced with
 // the environment variable QSF_KERNEL=generic|avx2|avx512 or with SetTier.
 //

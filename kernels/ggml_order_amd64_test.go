@@ -228,6 +228,87 @@ func ggmlQ5_K(nb int, w, act []byte) float32 {
 	return hsum8(acc) + summs
 }
 
+// ggmlK16 models the AVX2 paths of ggml_vec_dot_q2_K_q8_K and
+// _q3_K_q8_K, whose blocks have sixteen scales of 16 quants: pre (Q2_K's
+// mins term) is added to the accumulator before the quants; q returns quant
+// e of block x and sc its group scales.
+func ggmlK16(nb, bb int, w, act []byte, d func(x []byte) float32, pre func(x, y []byte) (float32, [8]int32),
+	q func(x []byte, e int) int32, sc func(x []byte) [16]int32) float32 {
+	var acc [8]float32
+	for b := 0; b < nb; b++ {
+		x, y := w[bb*b:bb*(b+1)], act[292*b:292*(b+1)]
+		yd := math.Float32frombits(binary.LittleEndian.Uint32(y))
+		if pre != nil {
+			dmin, prod := pre(x, y)
+			dmin = -yd * dmin
+			for l := range acc {
+				acc[l] = fma32(dmin, float32(prod[l]), acc[l])
+			}
+		}
+		s := sc(x)
+		var sumi [8]int32
+		for h := 0; h < 2; h++ {
+			for k := 0; k < 4; k++ {
+				for l := 0; l < 8; l++ {
+					var p int32
+					for i := 0; i < 4; i++ {
+						e := 128*h + 32*k + 4*l + i
+						p += q(x, e) * int32(int8(y[4+e]))
+					}
+					sumi[l] += s[8*h+2*k+l/4] * p
+				}
+			}
+		}
+		dd := yd * d(x)
+		for l := range acc {
+			acc[l] = fma32(dd, float32(sumi[l]), acc[l])
+		}
+	}
+	return hsum8(acc)
+}
+
+func ggmlQ2_K(nb int, w, act []byte) float32 {
+	return ggmlK16(nb, 84, w, act,
+		func(x []byte) float32 { return f16At(x[80:]) },
+		func(x, y []byte) (float32, [8]int32) {
+			var prod [8]int32
+			for l := range prod {
+				for g := 2 * l; g < 2*l+2; g++ {
+					prod[l] += int32(x[g]>>4) * int32(int16(binary.LittleEndian.Uint16(y[260+2*g:])))
+				}
+			}
+			return f16At(x[82:]), prod
+		},
+		func(x []byte, e int) int32 { return int32(x[16+32*(e/128)+e%32]>>(2*(e%128/32))) & 3 },
+		func(x []byte) (s [16]int32) {
+			for g := range s {
+				s[g] = int32(x[g] & 15)
+			}
+			return s
+		})
+}
+
+func ggmlQ3_K(nb int, w, act []byte) float32 {
+	return ggmlK16(nb, 110, w, act,
+		func(x []byte) float32 { return f16At(x[108:]) },
+		nil,
+		func(x []byte, e int) int32 {
+			h, r := e/128, e%128
+			j, l := r/32, r%32
+			v := int32(x[32+32*h+l]>>(2*j)) & 3
+			if x[l]>>(4*h+j)&1 == 0 {
+				v -= 4
+			}
+			return v
+		},
+		func(x []byte) (s [16]int32) {
+			for g := range s {
+				s[g] = int32(q3KScale(x[96:], g))
+			}
+			return s
+		})
+}
+
 // ggmlQ6_K models ggml_vec_dot_q6_K_q8_K's AVX2 path.
 func ggmlQ6_K(nb int, w, act []byte) float32 {
 	var acc [8]float32

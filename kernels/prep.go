@@ -99,24 +99,28 @@ func prepPackedQ4_0(buf, act []byte, cols int) []byte {
 	return buf
 }
 
-// q6KAuxBlock is the size of the prepared data of one Q8_K activation block
-// for the Q6_K kernel: 32·(a[2i]+a[2i+1]) for i in 0..127 as int16, the
-// +32 offset of Q6_K's quants in VPMADDUBSW's pair layout.
-const q6KAuxBlock = 256
+// pairAuxBlock is the size of the prepared data of one Q8_K activation block
+// for the Q3_K and Q6_K kernels: k·(a[2i]+a[2i+1]) for i in 0..127 as
+// int16, the offset k of their unsigned quants (4 and 32) in VPMADDUBSW's
+// pair layout, to come off each pair as ggml's AVX2 code does.
+const pairAuxBlock = 256
 
-// prepQ6_K builds the prepared data of a Q8_K activation for Q6_K.
-func prepQ6_K(buf, act []byte, cols int) []byte {
+// prepQ3_K and prepQ6_K build the prepared data of a Q8_K activation.
+func prepQ3_K(buf, act []byte, cols int) []byte { return prepPairs(buf, act, cols, 4) }
+func prepQ6_K(buf, act []byte, cols int) []byte { return prepPairs(buf, act, cols, 32) }
+
+func prepPairs(buf, act []byte, cols, k int) []byte {
 	nb := cols / 256
-	need := nb * q6KAuxBlock
+	need := nb * pairAuxBlock
 	if cap(buf) < need {
 		buf = make([]byte, need)
 	}
 	buf = buf[:need]
 	for b := 0; b < nb; b++ {
 		q := act[292*b+4 : 292*b+260]
-		o := buf[b*q6KAuxBlock : (b+1)*q6KAuxBlock]
+		o := buf[b*pairAuxBlock : (b+1)*pairAuxBlock]
 		for i := 0; i < 128; i++ {
-			s := 32 * (int(int8(q[2*i])) + int(int8(q[2*i+1])))
+			s := k * (int(int8(q[2*i])) + int(int8(q[2*i+1])))
 			binary.LittleEndian.PutUint16(o[2*i:], uint16(int16(s)))
 		}
 	}

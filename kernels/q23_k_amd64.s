@@ -5,8 +5,9 @@
 // AVX2 kernels for Q2_K and Q3_K against Q8_K. Both have one scale per 16
 // quants; a 32-quant slice is multiplied with VPMADDUBSW, and VPMADDWD by a
 // vector holding the slice's two int16 scales (k23ScaleShuf picks them out
-// of a 128-bit lane of eight). Offsets of the unsigned quants come off once
-// per block through the activation's bsums.
+// of a 128-bit lane of eight). Q2_K's mins come off once per block through
+// the activation's bsums, Q3_K's offset from each int16 pair. Both follow ggml's AVX2 order: one 8-lane FMA accumulator,
+// hsum_float_8.
 
 // k23ScaleShuf holds, for slice pair k, the VPSHUFB control that puts int16
 // scale 2k in the low lane and scale 2k+1 in the high lane.
@@ -47,7 +48,6 @@ TEXT ·dotQ2_KAVX2(SB), NOSPLIT, $0-40
 	VPBROADCASTD X15, Y15 // bit 2
 row:
 	VXORPS Y0, Y0, Y0
-	VXORPS Y6, Y6, Y6
 	MOVQ R11, DI
 	MOVQ R10, CX
 block:
@@ -69,7 +69,7 @@ block:
 	VMULPS X5, X4, X4 // [da·d, da·dmin]
 	VMOVSHDUP X4, X5
 	VBROADCASTSS X5, Y5
-	VFNMADD231PS Y5, Y2, Y6 // −= da·dmin·Σm·bsum
+	VFNMADD231PS Y5, Y2, Y0 // −= da·dmin·Σm·bsum, first, as ggml
 	VBROADCASTSS X4, Y4
 	VPXOR Y7, Y7, Y7
 	VPERMQ $68, Y13, Y9
@@ -129,7 +129,6 @@ block:
 	DECQ CX
 	JNZ  block
 
-	VADDPS Y6, Y0, Y0
 	VEXTRACTF128 $1, Y0, X1
 	VADDPS X1, X0, X0
 	VMOVHLPS X0, X1, X1
@@ -146,10 +145,11 @@ block:
 // Q3_K block (110 bytes): hmask[32], qs[64], scales[12] (sixteen 6-bit
 // scales, stored +32), fp16 d. Quant 128n+32j+l is bits 2j,2j+1 of
 // qs[32n+l] plus 4 when bit 4n+j of hmask[l] is set, minus 4: the kernel
-// multiplies the unsigned 0..7 and takes 4·Σ sc·bsum off.
+// multiplies the unsigned 0..7 and takes 4·(a[2i]+a[2i+1]) (prepQ3_K, DX)
+// off each int16 pair, which gives ggml's per-lane sums and so its rounding.
 //
-// func dotQ3_KAVX2(out *float32, rows int, w *byte, nb int, act *byte)
-TEXT ·dotQ3_KAVX2(SB), NOSPLIT, $0-40
+// func dotQ3_KAVX2(out *float32, rows int, w *byte, nb int, act, aux *byte)
+TEXT ·dotQ3_KAVX2(SB), NOSPLIT, $0-48
 	MOVQ out+0(FP), R8
 	MOVQ rows+8(FP), R9
 	MOVQ w+16(FP), SI
@@ -163,9 +163,9 @@ TEXT ·dotQ3_KAVX2(SB), NOSPLIT, $0-40
 	VPBROADCASTD X15, Y15 // bit 2
 row:
 	VXORPS Y0, Y0, Y0
-	VXORPS Y6, Y6, Y6
 	MOVQ R11, DI
 	MOVQ R10, CX
+	MOVQ aux+40(FP), DX
 block:
 	PREFETCHT0 1024(SI)
 	// Unpack the scales as ggml does with kmask1/kmask2.
@@ -209,10 +209,7 @@ block:
 	VPBROADCASTD X2, X2
 	VPSUBB X2, X1, X1
 	VPMOVSXBW X1, Y13 // scales
-	VPMADDWD 260(DI), Y13, Y7
-	VPSLLD $2, Y7, Y7
-	VPXOR Y8, Y8, Y8
-	VPSUBD Y7, Y8, Y7 // −4·Σ sc·bsum
+	VPXOR Y7, Y7, Y7
 	VMOVDQU 0(SI), Y12 // hmask
 	VPERMQ $68, Y13, Y9
 	VMOVDQU (32+32*0)(SI), Y10
@@ -221,6 +218,7 @@ block:
 	VPAND Y15, Y2, Y2
 	VPOR Y2, Y1, Y1
 	VPMADDUBSW (4+128*0+32*0)(DI), Y1, Y1
+	VPSUBW (128*0+32*0)(DX), Y1, Y1
 	VPSHUFB k23ScaleShuf<>+(32*0)(SB), Y9, Y3
 	VPMADDWD Y3, Y1, Y1
 	VPADDD Y1, Y7, Y7
@@ -230,6 +228,7 @@ block:
 	VPAND Y15, Y2, Y2
 	VPOR Y2, Y1, Y1
 	VPMADDUBSW (4+128*0+32*1)(DI), Y1, Y1
+	VPSUBW (128*0+32*1)(DX), Y1, Y1
 	VPSHUFB k23ScaleShuf<>+(32*1)(SB), Y9, Y3
 	VPMADDWD Y3, Y1, Y1
 	VPADDD Y1, Y7, Y7
@@ -239,6 +238,7 @@ block:
 	VPAND Y15, Y2, Y2
 	VPOR Y2, Y1, Y1
 	VPMADDUBSW (4+128*0+32*2)(DI), Y1, Y1
+	VPSUBW (128*0+32*2)(DX), Y1, Y1
 	VPSHUFB k23ScaleShuf<>+(32*2)(SB), Y9, Y3
 	VPMADDWD Y3, Y1, Y1
 	VPADDD Y1, Y7, Y7
@@ -248,6 +248,7 @@ block:
 	VPAND Y15, Y2, Y2
 	VPOR Y2, Y1, Y1
 	VPMADDUBSW (4+128*0+32*3)(DI), Y1, Y1
+	VPSUBW (128*0+32*3)(DX), Y1, Y1
 	VPSHUFB k23ScaleShuf<>+(32*3)(SB), Y9, Y3
 	VPMADDWD Y3, Y1, Y1
 	VPADDD Y1, Y7, Y7
@@ -258,6 +259,7 @@ block:
 	VPAND Y15, Y2, Y2
 	VPOR Y2, Y1, Y1
 	VPMADDUBSW (4+128*1+32*0)(DI), Y1, Y1
+	VPSUBW (128*1+32*0)(DX), Y1, Y1
 	VPSHUFB k23ScaleShuf<>+(32*0)(SB), Y9, Y3
 	VPMADDWD Y3, Y1, Y1
 	VPADDD Y1, Y7, Y7
@@ -267,6 +269,7 @@ block:
 	VPAND Y15, Y2, Y2
 	VPOR Y2, Y1, Y1
 	VPMADDUBSW (4+128*1+32*1)(DI), Y1, Y1
+	VPSUBW (128*1+32*1)(DX), Y1, Y1
 	VPSHUFB k23ScaleShuf<>+(32*1)(SB), Y9, Y3
 	VPMADDWD Y3, Y1, Y1
 	VPADDD Y1, Y7, Y7
@@ -276,6 +279,7 @@ block:
 	VPAND Y15, Y2, Y2
 	VPOR Y2, Y1, Y1
 	VPMADDUBSW (4+128*1+32*2)(DI), Y1, Y1
+	VPSUBW (128*1+32*2)(DX), Y1, Y1
 	VPSHUFB k23ScaleShuf<>+(32*2)(SB), Y9, Y3
 	VPMADDWD Y3, Y1, Y1
 	VPADDD Y1, Y7, Y7
@@ -285,6 +289,7 @@ block:
 	VPAND Y15, Y2, Y2
 	VPOR Y2, Y1, Y1
 	VPMADDUBSW (4+128*1+32*3)(DI), Y1, Y1
+	VPSUBW (128*1+32*3)(DX), Y1, Y1
 	VPSHUFB k23ScaleShuf<>+(32*3)(SB), Y9, Y3
 	VPMADDWD Y3, Y1, Y1
 	VPADDD Y1, Y7, Y7
@@ -297,10 +302,10 @@ block:
 	VFMADD231PS Y4, Y7, Y0
 	ADDQ $110, SI
 	ADDQ $292, DI
+	ADDQ $256, DX
 	DECQ CX
 	JNZ  block
 
-	VADDPS Y6, Y0, Y0
 	VEXTRACTF128 $1, Y0, X1
 	VADDPS X1, X0, X0
 	VMOVHLPS X0, X1, X1
