@@ -20,11 +20,7 @@ func loadFamilies(t testing.TB) map[string]*Tokenizer {
 	familiesOnce.Do(func() {
 		families = map[string]*Tokenizer{}
 		for _, name := range []string{"llama-spm", "gpt-2", "deepseek-llm", "deepseek-coder", "falcon", "starcoder", "mpt", "refact"} {
-			md, err := readTestGGUF(filepath.Join(dir, "models/vocab/ggml-vocab-"+name+".gguf"))
-			if err != nil {
-				continue
-			}
-			if tok, err := FromGGUF(md); err == nil {
+			if tok, err := ggufTokenizer(filepath.Join(dir, "models/vocab/ggml-vocab-"+name+".gguf")); err == nil {
 				families[name] = tok
 			}
 		}
