@@ -1,85 +1,284 @@
 // Package kvcache stores the keys and values of the attention layers for
 // the positions a session has processed, so that each new token attends to
 // its past without recomputing it.
+//
+// A Cache holds a fixed number of slots per layer. Without an eviction
+// Policy, slot i holds position i and writing beyond the capacity is an
+// error. With one, the cache is a ring: once every slot is used, the policy
+// picks the slot the next position overwrites (the oldest for Window, the
+// least attended outside a recent window for HeavyHitter). Keys are stored
+// after the rotary embedding, so an evicted cache keeps each key's original
+// position.
+//
+// Entries are stored as float32 or, to save memory, as float16 or as 8-,
+// 4- or 2-bit codes with a scale and offset per position and head; the
+// attention dot products read the codes directly (DotKey, AddValue).
 package kvcache
 
 import (
 	"errors"
 	"fmt"
+	"unsafe"
 )
 
 // ErrFull is returned when a position beyond the cache's capacity is
-// written.
+// written to a cache without an eviction policy.
 var ErrFull = errors.New("kvcache: context is full")
 
-// Cache holds float32 keys and values for every layer and position. Keys
-// and values of one position and layer are contiguous vectors of KeyDim and
-// ValueDim elements (all KV heads side by side).
+// Shape is the geometry of a cache.
+type Shape struct {
+	Layers   int
+	Capacity int // slots (positions held at once)
+	KVHeads  int
+	HeadDimK int
+	HeadDimV int
+}
+
+func (sh Shape) valid() bool {
+	return sh.Layers > 0 && sh.Capacity > 0 && sh.KVHeads > 0 && sh.HeadDimK > 0 && sh.HeadDimV > 0
+}
+
+// Options control how a cache stores its entries.
+type Options struct {
+	// Type is the storage type of keys and values (F32 by default).
+	Type Type
+	// Policy chooses the slot to overwrite when the cache is full; nil
+	// means no eviction: a full cache refuses more positions.
+	Policy Policy
+	// Alloc, when non-nil, provides the cache's memory (for example from
+	// an arena); it must return n zeroed bytes aligned to 8. Nil means the
+	// Go heap.
+	Alloc func(n int) []byte
+}
+
+// Cache holds the keys and values of every layer for up to Capacity
+// positions.
 type Cache struct {
-	layers, capacity int
-	keyDim, valueDim int
-	keys, values     []float32
-	len              int
+	sh     Shape
+	typ    Type
+	policy Policy
+
+	kRow, vRow int // bytes of one slot's keys (values) in kdata (vdata)
+	kdata      []byte
+	vdata      []byte
+	keys, vals []float32 // F32: kdata and vdata as float32
+
+	pos   []int32   // logical position of each layer×slot, -1 when empty
+	score []float32 // accumulated attention of each layer×slot (HeavyHitter)
+	used  []int32   // slots in use per layer
+	len   int
 }
 
-// New returns an empty cache for layers layers, capacity positions and the
-// given key and value widths (KV heads × head dimension).
+// Bytes returns the memory a cache of this shape and type occupies.
+func Bytes(sh Shape, t Type) int64 {
+	k, v := rowBytes(sh, t)
+	slots := int64(sh.Layers) * int64(sh.Capacity)
+	return slots*int64(k+v) + slots*8 + int64(sh.Layers)*4
+}
+
+// rowBytes returns the bytes of one slot's keys and values.
+func rowBytes(sh Shape, t Type) (k, v int) {
+	return sh.KVHeads * t.headBytes(sh.HeadDimK), sh.KVHeads * t.headBytes(sh.HeadDimV)
+}
+
+// New returns an empty float32 cache without eviction for layers layers,
+// capacity positions and the given key and value widths (all KV heads side
+// by side), as one head each.
 func New(layers, capacity, keyDim, valueDim int) (*Cache, error) {
-	if layers <= 0 || capacity <= 0 || keyDim <= 0 || valueDim <= 0 {
-		return nil, fmt.Errorf("kvcache: invalid shape %d layers × %d positions × (%d, %d)", layers, capacity, keyDim, valueDim)
+	return NewWith(Shape{Layers: layers, Capacity: capacity, KVHeads: 1, HeadDimK: keyDim, HeadDimV: valueDim}, Options{})
+}
+
+// NewWith returns an empty cache of the given shape.
+func NewWith(sh Shape, opts Options) (*Cache, error) {
+	if !sh.valid() || sh.Capacity > 1<<30 {
+		return nil, fmt.Errorf("kvcache: invalid shape %+v", sh)
 	}
-	return &Cache{
-		layers: layers, capacity: capacity, keyDim: keyDim, valueDim: valueDim,
-		keys:   make([]float32, layers*capacity*keyDim),
-		values: make([]float32, layers*capacity*valueDim),
-	}, nil
+	if !opts.Type.valid() {
+		return nil, fmt.Errorf("kvcache: unknown type %d", opts.Type)
+	}
+	alloc := opts.Alloc
+	if alloc == nil {
+		alloc = func(n int) []byte { return make([]byte, n, n+8) }
+	}
+	c := &Cache{sh: sh, typ: opts.Type, policy: opts.Policy}
+	c.kRow, c.vRow = rowBytes(sh, opts.Type)
+	slots := sh.Layers * sh.Capacity
+	c.kdata = alloc(slots * c.kRow)
+	c.vdata = alloc(slots * c.vRow)
+	c.pos = asInt32(alloc(slots * 4))
+	c.score = asFloat32(alloc(slots * 4))
+	c.used = asInt32(alloc(sh.Layers * 4))
+	if len(c.kdata) != slots*c.kRow || len(c.vdata) != slots*c.vRow || len(c.pos) != slots || len(c.score) != slots || len(c.used) != sh.Layers {
+		return nil, errors.New("kvcache: Alloc returned a buffer of the wrong size")
+	}
+	if c.typ == F32 {
+		c.keys, c.vals = asFloat32(c.kdata), asFloat32(c.vdata)
+	}
+	c.Reset()
+	return c, nil
 }
 
-// Bytes returns the memory a cache of this shape occupies.
-func Bytes(layers, capacity, keyDim, valueDim int) int64 {
-	return int64(layers) * int64(capacity) * int64(keyDim+valueDim) * 4
+func asFloat32(b []byte) []float32 {
+	if len(b) == 0 {
+		return []float32{}
+	}
+	return unsafe.Slice((*float32)(unsafe.Pointer(&b[0])), len(b)/4)
 }
 
-// Capacity returns the number of positions the cache can hold.
-func (c *Cache) Capacity() int { return c.capacity }
+func asInt32(b []byte) []int32 {
+	if len(b) == 0 {
+		return []int32{}
+	}
+	return unsafe.Slice((*int32)(unsafe.Pointer(&b[0])), len(b)/4)
+}
 
-// Len returns the number of positions stored (the next position to write).
+// Shape returns the cache's geometry.
+func (c *Cache) Shape() Shape { return c.sh }
+
+// Type returns the storage type of keys and values.
+func (c *Cache) Type() Type { return c.typ }
+
+// Capacity returns the number of slots per layer.
+func (c *Cache) Capacity() int { return c.sh.Capacity }
+
+// Evicts reports whether the cache has an eviction policy, so that it
+// accepts positions beyond its capacity.
+func (c *Cache) Evicts() bool { return c.policy != nil }
+
+// Tracks reports whether the policy uses the attention weights, which the
+// caller then passes to Observe.
+func (c *Cache) Tracks() bool { return c.policy != nil && c.policy.Tracks() }
+
+// Len returns the number of positions processed (the next position to
+// write), which may exceed Capacity when the cache evicts.
 func (c *Cache) Len() int { return c.len }
 
-// SetLen records that positions [0, n) hold valid entries in every layer.
+// Used returns the number of slots of layer holding an entry.
+func (c *Cache) Used(layer int) int { return int(c.used[layer]) }
+
+// Position returns the position stored in a slot of layer, or -1.
+func (c *Cache) Position(layer, slot int) int { return int(c.pos[layer*c.sh.Capacity+slot]) }
+
+// SetLen records that position n-1 has been stored in every layer, so n is
+// the next position.
 func (c *Cache) SetLen(n int) error {
-	if n < 0 || n > c.capacity {
-		return fmt.Errorf("%w: position %d, capacity %d", ErrFull, n, c.capacity)
+	if n < 0 || (c.policy == nil && n > c.sh.Capacity) {
+		return fmt.Errorf("%w: position %d, capacity %d", ErrFull, n, c.sh.Capacity)
 	}
 	c.len = n
 	return nil
 }
 
 // Reset forgets every stored position.
-func (c *Cache) Reset() { c.len = 0 }
-
-// Key returns the key vector of layer at pos, to read or write.
-func (c *Cache) Key(layer, pos int) []float32 {
-	o := (layer*c.capacity + pos) * c.keyDim
-	return c.keys[o : o+c.keyDim : o+c.keyDim]
+func (c *Cache) Reset() {
+	c.len = 0
+	clear(c.used)
+	clear(c.score)
+	for i := range c.pos {
+		c.pos[i] = -1
+	}
 }
 
-// Value returns the value vector of layer at pos, to read or write.
-func (c *Cache) Value(layer, pos int) []float32 {
-	o := (layer*c.capacity + pos) * c.valueDim
-	return c.values[o : o+c.valueDim : o+c.valueDim]
+// Slot returns the slot of layer that position Len() is written to: the
+// next free one, or, when all are used, the one the policy evicts. It
+// returns ErrFull for a full cache without a policy.
+func (c *Cache) Slot(layer int) (int, error) {
+	if u := int(c.used[layer]); u < c.sh.Capacity {
+		return u, nil
+	}
+	if c.policy == nil {
+		return 0, fmt.Errorf("%w: position %d, capacity %d", ErrFull, c.len, c.sh.Capacity)
+	}
+	o := layer * c.sh.Capacity
+	s := c.policy.Victim(c.pos[o:o+c.sh.Capacity], c.score[o:o+c.sh.Capacity], c.len)
+	if s < 0 || s >= c.sh.Capacity {
+		s = oldest(c.pos[o : o+c.sh.Capacity])
+	}
+	return s, nil
 }
 
-// Keys returns the key vectors of positions [0, n) of layer as one slice of
-// n×KeyDim elements.
+// Store writes the key and value of position Len() of layer into slot (as
+// returned by Slot), converting them to the cache's type.
+func (c *Cache) Store(layer, slot int, k, v []float32) {
+	i := layer*c.sh.Capacity + slot
+	if c.typ == F32 {
+		copy(c.keys[i*c.kRow/4:(i+1)*c.kRow/4], k)
+		copy(c.vals[i*c.vRow/4:(i+1)*c.vRow/4], v)
+	} else {
+		encodeHeads(c.typ, c.kdata[i*c.kRow:(i+1)*c.kRow], k, c.sh.KVHeads, c.sh.HeadDimK)
+		encodeHeads(c.typ, c.vdata[i*c.vRow:(i+1)*c.vRow], v, c.sh.KVHeads, c.sh.HeadDimV)
+	}
+	if int(c.pos[i]) < 0 {
+		c.used[layer]++
+	}
+	c.pos[i] = int32(c.len)
+	c.score[i] = 0
+}
+
+// Observe adds the attention weights one query head gave to the used slots
+// of layer (p[s] for slot s) to their scores, for the HeavyHitter policy.
+func (c *Cache) Observe(layer int, p []float32) {
+	o := layer * c.sh.Capacity
+	sc := c.score[o : o+len(p)]
+	for s, w := range p {
+		sc[s] += w
+	}
+}
+
+// Key returns the float32 key vector of layer in slot, to read or write.
+// It returns nil unless the cache's type is F32.
+func (c *Cache) Key(layer, slot int) []float32 {
+	if c.typ != F32 {
+		return nil
+	}
+	n := c.kRow / 4
+	o := (layer*c.sh.Capacity + slot) * n
+	return c.keys[o : o+n : o+n]
+}
+
+// Value returns the float32 value vector of layer in slot, to read or
+// write. It returns nil unless the cache's type is F32.
+func (c *Cache) Value(layer, slot int) []float32 {
+	if c.typ != F32 {
+		return nil
+	}
+	n := c.vRow / 4
+	o := (layer*c.sh.Capacity + slot) * n
+	return c.vals[o : o+n : o+n]
+}
+
+// Keys returns the float32 keys of slots [0, n) of layer as one slice of
+// n×KVHeads×HeadDimK elements, or nil unless the type is F32.
 func (c *Cache) Keys(layer, n int) []float32 {
-	o := layer * c.capacity * c.keyDim
-	return c.keys[o : o+n*c.keyDim]
+	if c.typ != F32 {
+		return nil
+	}
+	o := layer * c.sh.Capacity * c.kRow / 4
+	return c.keys[o : o+n*c.kRow/4]
 }
 
-// Values returns the value vectors of positions [0, n) of layer as one
-// slice of n×ValueDim elements.
+// Values returns the float32 values of slots [0, n) of layer as one slice
+// of n×KVHeads×HeadDimV elements, or nil unless the type is F32.
 func (c *Cache) Values(layer, n int) []float32 {
-	o := layer * c.capacity * c.valueDim
-	return c.values[o : o+n*c.valueDim]
+	if c.typ != F32 {
+		return nil
+	}
+	o := layer * c.sh.Capacity * c.vRow / 4
+	return c.vals[o : o+n*c.vRow/4]
+}
+
+// DotKey returns q·K for KV head h of the key in slot of layer, reading
+// the stored codes directly. len(q) must be HeadDimK.
+func (c *Cache) DotKey(layer, slot, h int, q []float32) float32 {
+	hb := c.typ.headBytes(c.sh.HeadDimK)
+	o := (layer*c.sh.Capacity+slot)*c.kRow + h*hb
+	return dotHead(c.typ, c.kdata[o:o+hb], q)
+}
+
+// AddValue adds p times the value in slot of layer for KV head h to out
+// (len HeadDimV).
+func (c *Cache) AddValue(out []float32, layer, slot, h int, p float32) {
+	hb := c.typ.headBytes(c.sh.HeadDimV)
+	o := (layer*c.sh.Capacity+slot)*c.vRow + h*hb
+	axpyHead(c.typ, out, c.vdata[o:o+hb], p)
 }

@@ -3,6 +3,7 @@ package model
 import (
 	"fmt"
 	"math"
+	"unsafe"
 
 	"github.com/qsf-llm/qsf/kernels"
 	"github.com/qsf-llm/qsf/kvcache"
@@ -44,37 +45,129 @@ type State struct {
 	// differ only in the last bits; llama-perplexity uses the batch order.
 	BatchOrder bool
 
+	// Source, when non-nil, provides the weights of each layer, the
+	// embedding rows and the LM head instead of Model.Weights (layer
+	// streaming). Nil means every weight is resident.
+	Source WeightSource
+
 	// set per call for the attention workers
 	layer, pos int
+	n          int // slots attended to
 	attend     func(lo, hi int)
+}
+
+// WeightSource provides weights on demand to a State whose model does not
+// hold them all in memory. Forward calls Begin once per token, then
+// Block/Release for every layer in order and, when it computes logits,
+// Head/ReleaseHead for every chunk of the LM head in order. The State uses
+// a Block or head Tensor only between its acquisition and release.
+type WeightSource interface {
+	// Begin announces a token; logits says whether its LM head will be
+	// computed (so the source can prefetch what comes next).
+	Begin(logits bool)
+	// Block returns the weights of layer l.
+	Block(l int) (*Block, error)
+	// Release says that layer l is no longer used.
+	Release(l int)
+	// Embedding writes the (unscaled) embedding row of token to dst.
+	Embedding(dst []float32, token int) error
+	// HeadChunks is the number of row chunks the LM head is streamed in;
+	// 0 means Weights.Output is resident.
+	HeadChunks() int
+	// Head returns chunk c of the LM head: rows [row0, row0+t.Rows).
+	Head(c int) (t *Tensor, row0 int, err error)
+	// ReleaseHead says that chunk c is no longer used.
+	ReleaseHead(c int)
+}
+
+// StateOptions control NewStateWith.
+type StateOptions struct {
+	// Capacity is the number of KV cache slots (positions held at once).
+	Capacity int
+	// KV sets the cache's storage type and eviction policy; its Alloc is
+	// replaced by Alloc below when that is set.
+	KV kvcache.Options
+	// Alloc, when non-nil, provides every buffer of the State (n zeroed
+	// bytes, 64-byte aligned), for example from an arena. Nil means the Go
+	// heap.
+	Alloc func(name string, n int) []byte
+}
+
+// StateBytes returns the memory of a State's buffers apart from its KV
+// cache, for a model of hp with capacity slots.
+func StateBytes(hp *Hparams, capacity int) int64 {
+	var n int64
+	for _, e := range stateVectors(hp, capacity) {
+		n += int64(e.n)*4 + 64
+	}
+	return n + actBytes(max(hp.Embd, hp.FFN, hp.Heads*hp.HeadDimV))
+}
+
+type stateVector struct {
+	name string
+	dst  func(s *State) *[]float32
+	n    int
+}
+
+func stateVectors(hp *Hparams, capacity int) []stateVector {
+	return []stateVector{
+		{"x", func(s *State) *[]float32 { return &s.x }, hp.Embd},
+		{"xb", func(s *State) *[]float32 { return &s.xb }, hp.Embd},
+		{"q", func(s *State) *[]float32 { return &s.q }, hp.QDim()},
+		{"k", func(s *State) *[]float32 { return &s.k }, hp.KDim()},
+		{"v", func(s *State) *[]float32 { return &s.v }, hp.VDim()},
+		{"qkv", func(s *State) *[]float32 { return &s.qkv }, hp.QDim() + hp.KDim() + hp.VDim()},
+		{"att", func(s *State) *[]float32 { return &s.att }, hp.Heads * hp.HeadDimV},
+		{"scores", func(s *State) *[]float32 { return &s.scores }, hp.Heads * capacity},
+		{"vlanes", func(s *State) *[]float32 { return &s.vlanes }, hp.Heads * hp.HeadDimV * 32},
+		{"hb", func(s *State) *[]float32 { return &s.hb }, 2 * hp.FFN},
+		{"hb2", func(s *State) *[]float32 { return &s.hb2 }, hp.FFN},
+		{"logits", func(s *State) *[]float32 { return &s.Logits }, hp.Vocab},
+	}
 }
 
 // NewState allocates the working memory of one sequence with room for
 // capacity positions, computing with pool.
 func (m *Model) NewState(capacity int, pool *kernels.Pool) (*State, error) {
+	return m.NewStateWith(pool, StateOptions{Capacity: capacity})
+}
+
+// NewStateWith allocates the working memory of one sequence as opts say,
+// computing with pool.
+func (m *Model) NewStateWith(pool *kernels.Pool, opts StateOptions) (*State, error) {
 	hp := &m.Hparams
-	kv, err := kvcache.New(hp.Layers, capacity, hp.KDim(), hp.VDim())
+	alloc := opts.Alloc
+	if alloc == nil {
+		alloc = func(_ string, n int) []byte { return make([]byte, n) }
+	}
+	kvOpts := opts.KV
+	if opts.Alloc != nil {
+		kvOpts.Alloc = func(n int) []byte { return alloc("kv", n) }
+	}
+	kv, err := kvcache.NewWith(kvcache.Shape{Layers: hp.Layers, Capacity: opts.Capacity, KVHeads: hp.KVHeads,
+		HeadDimK: hp.HeadDimK, HeadDimV: hp.HeadDimV}, kvOpts)
 	if err != nil {
 		return nil, err
 	}
-	s := &State{
-		m: m, pool: pool, KV: kv,
-		x:      make([]float32, hp.Embd),
-		xb:     make([]float32, hp.Embd),
-		q:      make([]float32, hp.QDim()),
-		k:      make([]float32, hp.KDim()),
-		v:      make([]float32, hp.VDim()),
-		qkv:    make([]float32, hp.QDim()+hp.KDim()+hp.VDim()),
-		att:    make([]float32, hp.Heads*hp.HeadDimV),
-		scores: make([]float32, hp.Heads*capacity),
-		vlanes: make([]float32, hp.Heads*hp.HeadDimV*32),
-		hb:     make([]float32, 2*hp.FFN),
-		hb2:    make([]float32, hp.FFN),
-		Logits: make([]float32, hp.Vocab),
+	s := &State{m: m, pool: pool, KV: kv}
+	for _, e := range stateVectors(hp, opts.Capacity) {
+		b := alloc(e.name, e.n*4)
+		if len(b) != e.n*4 {
+			return nil, fmt.Errorf("model: state buffer %s: allocator returned %d bytes, want %d", e.name, len(b), e.n*4)
+		}
+		*e.dst(s) = float32s(b)
 	}
-	s.acts.init(max(hp.Embd, hp.FFN, hp.Heads*hp.HeadDimV))
+	s.acts.init(max(hp.Embd, hp.FFN, hp.Heads*hp.HeadDimV), alloc)
 	s.attend = s.attendHeads
 	return s, nil
+}
+
+// float32s views b (4-byte aligned) as float32 values.
+func float32s(b []byte) []float32 {
+	if len(b) == 0 {
+		return []float32{}
+	}
+	return unsafe.Slice((*float32)(unsafe.Pointer(&b[0])), len(b)/4)
 }
 
 // Forward runs token at position pos (which must equal KV.Len()) through
@@ -86,17 +179,38 @@ func (s *State) Forward(token, pos int, logits bool) error {
 	if token < 0 || token >= hp.Vocab {
 		return fmt.Errorf("model: token %d outside vocabulary of %d", token, hp.Vocab)
 	}
-	if pos != s.KV.Len() || pos >= s.KV.Capacity() {
+	if pos != s.KV.Len() || (pos >= s.KV.Capacity() && !s.KV.Evicts()) {
 		return fmt.Errorf("%w: position %d, capacity %d", kvcache.ErrFull, pos, s.KV.Capacity())
 	}
 	if hp.LearnedPos && pos >= m.PosEmbd.Rows {
 		return fmt.Errorf("%w: position %d beyond the %d learned positions", kvcache.ErrFull, pos, m.PosEmbd.Rows)
 	}
 
-	s.embed(token, pos)
+	src := s.Source
+	if src != nil {
+		src.Begin(logits)
+	}
+	if err := s.embed(token, pos); err != nil {
+		return err
+	}
 	for l := range m.Blocks {
-		s.attention(l, pos)
-		s.feedForward(l)
+		ly := &m.Blocks[l]
+		if src != nil {
+			var err error
+			if ly, err = src.Block(l); err != nil {
+				return err
+			}
+		}
+		err := s.attention(ly, l, pos)
+		if err == nil {
+			s.feedForward(ly)
+		}
+		if src != nil {
+			src.Release(l)
+		}
+		if err != nil {
+			return err
+		}
 	}
 	if err := s.KV.SetLen(pos + 1); err != nil {
 		return err
@@ -104,15 +218,32 @@ func (s *State) Forward(token, pos int, logits bool) error {
 	if logits {
 		s.norm(s.xb, s.x, m.OutNorm, m.OutNormB)
 		s.input(s.xb)
-		s.matVec(s.Logits, &m.Output)
+		if src == nil || src.HeadChunks() == 0 {
+			s.matVec(s.Logits, &m.Output)
+			return nil
+		}
+		for c := range src.HeadChunks() {
+			t, row0, err := src.Head(c)
+			if err != nil {
+				return err
+			}
+			s.matVec(s.Logits[row0:row0+t.Rows], t)
+			src.ReleaseHead(c)
+		}
 	}
 	return nil
 }
 
 // embed loads the token's embedding row into the residual stream.
-func (s *State) embed(token, pos int) {
+func (s *State) embed(token, pos int) error {
 	m := s.m
-	m.TokenEmbd.Row(s.x, token)
+	if s.Source != nil {
+		if err := s.Source.Embedding(s.x, token); err != nil {
+			return err
+		}
+	} else {
+		m.TokenEmbd.Row(s.x, token)
+	}
 	if m.EmbedScale != 1 {
 		scale(s.x, m.EmbedScale)
 	}
@@ -120,12 +251,12 @@ func (s *State) embed(token, pos int) {
 		m.PosEmbd.Row(s.xb, pos)
 		add(s.x, s.xb)
 	}
+	return nil
 }
 
 // attention is the first half of a block: x += Wo · attend(q, K, V).
-func (s *State) attention(l, pos int) {
+func (s *State) attention(ly *Block, l, pos int) error {
 	hp := &s.m.Hparams
-	ly := &s.m.Blocks[l]
 
 	s.norm(s.xb, s.x, ly.AttnNorm, ly.AttnNormB)
 
@@ -165,25 +296,39 @@ func (s *State) attention(l, pos int) {
 		rope(s.q, hp.Heads, hp.HeadDimK, hp.RopeDim, pos, hp.RopeBase, hp.Rope)
 		rope(s.k, hp.KVHeads, hp.HeadDimK, hp.RopeDim, pos, hp.RopeBase, hp.Rope)
 	}
-	copy(s.KV.Key(l, pos), s.k)
-	copy(s.KV.Value(l, pos), s.v)
+	slot, err := s.KV.Slot(l)
+	if err != nil {
+		return err
+	}
+	s.KV.Store(l, slot, s.k, s.v)
 
-	// Each query head attends to positions 0..pos of its KV head.
-	s.layer, s.pos = l, pos
+	// Each query head attends to the cached positions of its KV head.
+	s.layer, s.pos, s.n = l, pos, s.KV.Used(l)
 	s.pool.Parallel(hp.Heads, s.attend)
+	if s.KV.Tracks() {
+		c := s.KV.Capacity()
+		for h := range hp.Heads {
+			s.KV.Observe(l, s.scores[h*c:h*c+s.n])
+		}
+	}
 
 	// Output projection back into the residual stream.
 	s.input(s.att)
 	s.matVec(s.xb, &ly.O)
 	addBias(s.xb, ly.OB)
 	add(s.x, s.xb)
+	return nil
 }
 
 // attendHeads computes softmax(q·K/√d)·V for query heads [lo, hi), in
 // the order llama.cpp's f32 mat-muls add (see exact.go).
 func (s *State) attendHeads(lo, hi int) {
+	if s.KV.Type() != kvcache.F32 {
+		s.attendCoded(lo, hi)
+		return
+	}
 	hp := &s.m.Hparams
-	n := s.pos + 1
+	n := s.n
 	keys := s.KV.Keys(s.layer, n)
 	values := s.KV.Values(s.layer, n)
 	kd, vd, hdk, hdv := hp.KDim(), hp.VDim(), hp.HeadDimK, hp.HeadDimV
@@ -231,10 +376,33 @@ func (s *State) attendHeads(lo, hi int) {
 	}
 }
 
-// feedForward is the second half of a block: x += FFN(norm(x)).
-func (s *State) feedForward(l int) {
+// attendCoded is attendHeads for a cache of quantized or half-precision
+// entries: the dot products read the stored codes directly.
+func (s *State) attendCoded(lo, hi int) {
 	hp := &s.m.Hparams
-	ly := &s.m.Blocks[l]
+	n, l := s.n, s.layer
+	hdk, hdv := hp.HeadDimK, hp.HeadDimV
+	group := hp.Heads / hp.KVHeads
+	scale := float32(1 / math.Sqrt(float64(hdk)))
+	for h := lo; h < hi; h++ {
+		kvh := h / group
+		q := s.q[h*hdk : (h+1)*hdk]
+		sc := s.scores[h*s.KV.Capacity() : h*s.KV.Capacity()+n]
+		for t := range sc {
+			sc[t] = s.KV.DotKey(l, t, kvh, q) * scale
+		}
+		softmaxPadded(sc)
+		out := s.att[h*hdv : (h+1)*hdv]
+		clear(out)
+		for t, p := range sc {
+			s.KV.AddValue(out, l, t, kvh, p)
+		}
+	}
+}
+
+// feedForward is the second half of a block: x += FFN(norm(x)).
+func (s *State) feedForward(ly *Block) {
+	hp := &s.m.Hparams
 	f := hp.FFN
 
 	s.norm(s.xb, s.x, ly.FFNNorm, ly.FFNNormB)
@@ -294,12 +462,23 @@ const maxType = 64
 var activationTypes = []quant.Type{quant.F32, quant.F16, quant.BF16, quant.Q8_0, quant.Q8_1, quant.Q8_K}
 
 // init sizes a buffer per activation type for vectors of up to n elements.
-func (a *activations) init(n int) {
+func (a *activations) init(n int, alloc func(name string, n int) []byte) {
 	n = (n + 255) / 256 * 256 // whole blocks of every type
 	for _, t := range activationTypes {
 		size, _ := quant.RowBytes(t, n)
-		a.bufs[t] = make([]byte, size)
+		a.bufs[t] = alloc("activations", size)
 	}
+}
+
+// actBytes is the memory activations.init takes for vectors of n.
+func actBytes(n int) int64 {
+	n = (n + 255) / 256 * 256
+	var total int64
+	for _, t := range activationTypes {
+		size, _ := quant.RowBytes(t, n)
+		total += int64(size) + 64
+	}
+	return total
 }
 
 func (a *activations) reset(x []float32) {

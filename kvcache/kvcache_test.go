@@ -1,0 +1,197 @@
+package kvcache
+
+import (
+	"errors"
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+func TestRoundTrip(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, tc := range []struct {
+		typ Type
+		tol float64 // max error relative to the head's range
+	}{
+		{F32, 0}, {F16, 1e-3}, {Q8, 1.0 / 254}, {Q4, 1.0 / 30}, {Q2, 1.0 / 6},
+	} {
+		t.Run(tc.typ.String(), func(t *testing.T) {
+			for _, d := range []int{1, 7, 8, 64, 128} {
+				x := make([]float32, d)
+				for i := range x {
+					x[i] = float32(rng.NormFloat64())
+				}
+				lo, hi := x[0], x[0]
+				for _, v := range x {
+					lo, hi = min(lo, v), max(hi, v)
+				}
+				rng := float64(max(hi-lo, abs(lo), abs(hi)))
+				buf := make([]byte, tc.typ.headBytes(d))
+				encodeHead(tc.typ, buf, x)
+				got := make([]float32, d)
+				decodeHead(tc.typ, got, buf)
+				q := make([]float32, d)
+				var want float64
+				for i := range q {
+					q[i] = float32(rand.NormFloat64())
+					want += float64(q[i]) * float64(got[i])
+				}
+				for i := range x {
+					if e := math.Abs(float64(got[i] - x[i])); e > tc.tol*rng+1e-6 {
+						t.Fatalf("d=%d: element %d: got %v, want %v (error %g > %g)", d, i, got[i], x[i], e, tc.tol*rng)
+					}
+				}
+				// The fused dot product equals the dot with the decoded head.
+				if dot := dotHead(tc.typ, buf, q); math.Abs(float64(dot)-want) > 1e-4*(1+math.Abs(want)) {
+					t.Fatalf("d=%d: dotHead %v, dot of decoded %v", d, dot, want)
+				}
+			}
+		})
+	}
+}
+
+func TestParseType(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want Type
+		ok   bool
+	}{{"", F32, true}, {"F16", F16, true}, {"q8", Q8, true}, {"q4_0", Q4, true}, {"q2", Q2, true}, {"q3", 0, false}} {
+		got, err := ParseType(tc.in)
+		if (err == nil) != tc.ok || (tc.ok && got != tc.want) {
+			t.Errorf("ParseType(%q) = %v, %v", tc.in, got, err)
+		}
+	}
+}
+
+func TestBytes(t *testing.T) {
+	sh := Shape{Layers: 2, Capacity: 10, KVHeads: 4, HeadDimK: 8, HeadDimV: 8}
+	for _, typ := range []Type{F32, F16, Q8, Q4, Q2} {
+		var total int
+		c, err := NewWith(sh, Options{Type: typ, Alloc: func(n int) []byte { total += n; return make([]byte, n) }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if int64(total) != Bytes(sh, typ) {
+			t.Errorf("%v: allocated %d, Bytes %d", typ, total, Bytes(sh, typ))
+		}
+		if c.Type() != typ {
+			t.Errorf("Type %v", c.Type())
+		}
+	}
+	sh.HeadDimK, sh.HeadDimV = 64, 64
+	if Bytes(sh, Q2) >= Bytes(sh, Q4) || Bytes(sh, Q4) >= Bytes(sh, Q8) || Bytes(sh, Q8) >= Bytes(sh, F16) || Bytes(sh, F16) >= Bytes(sh, F32) {
+		t.Error("fewer bits do not take less memory")
+	}
+}
+
+// fill writes positions [0, n) into every layer of c, key = value = pos
+// in every element, and returns the slots chosen per position for layer 0.
+func fill(t *testing.T, c *Cache, n int) {
+	t.Helper()
+	sh := c.Shape()
+	k := make([]float32, sh.KVHeads*sh.HeadDimK)
+	v := make([]float32, sh.KVHeads*sh.HeadDimV)
+	for p := c.Len(); p < n; p++ {
+		for i := range k {
+			k[i] = float32(p)
+		}
+		for i := range v {
+			v[i] = float32(p)
+		}
+		for l := range sh.Layers {
+			s, err := c.Slot(l)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.Store(l, s, k, v)
+		}
+		if err := c.SetLen(p + 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func held(c *Cache, layer int) map[int]bool {
+	m := map[int]bool{}
+	for s := range c.Used(layer) {
+		m[c.Position(layer, s)] = true
+	}
+	return m
+}
+
+func TestNoEvictionFull(t *testing.T) {
+	c, err := NewWith(Shape{Layers: 1, Capacity: 4, KVHeads: 1, HeadDimK: 2, HeadDimV: 2}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fill(t, c, 4)
+	if _, err := c.Slot(0); !errors.Is(err, ErrFull) {
+		t.Fatalf("Slot of a full cache: %v, want ErrFull", err)
+	}
+	if err := c.SetLen(5); !errors.Is(err, ErrFull) {
+		t.Fatalf("SetLen beyond capacity: %v", err)
+	}
+	// Slots hold positions in order, as the exact attention path expects.
+	for s := range 4 {
+		if got := c.Key(0, s)[0]; got != float32(s) {
+			t.Fatalf("slot %d holds %v", s, got)
+		}
+	}
+	c.Reset()
+	if c.Len() != 0 || c.Used(0) != 0 {
+		t.Fatal("Reset left entries")
+	}
+}
+
+func TestWindow(t *testing.T) {
+	c, err := NewWith(Shape{Layers: 2, Capacity: 4, KVHeads: 2, HeadDimK: 4, HeadDimV: 4}, Options{Type: Q8, Policy: Window{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fill(t, c, 11)
+	for l := range 2 {
+		got := held(c, l)
+		for p := 7; p < 11; p++ {
+			if !got[p] {
+				t.Fatalf("layer %d: window holds %v, want 7..10", l, got)
+			}
+		}
+	}
+	// Values come back (Q8 of a constant vector is exact).
+	out := make([]float32, 4)
+	for s := range 4 {
+		clear(out)
+		c.AddValue(out, 1, s, 1, 1)
+		if out[0] != float32(c.Position(1, s)) {
+			t.Fatalf("slot %d: value %v, position %d", s, out[0], c.Position(1, s))
+		}
+	}
+}
+
+func TestHeavyHitter(t *testing.T) {
+	c, err := NewWith(Shape{Layers: 1, Capacity: 6, KVHeads: 1, HeadDimK: 2, HeadDimV: 2}, Options{Type: Q4, Policy: HeavyHitter{Recent: 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fill(t, c, 6)
+	// Position 1 is attended heavily, the others lightly.
+	p := []float32{0.1, 5, 0.1, 0.2, 0.3, 0.3}
+	c.Observe(0, p)
+	fill(t, c, 12)
+	got := held(c, 0)
+	if !got[1] || !got[10] || !got[11] {
+		t.Fatalf("heavy hitter kept %v, want 1, 10 and 11 among them", got)
+	}
+	if !c.Tracks() {
+		t.Fatal("HeavyHitter does not track")
+	}
+}
+
+func TestInvalid(t *testing.T) {
+	if _, err := NewWith(Shape{Layers: 0, Capacity: 1, KVHeads: 1, HeadDimK: 1, HeadDimV: 1}, Options{}); err == nil {
+		t.Error("zero layers accepted")
+	}
+	if _, err := NewWith(Shape{Layers: 1, Capacity: 1, KVHeads: 1, HeadDimK: 1, HeadDimV: 1}, Options{Type: 9}); err == nil {
+		t.Error("unknown type accepted")
+	}
+}
