@@ -87,6 +87,7 @@ func FuzzLoaders(f *testing.F) {
 	f.Add([]byte{4, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 'a'})
 	f.Add([]byte(`{"model":{"type":"BPE","vocab":{"a":0,"b":1,"ab":2},"merges":["a b"]},"pre_tokenizer":{"type":"ByteLevel"}}`))
 	f.Add([]byte(`{"a":0,"b":1}`))
+	f.Add([]byte(`{"added_tokens":[{"id":50,"content":"x","special":true},{"id":0,"content":"x"}],"model":{"type":"BPE","vocab":{"a":0}},"pre_tokenizer":{"type":"ByteLevel"}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		use := func(tok *Tokenizer, err error) {
 			if err != nil {

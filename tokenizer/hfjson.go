@@ -25,11 +25,32 @@ type hfTokenizer struct {
 	PreTokenizer json.RawMessage `json:"pre_tokenizer"`
 }
 
-// LoadHFJSON reads a Hugging Face tokenizer.json with a byte-level BPE
+// HFVocab is the vocabulary of a Hugging Face tokenizer.json byte-level BPE
+// model as plain values, in the form of GGUF's tokenizer.ggml.* keys.
+type HFVocab struct {
+	// Tokens holds the token texts by id: the model vocabulary and the
+	// added tokens, with unused ids filled by "[PADn]".
+	Tokens []string
+	// Types holds the token types by id: TypeNormal, or for added tokens
+	// TypeControl when marked special and TypeUserDefined otherwise.
+	Types []TokenType
+	// Merges holds the merge rules as "left right", by rank.
+	Merges []string
+	// Pre names the pre-tokenizer as tokenizer.ggml.pre does.
+	Pre string
+	// BOS and EOS are the ids of the well-known BOS and EOS texts
+	// (<|begin_of_text|>, <s>, <|endoftext|>, ...), or -1.
+	BOS, EOS int
+	// IgnoreMerges is the model's ignore_merges flag: words that are
+	// whole tokens are not split.
+	IgnoreMerges bool
+}
+
+// ParseHFJSON reads a Hugging Face tokenizer.json with a byte-level BPE
 // model. The pre-tokenizer is recognised from its Split regex (Llama 3,
-// Qwen2) or ByteLevel (GPT-2); others fall back to "gpt-2". Added tokens
-// become control tokens when marked special and user-defined otherwise.
-func LoadHFJSON(r io.Reader) (*Tokenizer, error) {
+// Qwen2) or ByteLevel (GPT-2); others fall back to "gpt-2". Errors wrap
+// ErrMalformed or ErrUnsupported.
+func ParseHFJSON(r io.Reader) (*HFVocab, error) {
 	var hf hfTokenizer
 	if err := json.NewDecoder(r).Decode(&hf); err != nil {
 		return nil, fmt.Errorf("%w: tokenizer.json: %v", ErrMalformed, err)
@@ -56,47 +77,73 @@ func LoadHFJSON(r io.Reader) (*Tokenizer, error) {
 	if err != nil {
 		return nil, err
 	}
-	v := newVocab(BPE)
-	v.tokens, v.merges = tokens, merges
-	v.types = make([]TokenType, len(tokens))
-	for i := range v.types {
-		v.types[i] = TypeNormal
+	h := &HFVocab{Tokens: tokens, Merges: merges, BOS: -1, EOS: -1, IgnoreMerges: hf.Model.IgnoreMerges}
+	h.Types = make([]TokenType, len(tokens))
+	for i := range h.Types {
+		h.Types[i] = TypeNormal
 	}
 	for _, a := range hf.AddedTokens {
+		// A later added token with the same text wins the text's id (as
+		// in all), so type the id the text ended up with.
+		id := all[a.Content]
 		if a.Special {
-			v.types[a.ID] = TypeControl
+			h.Types[id] = TypeControl
 		} else {
-			v.types[a.ID] = TypeUserDefined
+			h.Types[id] = TypeUserDefined
 		}
 	}
 	switch {
 	case strings.Contains(pre, `\\p{N}{1,3}`):
-		v.pre = "llama-bpe"
+		h.Pre = "llama-bpe"
 	case strings.Contains(pre, `\\p{N}|`) && strings.Contains(pre, `[^\\r\\n\\p{L}\\p{N}]?\\p{L}+`):
-		v.pre = "qwen2"
+		h.Pre = "qwen2"
 	default:
-		v.pre = "gpt-2"
+		h.Pre = "gpt-2"
 	}
 	for _, name := range []string{"<|begin_of_text|>", "<s>", "<|endoftext|>"} {
 		if id, ok := all[name]; ok {
-			v.bos = id
+			h.BOS = id
 			break
 		}
 	}
 	for _, name := range []string{"<|end_of_text|>", "</s>", "<|endoftext|>"} {
 		if id, ok := all[name]; ok {
-			v.eos = id
+			h.EOS = id
 			break
 		}
+	}
+	return h, nil
+}
+
+// Tokenizer builds a Tokenizer from h, applying llama.cpp's load rules
+// (model defaults for ids h leaves at -1). It does not modify h.
+func (h *HFVocab) Tokenizer() (*Tokenizer, error) {
+	v := newVocab(BPE)
+	v.tokens, v.types, v.merges, v.pre = h.Tokens, h.Types, h.Merges, h.Pre
+	if h.BOS >= 0 {
+		v.bos = h.BOS
+	}
+	if h.EOS >= 0 {
+		v.eos = h.EOS
 	}
 	t, err := v.build()
 	if err != nil {
 		return nil, err
 	}
-	if hf.Model.IgnoreMerges {
+	if h.IgnoreMerges {
 		t.ignoreMerges = true
 	}
 	return t, nil
+}
+
+// LoadHFJSON reads a Hugging Face tokenizer.json with a byte-level BPE
+// model: ParseHFJSON followed by HFVocab.Tokenizer.
+func LoadHFJSON(r io.Reader) (*Tokenizer, error) {
+	h, err := ParseHFJSON(r)
+	if err != nil {
+		return nil, err
+	}
+	return h.Tokenizer()
 }
 
 // hfMerges accepts both merge encodings: ["a b", ...] and [["a","b"], ...].
