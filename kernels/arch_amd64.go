@@ -11,7 +11,8 @@ import (
 // avx2Tier holds the AVX2+FMA+F16C kernels.
 var avx2Tier = &tier{name: "avx2"}
 
-func init() {
+// initAVX2Tier fills in the AVX2 kernel table.
+func initAVX2Tier() {
 	avx2Tier.kernels[quant.Q8_0] = q8_0AVX2
 	avx2Tier.kernels[quant.Q4_0] = q4_0AVX2
 	avx2Tier.preps[quant.Q8_0] = prepQ8_0
@@ -39,8 +40,11 @@ func init() {
 	avx2Tier.packedPrep = prepPackedQ4_0
 }
 
-// registerArch adds the tiers this CPU supports to available, slowest first.
+// registerArch fills in the assembly tiers and adds those this CPU supports
+// to available, slowest first.
 func registerArch() {
+	initAVX2Tier()
+	initAVX512Tier() // builds on the AVX2 table
 	if hasAVX2() {
 		available = append(available, avx2Tier)
 	}

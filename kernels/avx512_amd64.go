@@ -23,7 +23,9 @@ func hasAVX512() bool {
 	return hasAVX2() && cpuid.CPU.Supports(cpuid.AVX512F, cpuid.AVX512BW, cpuid.AVX512VL, cpuid.AVX512VNNI)
 }
 
-func init() {
+// initAVX512Tier fills in the AVX-512 kernel table, starting from the AVX2
+// one, which must be complete.
+func initAVX512Tier() {
 	// Start from the AVX2 kernels, override what has an AVX-512 form.
 	avx512Tier.kernels = avx2Tier.kernels
 	avx512Tier.preps = avx2Tier.preps

@@ -17,9 +17,17 @@ func f16At(b []byte) float32 { return float16.Frombits(binary.LittleEndian.Uint1
 
 func putF16(b []byte, f float32) { binary.LittleEndian.PutUint16(b, float16.Fromfloat32(f).Bits()) }
 
+func abs64(x int64) int64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
 // refDot is a scalar dot product of n elements of one weight row with act,
-// in float64, together with the sum of the magnitudes of its terms (the
-// scale of its rounding error).
+// in float64, together with the sum of the magnitudes of its per-element
+// terms: the scale of the rounding error of any order of summation, however
+// much the terms cancel.
 type refDot func(n int, w, act []byte) (dot, mag float64)
 
 var refDots = map[quant.Type]refDot{
@@ -89,7 +97,7 @@ func refQ4_K(n int, w, act []byte) (dot, mag float64) {
 		d, dmin := float64(f16At(wb))*da, float64(f16At(wb[2:]))*da
 		for j := 0; j < 8; j++ {
 			sc, m := k4ScaleMin(j, wb[4:])
-			var isum, asum int64
+			var isum, asum, iabs, aabs int64
 			for i := 0; i < 32; i++ {
 				e := 32*j + i
 				q := wb[16+32*(j/2)+i]
@@ -99,10 +107,12 @@ func refQ4_K(n int, w, act []byte) (dot, mag float64) {
 				a := int64(int8(ab[4+e]))
 				isum += int64(q&15) * a
 				asum += a
+				iabs += int64(q&15) * abs64(a)
+				aabs += abs64(a)
 			}
 			t1, t2 := d*float64(sc)*float64(isum), dmin*float64(m)*float64(asum)
 			dot += t1 - t2
-			mag += math.Abs(t1) + math.Abs(t2)
+			mag += math.Abs(d*float64(sc))*float64(iabs) + math.Abs(dmin*float64(m))*float64(aabs)
 		}
 	}
 	return dot, mag
@@ -162,7 +172,7 @@ func refQ5_K(n int, w, act []byte) (dot, mag float64) {
 		d, dmin := float64(f16At(wb))*da, float64(f16At(wb[2:]))*da
 		for j := 0; j < 8; j++ {
 			sc, m := k4ScaleMin(j, wb[4:])
-			var isum, asum int64
+			var isum, asum, iabs, aabs int64
 			for i := 0; i < 32; i++ {
 				e := 32*j + i
 				q := wb[48+32*(j/2)+i]
@@ -173,10 +183,12 @@ func refQ5_K(n int, w, act []byte) (dot, mag float64) {
 				a := int64(int8(ab[4+e]))
 				isum += int64(q&15|hi<<4) * a
 				asum += a
+				iabs += int64(q&15|hi<<4) * abs64(a)
+				aabs += abs64(a)
 			}
 			t1, t2 := d*float64(sc)*float64(isum), dmin*float64(m)*float64(asum)
 			dot += t1 - t2
-			mag += math.Abs(t1) + math.Abs(t2)
+			mag += math.Abs(d*float64(sc))*float64(iabs) + math.Abs(dmin*float64(m))*float64(aabs)
 		}
 	}
 	return dot, mag
@@ -205,13 +217,15 @@ func refQ6_K(n int, w, act []byte) (dot, mag float64) {
 func refQ8_0(n int, w, act []byte) (dot, mag float64) {
 	for b := 0; b < n/32; b++ {
 		wb, ab := w[b*34:], act[b*34:]
-		var isum int64
+		var isum, iabs int64
 		for j := 0; j < 32; j++ {
-			isum += int64(int8(wb[2+j])) * int64(int8(ab[2+j]))
+			p := int64(int8(wb[2+j])) * int64(int8(ab[2+j]))
+			isum += p
+			iabs += abs64(p)
 		}
-		t := float64(f16At(wb)) * float64(f16At(ab)) * float64(isum)
-		dot += t
-		mag += math.Abs(t)
+		d := float64(f16At(wb)) * float64(f16At(ab))
+		dot += d * float64(isum)
+		mag += math.Abs(d) * float64(iabs)
 	}
 	return dot, mag
 }
@@ -248,13 +262,15 @@ func refLegacy(t quant.Type) refDot {
 					q[j] += int64(qh>>j&1) << 4
 				}
 			}
-			var isum int64
+			var isum, iabs int64
 			for j := range q {
-				isum += q[j] * int64(int8(a[ab-32+j]))
+				p := q[j] * int64(int8(a[ab-32+j]))
+				isum += p
+				iabs += abs64(p)
 			}
-			t1 := float64(f16At(wb)) * float64(f16At(a)) * float64(isum)
-			dot += t1
-			mag += math.Abs(t1)
+			d := float64(f16At(wb)) * float64(f16At(a))
+			dot += d * float64(isum)
+			mag += math.Abs(d) * float64(iabs)
 			if t == quant.Q4_1 || t == quant.Q5_1 {
 				t2 := float64(f16At(wb[2:])) * float64(f16At(a[2:]))
 				dot += t2
@@ -268,15 +284,16 @@ func refLegacy(t quant.Type) refDot {
 func refQ4_0(n int, w, act []byte) (dot, mag float64) {
 	for b := 0; b < n/32; b++ {
 		wb, ab := w[b*18:], act[b*34:]
-		var isum int64
+		var isum, iabs int64
 		for j := 0; j < 16; j++ {
-			lo := int64(wb[2+j]&15) - 8
-			hi := int64(wb[2+j]>>4) - 8
-			isum += lo*int64(int8(ab[2+j])) + hi*int64(int8(ab[2+16+j]))
+			lo := (int64(wb[2+j]&15) - 8) * int64(int8(ab[2+j]))
+			hi := (int64(wb[2+j]>>4) - 8) * int64(int8(ab[2+16+j]))
+			isum += lo + hi
+			iabs += abs64(lo) + abs64(hi)
 		}
-		t := float64(f16At(wb)) * float64(f16At(ab)) * float64(isum)
-		dot += t
-		mag += math.Abs(t)
+		d := float64(f16At(wb)) * float64(f16At(ab))
+		dot += d * float64(isum)
+		mag += math.Abs(d) * float64(iabs)
 	}
 	return dot, mag
 }
