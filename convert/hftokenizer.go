@@ -1,7 +1,7 @@
 package convert
 
 import (
-	"bytes"
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -17,25 +17,18 @@ import (
 // pre-tokenizer name and the special ids. The token list is padded to
 // config.json's vocab_size with "[PADn]" tokens of type unused.
 func hfTokenizer(dir string, cfg hfConfig) (*format.Metadata, error) {
-	raw, err := os.ReadFile(filepath.Join(dir, "tokenizer.json"))
+	f, err := os.Open(filepath.Join(dir, "tokenizer.json"))
 	if err != nil {
 		return nil, err
 	}
-	tok, err := tokenizer.LoadHFJSON(bytes.NewReader(raw))
+	defer f.Close()
+	hv, err := tokenizer.ParseHFJSON(bufio.NewReader(f))
 	if err != nil {
 		return nil, fmt.Errorf("%w: tokenizer.json: %w", ErrUnsupported, err)
 	}
-	var hf struct {
-		Model struct {
-			Merges json.RawMessage `json:"merges"`
-		} `json:"model"`
-	}
-	if err := json.Unmarshal(raw, &hf); err != nil {
-		return nil, fmt.Errorf("%w: tokenizer.json: %v", ErrInput, err)
-	}
-	merges, err := parseMerges(hf.Model.Merges)
+	tok, err := hv.Tokenizer()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: tokenizer.json: %w", ErrUnsupported, err)
 	}
 	n := tok.VocabSize()
 	vocab := max(cfg.int(n, "vocab_size"), n)
@@ -53,7 +46,7 @@ func hfTokenizer(dir string, cfg hfConfig) (*format.Metadata, error) {
 	md.Set("tokenizer.ggml.pre", format.StringValue(tok.Pre()))
 	md.Set("tokenizer.ggml.tokens", format.StringsValue(tokens))
 	md.Set("tokenizer.ggml.token_type", format.Int32sValue(types))
-	md.Set("tokenizer.ggml.merges", format.StringsValue(merges))
+	md.Set("tokenizer.ggml.merges", format.StringsValue(hv.Merges))
 	bos, ok := cfg.id("bos_token_id")
 	if !ok {
 		bos = tok.BOS()
@@ -83,28 +76,4 @@ func hfTokenizer(dir string, cfg hfConfig) (*format.Metadata, error) {
 		}
 	}
 	return md, nil
-}
-
-// parseMerges accepts both merge encodings: ["a b", ...] and
-// [["a", "b"], ...].
-func parseMerges(raw json.RawMessage) ([]string, error) {
-	if len(raw) == 0 {
-		return nil, nil
-	}
-	var flat []string
-	if err := json.Unmarshal(raw, &flat); err == nil {
-		return flat, nil
-	}
-	var pairs [][]string
-	if err := json.Unmarshal(raw, &pairs); err != nil {
-		return nil, fmt.Errorf("%w: tokenizer.json merges: %v", ErrInput, err)
-	}
-	out := make([]string, len(pairs))
-	for i, p := range pairs {
-		if len(p) != 2 {
-			return nil, fmt.Errorf("%w: tokenizer.json merge %d has %d parts", ErrInput, i, len(p))
-		}
-		out[i] = p[0] + " " + p[1]
-	}
-	return out, nil
 }
