@@ -21,6 +21,47 @@ type Config struct {
 
 	// NoMmap reads the weights into memory instead of mapping the file.
 	NoMmap bool
+
+	// RAMBudget is the most memory (bytes of peak resident set) the model
+	// and one session may use. 0 means no budget: the weights are
+	// memory-mapped (resident mode). With a budget, Load plans the memory
+	// from the file's metadata first (see package plan): when everything
+	// fits the model stays resident, otherwise its layers are streamed
+	// from the file; when the budget is short, Load shortens the context
+	// (unless ContextLength is set), lowers the KV cache precision (unless
+	// KVType is set), shrinks the embedding row cache and gives up the
+	// prefetch buffer, and fails with ErrBudget stating the smallest
+	// budget that works when even that does not fit. ContextLength is the
+	// maximum sequence length (MaxSeqLen) the plan holds.
+	RAMBudget int64
+
+	// KVType is the KV cache storage: "f32" (exact, the default), "f16",
+	// "q8", "q4" or "q2" (per-position, per-head scales). Empty means
+	// f32, or less under a tight RAMBudget.
+	KVType string
+
+	// KVEviction lets a session run past ContextLength positions: "window"
+	// keeps the most recent ones (a sliding window), "h2o" keeps the most
+	// attended ones plus a recent window of KVRecent positions (default
+	// half the context). Empty (or "none") means a full context is an
+	// error.
+	KVEviction string
+	KVRecent   int
+
+	// Quality (0..1, 0 meaning 1) is the output quality a caller accepts
+	// in exchange for speed; it is reserved for layer skipping and
+	// currently has no effect.
+	Quality float64
+
+	// NoPrefetch makes a streaming session read each layer only when it
+	// is needed (one buffer), instead of reading the next layer while the
+	// current one computes.
+	NoPrefetch bool
+
+	// DropPageCache makes a streaming session tell the kernel, after each
+	// read, that the file's pages are not needed (posix_fadvise
+	// DONTNEED), so they are not kept in the page cache on its account.
+	DropPageCache bool
 }
 
 // DefaultContextLength caps the context of a session when

@@ -8,8 +8,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/qsf-llm/qsf/arena"
 	"github.com/qsf-llm/qsf/kernels"
 	"github.com/qsf-llm/qsf/model"
+	"github.com/qsf-llm/qsf/stream"
 	"github.com/qsf-llm/qsf/tokenizer"
 )
 
@@ -28,6 +30,9 @@ type Session struct {
 	// conversation but not yet in the KV cache: it is processed at the
 	// start of the next Generate or Forward (-1 when there is none).
 	pending int
+
+	arena *arena.Arena   // streaming mode: every runtime buffer
+	src   *stream.Source // streaming mode: the layer reader
 }
 
 // NewSession starts a conversation with an empty KV cache of
@@ -44,7 +49,15 @@ func (m *Model) NewSession() (*Session, error) {
 		threads = defaultThreads()
 	}
 	pool := kernels.NewPool(threads)
-	st, err := m.net.NewState(m.ctx, pool)
+	if m.layout != nil {
+		s, err := m.newStreamingSession(pool)
+		if err != nil {
+			pool.Close()
+			return nil, fmt.Errorf("qsf: %w", err)
+		}
+		return s, nil
+	}
+	st, err := m.net.NewStateWith(pool, model.StateOptions{Capacity: m.ctx, KV: m.kv})
 	if err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("qsf: %w", err)
@@ -54,14 +67,68 @@ func (m *Model) NewSession() (*Session, error) {
 	return s, nil
 }
 
-// Close releases the session's worker threads. It is safe to call more
-// than once.
+// newStreamingSession allocates the session's arena (buffers, KV cache,
+// activations) as planned and starts its layer reader.
+func (m *Model) newStreamingSession(pool *kernels.Pool) (*Session, error) {
+	p := m.plan
+	a, err := arena.New(int(p.ArenaBytes))
+	if err != nil {
+		return nil, err
+	}
+	opts := stream.Options{Prefetch: p.Prefetch, EmbedRows: p.EmbedRows, HeadResident: p.HeadResident,
+		DropPageCache: m.cfg.DropPageCache, VerifyCRC: true}
+	src, err := stream.Open(m.layout, m.file.Name(), a, opts)
+	if err != nil {
+		a.Close()
+		return nil, err
+	}
+	var allocErr error
+	alloc := func(name string, n int) []byte {
+		b, err := a.Alloc(name, n)
+		if err != nil && allocErr == nil {
+			allocErr = err
+		}
+		if b == nil {
+			b = make([]byte, n) // reported through allocErr
+		}
+		return b
+	}
+	st, err := m.net.NewStateWith(pool, model.StateOptions{Capacity: m.ctx, KV: m.kv, Alloc: alloc})
+	if err == nil {
+		err = allocErr
+	}
+	if err != nil {
+		src.Close()
+		a.Close()
+		return nil, err
+	}
+	st.Source = src
+	s := &Session{m: m, pool: pool, state: st, pending: -1, arena: a, src: src}
+	runtime.AddCleanup(s, func(p *kernels.Pool) { p.Close() }, pool)
+	return s, nil
+}
+
+// Close releases the session's worker threads (and, when streaming, its
+// buffers and file). It is safe to call more than once.
 func (s *Session) Close() error {
 	if !s.closed {
 		s.closed = true
 		s.pool.Close()
+		if s.src != nil {
+			s.src.Close()
+			s.arena.Close()
+		}
 	}
 	return nil
+}
+
+// IOStats returns the file reads of a streaming session since it started
+// (zero for a resident model).
+func (s *Session) IOStats() stream.Stats {
+	if s.src == nil {
+		return stream.Stats{}
+	}
+	return s.src.Stats()
 }
 
 // Pos returns the number of tokens the session has processed (its KV
@@ -141,7 +208,7 @@ func (s *Session) feed(ctx context.Context, ids []int, each func(i int, logits [
 	if s.closed {
 		return ErrClosed
 	}
-	if s.Pos()+len(ids) > s.state.KV.Capacity() {
+	if !s.state.KV.Evicts() && s.Pos()+len(ids) > s.state.KV.Capacity() {
 		return fmt.Errorf("%w: %d tokens in context, %d more, room for %d", ErrContextFull, s.Pos(), len(ids), s.state.KV.Capacity())
 	}
 	for i, id := range ids {
@@ -258,7 +325,7 @@ func (s *Session) Generate(ctx context.Context, prompt string, opts GenerateOpti
 			return res, err
 		}
 		if s.pending >= 0 { // process the previous token to get the next logits
-			if s.Pos() >= s.state.KV.Capacity() {
+			if !s.state.KV.Evicts() && s.Pos() >= s.state.KV.Capacity() {
 				res.Reason = StopContext
 				break
 			}

@@ -21,13 +21,17 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"runtime/debug"
 	"sync"
 
 	"github.com/klauspost/cpuid/v2"
 	"github.com/qsf-llm/qsf/format"
 	"github.com/qsf-llm/qsf/kernels"
+	"github.com/qsf-llm/qsf/kvcache"
 	"github.com/qsf-llm/qsf/model"
+	"github.com/qsf-llm/qsf/plan"
 	"github.com/qsf-llm/qsf/quant"
+	"github.com/qsf-llm/qsf/stream"
 	"github.com/qsf-llm/qsf/tokenizer"
 )
 
@@ -42,6 +46,9 @@ var (
 	// ErrUnsupported is returned for a model QSF cannot run (architecture,
 	// tensor type); the message names what is unsupported.
 	ErrUnsupported = errors.New("qsf: unsupported model")
+	// ErrBudget is returned by Load when the model cannot run within
+	// Config.RAMBudget; the message states the smallest budget that works.
+	ErrBudget = plan.ErrBudget
 )
 
 // Model is a loaded model: weights, hyperparameters and tokenizer. It is
@@ -54,6 +61,10 @@ type Model struct {
 	ctx    int
 	mu     sync.Mutex
 	closed bool
+
+	plan   *plan.Plan     // the memory plan
+	layout *stream.Layout // non-nil in streaming mode
+	kv     kvcache.Options
 }
 
 // Load opens a model file and prepares it for inference. The weights stay
@@ -64,11 +75,14 @@ func Load(path string, cfg Config) (*Model, error) {
 			return nil, fmt.Errorf("qsf: %w", err)
 		}
 	}
+	if cfg.RAMBudget > 0 {
+		return loadBudget(path, cfg)
+	}
 	f, err := format.OpenWith(path, format.OpenOptions{NoMmap: cfg.NoMmap})
 	if err != nil {
 		return nil, fmt.Errorf("qsf: load %s: %w", path, err)
 	}
-	m, err := newModel(f, cfg)
+	m, err := newModel(f, cfg, nil)
 	if err != nil {
 		f.Close()
 		return nil, fmt.Errorf("qsf: load %s: %w", path, err)
@@ -76,17 +90,24 @@ func Load(path string, cfg Config) (*Model, error) {
 	return m, nil
 }
 
-func newModel(f *format.File, cfg Config) (*Model, error) {
+// hparams reads a model's hyperparameters from f's metadata.
+func hparams(f *format.File) (model.Hparams, error) {
 	md := &f.Metadata
 	arch, _ := md.String("general.architecture")
 	if !model.Supported(arch) {
-		return nil, fmt.Errorf("%w: architecture %q", ErrUnsupported, arch)
+		return model.Hparams{}, fmt.Errorf("%w: architecture %q", ErrUnsupported, arch)
 	}
 	embd, ok := f.Tensor("token_embd.weight")
 	if !ok {
-		return nil, fmt.Errorf("%w: token_embd.weight", model.ErrMissingTensor)
+		return model.Hparams{}, fmt.Errorf("%w: token_embd.weight", model.ErrMissingTensor)
 	}
-	hp, err := model.ParseHparams(md, embd.Rows())
+	return model.ParseHparams(md, embd.Rows())
+}
+
+// newModel prepares a resident model; p is the memory plan when there is a
+// budget.
+func newModel(f *format.File, cfg Config, p *plan.Plan) (*Model, error) {
+	hp, err := hparams(f)
 	if err != nil {
 		return nil, err
 	}
@@ -107,21 +128,159 @@ func newModel(f *format.File, cfg Config) (*Model, error) {
 		}
 		return nil, err
 	}
-	tok, err := tokenizer.FromGGUF(md)
+	tok, err := tokenizer.FromGGUF(&f.Metadata)
 	if err != nil {
 		return nil, err
 	}
+	m := &Model{cfg: cfg, file: f, net: &model.Model{Hparams: hp, Weights: weights}, tok: tok, plan: p}
+	if err := m.setKV(p); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// wantCtx is the context a config asks for.
+func wantCtx(cfg Config, hp *model.Hparams) int {
 	ctx := cfg.ContextLength
 	if ctx <= 0 {
 		ctx = min(hp.CtxLen, DefaultContextLength)
 	}
-	if hp.LearnedPos {
-		if pe := weights.PosEmbd.Rows; ctx > pe {
-			ctx = pe
-		}
-	}
-	return &Model{cfg: cfg, file: f, net: &model.Model{Hparams: hp, Weights: weights}, tok: tok, ctx: ctx}, nil
+	return ctx
 }
+
+// setKV sets the context length and KV cache options from the config and
+// the plan (nil without a budget).
+func (m *Model) setKV(p *plan.Plan) error {
+	hp := &m.net.Hparams
+	cfg := m.cfg
+	m.ctx = wantCtx(cfg, hp)
+	typ, err := kvcache.ParseType(cfg.KVType)
+	if err != nil {
+		return err
+	}
+	if p != nil {
+		m.ctx, typ = p.Ctx, p.KV()
+	}
+	if hp.LearnedPos && m.net.PosEmbd.Rows > 0 {
+		m.ctx = min(m.ctx, m.net.PosEmbd.Rows)
+	}
+	m.kv = kvcache.Options{Type: typ}
+	switch cfg.KVEviction {
+	case "", "none":
+	case "window":
+		m.kv.Policy = kvcache.Window{}
+	case "h2o", "heavy-hitter":
+		recent := cfg.KVRecent
+		if recent <= 0 {
+			recent = m.ctx / 2
+		}
+		m.kv.Policy = kvcache.HeavyHitter{Recent: recent}
+	default:
+		return fmt.Errorf("qsf: unknown KV eviction %q (want window or h2o)", cfg.KVEviction)
+	}
+	if p == nil {
+		threads := cfg.Threads
+		if threads <= 0 {
+			threads = defaultThreads()
+		}
+		m.plan, _ = plan.Compute(m.file, hp, nil, plan.Request{Ctx: m.ctx, KV: typ, Threads: threads})
+	}
+	return nil
+}
+
+// loadBudget plans the memory of a model from its metadata, then loads it
+// resident or streaming as the plan says.
+func loadBudget(path string, cfg Config) (*Model, error) {
+	f, err := format.OpenWith(path, format.OpenOptions{NoMmap: true})
+	if err != nil {
+		return nil, fmt.Errorf("qsf: load %s: %w", path, err)
+	}
+	m, err := newBudgetModel(f, path, cfg)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("qsf: load %s: %w", path, err)
+	}
+	return m, nil
+}
+
+// PlanFile computes the memory plan Load would follow for the file at
+// path under cfg, reading only its metadata.
+func PlanFile(path string, cfg Config) (*plan.Plan, error) {
+	f, err := format.OpenWith(path, format.OpenOptions{NoMmap: true})
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	hp, err := hparams(f)
+	if err != nil {
+		return nil, err
+	}
+	lay, err := stream.NewLayout(f, &hp)
+	if err != nil {
+		return nil, err
+	}
+	return computePlan(f, &hp, lay, cfg)
+}
+
+func computePlan(f *format.File, hp *model.Hparams, lay *stream.Layout, cfg Config) (*plan.Plan, error) {
+	typ, err := kvcache.ParseType(cfg.KVType)
+	if err != nil {
+		return nil, err
+	}
+	threads := cfg.Threads
+	if threads <= 0 {
+		threads = defaultThreads()
+	}
+	return plan.Compute(f, hp, lay, plan.Request{Budget: cfg.RAMBudget, Ctx: wantCtx(cfg, hp), CtxFixed: cfg.ContextLength > 0,
+		KV: typ, KVFixed: cfg.KVType != "", Threads: threads, NoPrefetch: cfg.NoPrefetch})
+}
+
+func newBudgetModel(f *format.File, path string, cfg Config) (*Model, error) {
+	hp, err := hparams(f)
+	if err != nil {
+		return nil, err
+	}
+	lay, err := stream.NewLayout(f, &hp)
+	if err != nil {
+		return nil, err
+	}
+	p, err := computePlan(f, &hp, lay, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if p.Mode == plan.Resident {
+		f.Close()
+		rf, err := format.OpenWith(path, format.OpenOptions{NoMmap: cfg.NoMmap})
+		if err != nil {
+			return nil, err
+		}
+		m, err := newModel(rf, cfg, p)
+		if err != nil {
+			rf.Close()
+		}
+		return m, err
+	}
+	tok, err := tokenizer.FromGGUF(&f.Metadata)
+	if err != nil {
+		return nil, err
+	}
+	m := &Model{cfg: cfg, file: f, net: &model.Model{Hparams: hp, Weights: lay.Weights}, tok: tok, plan: p, layout: lay}
+	if err := m.setKV(p); err != nil {
+		return nil, err
+	}
+	// The Go heap (tokenizer, metadata) is all that is left outside the
+	// arena: keep the collector within the budget's remainder.
+	if limit := cfg.RAMBudget - p.ArenaBytes - plan.RuntimeBytes/2; limit > 0 {
+		debug.SetMemoryLimit(max(limit, 8<<20))
+	}
+	return m, nil
+}
+
+// Plan returns the memory plan the model was loaded with.
+func (m *Model) Plan() *plan.Plan { return m.plan }
+
+// Streaming reports whether the model streams its layers from the file.
+func (m *Model) Streaming() bool { return m.layout != nil }
 
 // Close releases the model file. Sessions of a closed model must not be
 // used.

@@ -69,7 +69,15 @@ type Lookup func(name string) (t Tensor, ok bool, err error)
 // LoadWeights gathers the tensors the architecture of hp needs and checks
 // their shapes and types.
 func LoadWeights(hp *Hparams, lookup Lookup) (*Weights, error) {
-	l := loader{hp: hp, lookup: lookup}
+	return LoadWeightsWith(hp, lookup, nil)
+}
+
+// LoadWeightsWith is LoadWeights that also reports every vector it decodes
+// (norms, biases) to onVector, with the tensor's name and the []float32
+// the Weights hold (fused biases are reported whole, before being split),
+// so that a streaming loader can refill them later.
+func LoadWeightsWith(hp *Hparams, lookup Lookup, onVector func(name string, v []float32)) (*Weights, error) {
+	l := loader{hp: hp, lookup: lookup, onVector: onVector}
 	w := &Weights{}
 	w.TokenEmbd = l.matrix("token_embd.weight", hp.Vocab, hp.Embd, true)
 	if hp.LearnedPos {
@@ -94,9 +102,10 @@ func LoadWeights(hp *Hparams, lookup Lookup) (*Weights, error) {
 }
 
 type loader struct {
-	hp     *Hparams
-	lookup Lookup
-	err    error
+	hp       *Hparams
+	lookup   Lookup
+	onVector func(name string, v []float32)
+	err      error
 }
 
 func (l *loader) get(name string, required bool) (Tensor, bool) {
@@ -147,7 +156,17 @@ func (l *loader) vector(name string, n int, required bool) []float32 {
 	v := make([]float32, n)
 	tr, _ := quant.Lookup(t.Type)
 	tr.Dequantize(v, t.Data)
+	if l.onVector != nil {
+		l.onVector(name, v)
+	}
 	return v
+}
+
+// Matrices returns pointers to the matrix fields of b, in a fixed order,
+// so that a loader can point them at new data without knowing the
+// architecture.
+func (b *Block) Matrices() [9]*Tensor {
+	return [9]*Tensor{&b.Q, &b.K, &b.V, &b.QKV, &b.O, &b.Gate, &b.Up, &b.GateUp, &b.Down}
 }
 
 func (l *loader) block(ly *Block, i int) {

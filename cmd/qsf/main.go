@@ -41,6 +41,7 @@ func init() {
 		"kernels":    {"list the kernel tiers this CPU can run, slowest first", cmdKernels},
 		"synth":      {"write a random-weight model file of a real model's shape", cmdSynth},
 		"bench":      {"measure prefill and decode speed (and memory bandwidth)", cmdBench},
+		"plan":       {"print the memory plan of a model under a RAM budget", cmdPlan},
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 
 	"github.com/qsf-llm/qsf"
+	"github.com/qsf-llm/qsf/plan"
 	"github.com/qsf-llm/qsf/synth"
 )
 
@@ -22,6 +23,12 @@ type modelFlags struct {
 	ctx       int
 	kernel    string
 	noMmap    bool
+
+	budget     string
+	kvType     string
+	kvEvict    string
+	noPrefetch bool
+	dropCache  bool
 }
 
 func (mf *modelFlags) register(fs interface {
@@ -35,6 +42,25 @@ func (mf *modelFlags) register(fs interface {
 	fs.IntVar(&mf.ctx, "ctx", 0, "context length in tokens (0 = the model's, at most 4096)")
 	fs.StringVar(&mf.kernel, "kernel", "", "kernel tier: generic, avx2 or avx512 (default: best available)")
 	fs.BoolVar(&mf.noMmap, "no-mmap", false, "read the weights into memory instead of mapping the file")
+	fs.StringVar(&mf.budget, "ram-budget", "", "peak memory budget, e.g. 200MB or 1.5GiB (streams the layers when the model does not fit)")
+	fs.StringVar(&mf.kvType, "kv-type", "", "KV cache type: f32, f16, q8, q4 or q2 (default f32, less under a tight budget)")
+	fs.StringVar(&mf.kvEvict, "kv-evict", "", "run past the context: window (sliding) or h2o (heavy hitters + recent)")
+	fs.BoolVar(&mf.noPrefetch, "no-prefetch", false, "streaming: read each layer when needed instead of prefetching the next")
+	fs.BoolVar(&mf.dropCache, "drop-cache", false, "streaming: drop the file's pages from the page cache after reading them")
+}
+
+// config returns the library configuration the flags ask for.
+func (mf *modelFlags) config() (qsf.Config, error) {
+	cfg := qsf.Config{Threads: mf.threads, ContextLength: mf.ctx, Kernel: mf.kernel, NoMmap: mf.noMmap,
+		KVType: mf.kvType, KVEviction: mf.kvEvict, NoPrefetch: mf.noPrefetch, DropPageCache: mf.dropCache}
+	if mf.budget != "" {
+		n, err := plan.ParseBytes(mf.budget)
+		if err != nil {
+			return cfg, usagef("--ram-budget: %v", err)
+		}
+		cfg.RAMBudget = n
+	}
+	return cfg, nil
 }
 
 func (mf *modelFlags) load() (*qsf.Model, error) {
@@ -51,7 +77,11 @@ func (mf *modelFlags) load() (*qsf.Model, error) {
 	if mf.path == "" {
 		return nil, usagef("no model: pass -m FILE (or --synthetic tiny for a random-weight demo)")
 	}
-	return qsf.Load(mf.path, qsf.Config{Threads: mf.threads, ContextLength: mf.ctx, Kernel: mf.kernel, NoMmap: mf.noMmap})
+	cfg, err := mf.config()
+	if err != nil {
+		return nil, err
+	}
+	return qsf.Load(mf.path, cfg)
 }
 
 // stringList is a repeatable string flag.
@@ -93,6 +123,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	defer m.Close()
 	if *verbose {
 		printInfo(stderr, m)
+		m.Plan().Print(stderr)
 	}
 	s, err := m.NewSession()
 	if err != nil {
@@ -131,6 +162,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	if *verbose {
 		fmt.Fprintf(stderr, "prompt: %d tokens, %.1f tok/s; generated: %d tokens, %.1f tok/s; stop: %s\n",
 			st.PromptTokens, st.PrefillTokensPerSecond(), st.GeneratedTokens, st.DecodeTokensPerSecond(), res.Reason)
+		printIO(stderr, m, s, st.PromptTokens+st.GeneratedTokens)
 	}
 	return nil
 }

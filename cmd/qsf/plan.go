@@ -1,0 +1,63 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/qsf-llm/qsf"
+)
+
+func cmdPlan(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("plan", "-m FILE --ram-budget N [--ctx N] [--json]", stderr)
+	var mf modelFlags
+	mf.register(fs)
+	asJSON := fs.Bool("json", false, "print one JSON object")
+	if _, err := parse(fs, args); err != nil {
+		return err
+	}
+	if mf.path == "" {
+		return usagef("no model: pass -m FILE")
+	}
+	cfg, err := mf.config()
+	if err != nil {
+		return err
+	}
+	p, err := qsf.PlanFile(mf.path, cfg)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(p)
+	}
+	p.Print(stdout)
+	return nil
+}
+
+// printIO reports a session's memory and file reads: peak RSS, bytes read
+// per token, I/O wait against compute time and the bound the mode allows.
+func printIO(w io.Writer, m *qsf.Model, s *qsf.Session, tokens int) {
+	fmt.Fprintf(w, "peak RSS (VmHWM): %.1f MiB", float64(peakRSS())/(1<<20))
+	if p := m.Plan(); p != nil {
+		fmt.Fprintf(w, ", planned %.1f MiB", float64(p.PeakBytes)/(1<<20))
+	}
+	fmt.Fprintln(w)
+	if !m.Streaming() || tokens == 0 {
+		return
+	}
+	io := s.IOStats()
+	st := s.Stats()
+	total := st.PrefillTime + st.DecodeTime
+	per := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 / float64(tokens) }
+	fmt.Fprintf(w, "streaming: %.1f MiB read per token (%d units, %d not prefetched), I/O %.2f ms/token, waited %.2f ms/token, compute %.2f ms/token\n",
+		float64(io.BytesRead)/float64(tokens)/(1<<20), io.Reads, io.Misses, per(io.IOTime), per(io.Wait), per(total-io.Wait))
+	if io.IOTime > 0 {
+		bw := float64(io.BytesRead) / io.IOTime.Seconds()
+		bound := bw / float64(m.Plan().BytesPerToken)
+		fmt.Fprintf(w, "read bandwidth %.2f GB/s → bound %.2f tok/s for %.1f MiB/token; measured %.2f tok/s overall (%.0f%% of the bound)\n",
+			bw/1e9, bound, float64(m.Plan().BytesPerToken)/(1<<20), float64(tokens)/total.Seconds(), 100*float64(tokens)/total.Seconds()/bound)
+	}
+}

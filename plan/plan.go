@@ -1,0 +1,356 @@
+// Package plan computes, from a model file's metadata alone, how a model
+// will use memory under a RAM budget: every region (layer buffers, KV
+// cache, activations, runtime overheads, ...), whether the weights can stay
+// resident or must be streamed, and what to give up when the budget is
+// short. It runs before anything large is allocated.
+package plan
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/qsf-llm/qsf/format"
+	"github.com/qsf-llm/qsf/kvcache"
+	"github.com/qsf-llm/qsf/model"
+	"github.com/qsf-llm/qsf/stream"
+)
+
+// ErrBudget is returned when no configuration fits the RAM budget; the
+// message states the smallest budget that would work.
+var ErrBudget = errors.New("plan: RAM budget too small")
+
+// Modes.
+const (
+	Resident  = "resident"  // weights memory-mapped, as without a budget
+	Streaming = "streaming" // layers read into buffers as needed
+)
+
+// Fixed overheads, calibrated against /usr/bin/time -v on linux/amd64
+// (see the package tests): the binary and Go runtime, the heap per byte of
+// file metadata (tokenizer tables, maps), each thread's stack and a safety
+// margin.
+const (
+	RuntimeBytes     = 9 << 20
+	MetadataFactor   = 4
+	ThreadStackBytes = 256 << 10
+	MarginFraction   = 0.03
+	MarginMin        = 2 << 20
+	DefaultEmbedRows = 256
+	MinEmbedRows     = 16
+	MinCtx           = 256 // the context is not shortened below this (or the request)
+)
+
+// Request is what the caller asks for.
+type Request struct {
+	Budget     int64 // bytes; 0 means no budget (resident)
+	Ctx        int   // positions wanted
+	CtxFixed   bool  // the context was set explicitly: do not shorten it
+	KV         kvcache.Type
+	KVFixed    bool // the KV type was set explicitly: do not change it
+	Threads    int
+	NoPrefetch bool // never use a second layer buffer
+}
+
+// Region is one named use of memory.
+type Region struct {
+	Name  string `json:"name"`
+	Bytes int64  `json:"bytes"`
+}
+
+// Plan is the outcome.
+type Plan struct {
+	Mode           string   `json:"mode"`
+	Budget         int64    `json:"budget_bytes"`
+	PeakBytes      int64    `json:"peak_bytes"`
+	MinBudgetBytes int64    `json:"min_budget_bytes"`
+	Ctx            int      `json:"ctx"`
+	KVType         string   `json:"kv_type"`
+	Prefetch       bool     `json:"prefetch"`
+	EmbedRows      int      `json:"embed_rows"`
+	HeadResident   bool     `json:"head_resident"`
+	Degraded       []string `json:"degraded,omitempty"`
+	// BytesPerToken is what one decoded token reads from the file when
+	// streaming (0 when resident).
+	BytesPerToken int64 `json:"bytes_per_token"`
+	// ArenaBytes is the streaming engine's reservation (buffers,
+	// activations, KV cache).
+	ArenaBytes int64    `json:"arena_bytes"`
+	Regions    []Region `json:"regions"`
+
+	kv kvcache.Type
+}
+
+// KV returns the KV cache type chosen.
+func (p *Plan) KV() kvcache.Type { return p.kv }
+
+// config is one candidate.
+type config struct {
+	ctx          int
+	kv           kvcache.Type
+	embedRows    int
+	prefetch     bool
+	headResident bool
+}
+
+// Compute plans a model of hp in f (lay is its streaming layout) for req.
+func Compute(f *format.File, hp *model.Hparams, lay *stream.Layout, req Request) (*Plan, error) {
+	if req.Ctx <= 0 {
+		return nil, fmt.Errorf("plan: context %d", req.Ctx)
+	}
+	threads := max(req.Threads, 1)
+	var weights int64
+	for _, t := range f.Tensors {
+		weights += int64(t.Size)
+	}
+	meta := metadataBytes(f)
+	fixed := []Region{
+		{"runtime and binary", RuntimeBytes},
+		{"index and metadata", meta * MetadataFactor},
+		{"thread stacks", int64(threads+4) * ThreadStackBytes},
+	}
+	kvBytes := func(c config) int64 {
+		return kvcache.Bytes(kvcache.Shape{Layers: hp.Layers, Capacity: c.ctx, KVHeads: hp.KVHeads, HeadDimK: hp.HeadDimK, HeadDimV: hp.HeadDimV}, c.kv)
+	}
+	norms := normBytes(f)
+	resident := func(c config) *Plan {
+		p := &Plan{Mode: Resident, Ctx: c.ctx, kv: c.kv, KVType: c.kv.String()}
+		p.Regions = append(p.Regions, Region{"weights (mapped)", weights}, Region{"norms", norms},
+			Region{"kv cache " + c.kv.String(), kvBytes(c)}, Region{"activations", model.StateBytes(hp, c.ctx)})
+		p.Regions = append(p.Regions, fixed...)
+		return p.finish()
+	}
+	streaming := func(c config) *Plan {
+		p := &Plan{Mode: Streaming, Ctx: c.ctx, kv: c.kv, KVType: c.kv.String(), Prefetch: c.prefetch, EmbedRows: c.embedRows, HeadResident: c.headResident}
+		nbuf := int64(1)
+		if c.prefetch {
+			nbuf = 2
+		}
+		head, _ := lay.HeadBytes()
+		p.Regions = append(p.Regions,
+			Region{"layer buffers", nbuf * int64(lay.LayerBytes())},
+			Region{"decompression buffer", int64(lay.DecompressBytes())},
+			Region{"embedding rows", int64(c.embedRows*lay.EmbeddingRowBytes()) + int64(hp.Vocab)*4},
+			Region{"norms", norms},
+			Region{"kv cache " + c.kv.String(), kvBytes(c)},
+			Region{"activations and scratch", model.StateBytes(hp, c.ctx)},
+		)
+		if c.headResident {
+			p.Regions = append(p.Regions, Region{"lm head", head})
+		}
+		p.Regions = append(p.Regions, fixed...)
+		p.ArenaBytes = stream.BufferBytes(lay, stream.Options{Prefetch: c.prefetch, EmbedRows: c.embedRows, HeadResident: c.headResident}) +
+			kvBytes(c) + model.StateBytes(hp, c.ctx) + 64*64
+		p.BytesPerToken = lay.LayerBytesTotal() + int64(lay.EmbeddingRowBytes())
+		if !c.headResident {
+			p.BytesPerToken += head
+		}
+		return p.finish()
+	}
+
+	want := config{ctx: req.Ctx, kv: req.KV, embedRows: DefaultEmbedRows, prefetch: !req.NoPrefetch, headResident: true}
+	if req.Budget <= 0 {
+		return resident(want), nil
+	}
+	if p := resident(want); p.PeakBytes <= req.Budget {
+		p.Budget = req.Budget
+		p.MinBudgetBytes = p.PeakBytes
+		return p, nil
+	}
+	// Degrade step by step: context, KV bits, embedding cache, prefetch;
+	// at each step try the LM head resident, then streamed.
+	var steps []string
+	c := want
+	try := func() *Plan {
+		for _, head := range []bool{true, false} {
+			c.headResident = head
+			if p := streaming(c); p.PeakBytes <= req.Budget {
+				return p
+			}
+		}
+		return nil
+	}
+	found := try()
+	for found == nil && !req.CtxFixed && c.ctx > min(MinCtx, req.Ctx) {
+		c.ctx = max(c.ctx/2, min(MinCtx, req.Ctx))
+		steps = append(steps, "context "+strconv.Itoa(c.ctx))
+		found = try()
+	}
+	for found == nil && !req.KVFixed && c.kv < kvcache.Q4 {
+		c.kv, _ = c.kv.Less()
+		steps = append(steps, "kv "+c.kv.String())
+		found = try()
+	}
+	for found == nil && c.embedRows > MinEmbedRows {
+		c.embedRows = max(c.embedRows/4, MinEmbedRows)
+		steps = append(steps, "embedding rows "+strconv.Itoa(c.embedRows))
+		found = try()
+	}
+	if found == nil && c.prefetch {
+		c.prefetch = false
+		steps = append(steps, "single buffer (no prefetch)")
+		found = try()
+	}
+	c.headResident = false
+	floor := streaming(c).PeakBytes
+	if found == nil {
+		return nil, fmt.Errorf("%w: %s needed at least (context %d, kv %s, single buffer), budget %s", ErrBudget,
+			FormatBytes(floor), c.ctx, c.kv, FormatBytes(req.Budget))
+	}
+	// Take back what the later steps made unnecessary: KV bits first,
+	// then context, then embedding rows.
+	c = config{ctx: found.Ctx, kv: found.kv, embedRows: found.EmbedRows, prefetch: found.Prefetch}
+	improve := func(change func() bool) {
+		for {
+			prev := c
+			if !change() {
+				return
+			}
+			p := try()
+			if p == nil {
+				c = prev
+				return
+			}
+			found = p
+		}
+	}
+	improve(func() bool {
+		if c.kv <= want.kv {
+			return false
+		}
+		c.kv--
+		return true
+	})
+	improve(func() bool {
+		if c.ctx >= want.ctx {
+			return false
+		}
+		c.ctx = min(c.ctx*2, want.ctx)
+		return true
+	})
+	improve(func() bool {
+		if c.embedRows >= want.embedRows {
+			return false
+		}
+		c.embedRows = min(c.embedRows*4, want.embedRows)
+		return true
+	})
+	steps = steps[:0]
+	if found.Ctx < want.ctx {
+		steps = append(steps, "context "+strconv.Itoa(found.Ctx))
+	}
+	if found.kv != want.kv {
+		steps = append(steps, "kv "+found.KVType)
+	}
+	if found.EmbedRows < want.embedRows {
+		steps = append(steps, "embedding rows "+strconv.Itoa(found.EmbedRows))
+	}
+	if !found.Prefetch && want.prefetch {
+		steps = append(steps, "single buffer (no prefetch)")
+	}
+	found.Budget = req.Budget
+	found.MinBudgetBytes = floor
+	found.Degraded = steps
+	return found, nil
+}
+
+func (p *Plan) finish() *Plan {
+	var sum int64
+	for _, r := range p.Regions {
+		sum += r.Bytes
+	}
+	margin := max(int64(float64(sum)*MarginFraction), MarginMin)
+	p.Regions = append(p.Regions, Region{"safety margin", margin})
+	p.PeakBytes = sum + margin
+	p.MinBudgetBytes = p.PeakBytes
+	return p
+}
+
+// metadataBytes is the size of a file's header and metadata (what is
+// parsed into the heap).
+func metadataBytes(f *format.File) int64 {
+	if f.QSF() == nil {
+		return f.DataOffset
+	}
+	var n int64
+	for _, s := range f.QSF().Sections() {
+		if s.Name != "embedding" && s.Name != "final" {
+			n += int64(s.Length)
+		}
+	}
+	return n
+}
+
+// normBytes is the float32 memory of the norms and biases (every
+// one-row tensor), decoded once and kept.
+func normBytes(f *format.File) int64 {
+	var n, biggest int64
+	for i := range f.Tensors {
+		t := &f.Tensors[i]
+		if t.Rows() <= 1 {
+			n += 4 * int64(t.Cols())
+			biggest = max(biggest, int64(t.Size))
+		}
+	}
+	return n + biggest
+}
+
+// Print writes the plan as a table.
+func (p *Plan) Print(w io.Writer) {
+	fmt.Fprintf(w, "plan: mode %s, context %d, kv %s", p.Mode, p.Ctx, p.KVType)
+	if p.Mode == Streaming {
+		fmt.Fprintf(w, ", prefetch %v, embedding rows %d, lm head resident %v", p.Prefetch, p.EmbedRows, p.HeadResident)
+	}
+	fmt.Fprintln(w)
+	if len(p.Degraded) > 0 {
+		fmt.Fprintf(w, "degraded to fit: %s\n", strings.Join(p.Degraded, ", "))
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	for _, r := range p.Regions {
+		fmt.Fprintf(tw, "  %s\t%s\t\n", r.Name, FormatBytes(r.Bytes))
+	}
+	fmt.Fprintf(tw, "  peak\t%s\t\n", FormatBytes(p.PeakBytes))
+	if p.Budget > 0 {
+		fmt.Fprintf(tw, "  budget\t%s\t\n", FormatBytes(p.Budget))
+	}
+	fmt.Fprintf(tw, "  smallest budget that works\t%s\t\n", FormatBytes(p.MinBudgetBytes))
+	if p.BytesPerToken > 0 {
+		fmt.Fprintf(tw, "  read per token\t%s\t\n", FormatBytes(p.BytesPerToken))
+	}
+	tw.Flush()
+}
+
+// FormatBytes writes n with a binary unit (MiB, GiB).
+func FormatBytes(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}
+
+// ParseBytes parses a size such as 200MB, 1.5GiB, 64M or 4096: the
+// decimal units KB, MB, GB, TB (also K, M, G, T) and the binary KiB,
+// MiB, GiB, TiB; no unit means bytes.
+func ParseBytes(s string) (int64, error) {
+	t := strings.TrimSpace(s)
+	i := len(t)
+	for i > 0 && (t[i-1] < '0' || t[i-1] > '9') && t[i-1] != '.' {
+		i--
+	}
+	num, unit := strings.TrimSpace(t[:i]), strings.ToLower(strings.TrimSpace(t[i:]))
+	mult := map[string]float64{"": 1, "b": 1, "k": 1e3, "kb": 1e3, "m": 1e6, "mb": 1e6, "g": 1e9, "gb": 1e9, "t": 1e12, "tb": 1e12,
+		"kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40}[unit]
+	v, err := strconv.ParseFloat(num, 64)
+	if err != nil || mult == 0 || v < 0 || v*mult > 1<<62 {
+		return 0, fmt.Errorf("plan: bad size %q (want e.g. 200MB, 1.5GiB)", s)
+	}
+	return int64(v * mult), nil
+}

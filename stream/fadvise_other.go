@@ -1,0 +1,5 @@
+//go:build !linux
+
+package stream
+
+func dropPages(fd int, off, n int64) {}

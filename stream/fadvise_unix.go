@@ -1,0 +1,8 @@
+//go:build linux
+
+package stream
+
+import "golang.org/x/sys/unix"
+
+// dropPages tells the kernel the range will not be needed again soon.
+func dropPages(fd int, off, n int64) { _ = unix.Fadvise(fd, off, n, unix.FADV_DONTNEED) }
