@@ -7,6 +7,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/qsf-llm/qsf/internal/testfiles"
 )
 
 // cpuTime returns the process's user+system CPU time.
@@ -23,7 +25,7 @@ func cpuTime() time.Duration {
 // CPU second.
 func BenchmarkEncode(b *testing.B) {
 	fams := loadFamilies(b)
-	text, err := os.ReadFile(filepath.Join(testdata(b), "models/corpus/war-and-peace.txt"))
+	text, err := os.ReadFile(filepath.Join(testfiles.Dir(b), "models/corpus/war-and-peace.txt"))
 	if err != nil {
 		b.Skip(err)
 	}

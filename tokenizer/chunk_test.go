@@ -6,12 +6,14 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/qsf-llm/qsf/internal/testfiles"
 )
 
 // TestSPMChunking checks that cutting the SPM input at boundaries no token
 // spans gives the same ids as one merge pass over the whole text.
 func TestSPMChunking(t *testing.T) {
-	dir := testdata(t)
+	dir := testfiles.Dir(t)
 	text, err := os.ReadFile(filepath.Join(dir, "models/corpus/war-and-peace.txt"))
 	if err != nil {
 		t.Skip(err)

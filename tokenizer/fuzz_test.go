@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/qsf-llm/qsf/internal/testfiles"
 )
 
 var (
@@ -16,7 +18,7 @@ var (
 
 // loadFamilies loads one tokenizer per family from the shared test data.
 func loadFamilies(t testing.TB) map[string]*Tokenizer {
-	dir := testdata(t)
+	dir := testfiles.Dir(t)
 	familiesOnce.Do(func() {
 		families = map[string]*Tokenizer{}
 		for _, name := range []string{"llama-spm", "gpt-2", "deepseek-llm", "deepseek-coder", "falcon", "starcoder", "mpt", "refact"} {

@@ -8,10 +8,12 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/qsf-llm/qsf/internal/testfiles"
 )
 
 func TestLoadFilesVectors(t *testing.T) {
-	dir := testdata(t)
+	dir := testfiles.Dir(t)
 	cases := []struct {
 		file, vectors string
 	}{
@@ -33,7 +35,7 @@ func TestLoadFilesVectors(t *testing.T) {
 }
 
 func TestLoadLlama2CStories(t *testing.T) {
-	dir := testdata(t)
+	dir := testfiles.Dir(t)
 	tok, err := Load(filepath.Join(dir, "models/llama2c/tok512.bin"))
 	if err != nil {
 		t.Fatal(err)
@@ -50,7 +52,7 @@ func TestLoadLlama2CStories(t *testing.T) {
 // TestLoadHFJSON builds a tokenizer.json from the GPT-2 encoder and merges
 // and checks it against the gpt-2 vectors.
 func TestLoadHFJSON(t *testing.T) {
-	dir := testdata(t)
+	dir := testfiles.Dir(t)
 	enc, err := os.ReadFile(filepath.Join(dir, "models/tokenizers/gpt2-encoder.json"))
 	if err != nil {
 		t.Fatal(err)

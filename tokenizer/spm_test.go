@@ -4,10 +4,12 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"github.com/qsf-llm/qsf/internal/testfiles"
 )
 
 func TestStoriesPrompts(t *testing.T) {
-	dir := testdata(t)
+	dir := testfiles.Dir(t)
 	tok := loadGGUFTokenizer(t, filepath.Join(dir, "models/gguf/stories260K-f32.gguf"))
 	cases := []struct {
 		text string

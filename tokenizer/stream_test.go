@@ -5,10 +5,12 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/qsf-llm/qsf/internal/testfiles"
 )
 
 func TestStreamDecoder(t *testing.T) {
-	dir := testdata(t)
+	dir := testfiles.Dir(t)
 	for _, name := range []string{"llama-spm", "gpt-2"} {
 		tok := loadGGUFTokenizer(t, filepath.Join(dir, "models/vocab/ggml-vocab-"+name+".gguf"))
 		text := "héllo 世界 🙂🦙 ok"
@@ -46,7 +48,7 @@ func pieces(tok *Tokenizer, ids []int) []string {
 }
 
 func TestPieceSpecial(t *testing.T) {
-	dir := testdata(t)
+	dir := testfiles.Dir(t)
 	tok := loadGGUFTokenizer(t, filepath.Join(dir, "models/vocab/ggml-vocab-llama-spm.gguf"))
 	if got := tok.Piece(tok.BOS()); got != "" {
 		t.Errorf("Piece(BOS) = %q, want empty", got)

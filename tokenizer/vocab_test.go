@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/qsf-llm/qsf/internal/testfiles"
 )
 
 // vectorCase is one llama.cpp test-tokenizer-0 case.
@@ -68,7 +70,7 @@ func checkVectors(t *testing.T, tok *Tokenizer, base string) {
 }
 
 func TestVocabVectors(t *testing.T) {
-	dir := filepath.Join(testdata(t), "models/vocab")
+	dir := filepath.Join(testfiles.Dir(t), "models/vocab")
 	ggufs, _ := filepath.Glob(filepath.Join(dir, "*.gguf"))
 	if len(ggufs) == 0 {
 		t.Skip("no vocab GGUFs")
