@@ -15,7 +15,9 @@ import (
 //
 // The packed Q4_0 layout keeps each row's 18·nb bytes but stores the 16-byte
 // quant arrays of all its blocks first and the fp16 scales after them, so
-// that two blocks' quants are one 32-byte load.
+// that two blocks' quants are one 32-byte load. Its kernel sums in another
+// order than MatVec's (which is ggml's), so results can differ from
+// MatVec's in the last bits.
 type PackedMatrix struct {
 	t          quant.Type
 	rows, cols int
