@@ -34,11 +34,11 @@ const (
 // file metadata (tokenizer tables, maps), each thread's stack and a safety
 // margin.
 const (
-	RuntimeBytes     = 9 << 20
+	RuntimeBytes     = 4 << 20
 	MetadataFactor   = 4
 	ThreadStackBytes = 256 << 10
-	MarginFraction   = 0.03
-	MarginMin        = 2 << 20
+	MarginFraction   = 0.02
+	MarginMin        = 1 << 20
 	DefaultEmbedRows = 256
 	MinEmbedRows     = 16
 	MinCtx           = 256 // the context is not shortened below this (or the request)
