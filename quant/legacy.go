@@ -98,7 +98,7 @@ func quantQ4_0(dst []byte, src []float32) {
 	}
 }
 
-func dotQ4_0(n int, w, act []byte) float32 { return dotLanes(n, w, 18, act, 34, decodeQ4_0) }
+func dotQ4_0(n int, w, act []byte) float32 { return dotLanes(n, w, 18, act, 34, blockQ4_0) }
 
 func decodeQ4_0(b []byte, x *[32]int32) {
 	for j := 0; j < 16; j++ {
@@ -161,7 +161,7 @@ func quantQ4_1(dst []byte, src []float32) {
 }
 
 // dotQ4_1 uses the m·s term: Σ(q·d+m)·(a·da) = d·da·Σq·a + m·s.
-func dotQ4_1(n int, w, act []byte) float32 { return dotLanesMin(n, w, 20, decodeQ4_1, act) }
+func dotQ4_1(n int, w, act []byte) float32 { return dotLanesMin(n, w, 20, blockQ4_1, act) }
 
 func decodeQ4_1(b []byte, x *[32]int32) {
 	for j := 0; j < 16; j++ {
@@ -217,7 +217,7 @@ func quantQ5_0(dst []byte, src []float32) {
 	}
 }
 
-func dotQ5_0(n int, w, act []byte) float32 { return dotLanes(n, w, 22, act, 34, decodeQ5_0) }
+func dotQ5_0(n int, w, act []byte) float32 { return dotLanes(n, w, 22, act, 34, blockQ5_0) }
 
 func decodeQ5_0(b []byte, x *[32]int32) {
 	for j := range x {
@@ -260,7 +260,7 @@ func quantQ5_1(dst []byte, src []float32) {
 	}
 }
 
-func dotQ5_1(n int, w, act []byte) float32 { return dotLanesMin(n, w, 24, decodeQ5_1, act) }
+func dotQ5_1(n int, w, act []byte) float32 { return dotLanesMin(n, w, 24, blockQ5_1, act) }
 
 func decodeQ5_1(b []byte, x *[32]int32) {
 	for j := range x {
@@ -330,7 +330,7 @@ func quantQ8_0Act(dst []byte, src []float32) {
 	}
 }
 
-func dotQ8_0(n int, w, act []byte) float32 { return dotLanes(n, w, 34, act, 34, decodeQ8_0) }
+func dotQ8_0(n int, w, act []byte) float32 { return dotLanes(n, w, 34, act, 34, blockQ8_0) }
 
 func decodeQ8_0(b []byte, x *[32]int32) {
 	for j := range x {
@@ -361,7 +361,7 @@ func quantQ8_1Act(dst []byte, src []float32) {
 	}
 }
 
-func dotQ8_1(n int, w, act []byte) float32 { return dotLanes(n, w, 36, act, 36, decodeQ8_1) }
+func dotQ8_1(n int, w, act []byte) float32 { return dotLanes(n, w, 36, act, 36, blockQ8_1) }
 
 func decodeQ8_1(b []byte, x *[32]int32) {
 	for j := range x {
@@ -395,12 +395,12 @@ func quantQ8_1Ref(dst []byte, src []float32) {
 // block, acc = fma(fp16(dw)·fp16(da), lane sums, acc); then hsum_float_8.
 // Weight blocks are wb bytes with the fp16 scale first, activation blocks
 // ab bytes with the fp16 scale first and the 32 quants last.
-func dotLanes(n int, w []byte, wb int, act []byte, ab int, decode func(b []byte, x *[32]int32)) float32 {
+func dotLanes(n int, w []byte, wb int, act []byte, ab int, decode legacyBlock) float32 {
 	var acc lanes8
 	var x [32]int32
 	for i := 0; i < n/qk; i++ {
 		b, y := w[i*wb:], act[i*ab:]
-		decode(b, &x)
+		decode.decode(b, &x)
 		var s [8]int32
 		groupLanes(&s, &x, y[ab-qk:], 1, 1)
 		acc.fmaInts(f16(b)*f16(y), &s)
@@ -411,17 +411,50 @@ func dotLanes(n int, w []byte, wb int, act []byte, ab int, decode func(b []byte,
 // dotLanesMin is the AVX2 loop of ggml_vec_dot_q4_1_q8_1 and q5_1_q8_1:
 // dotLanes over unsigned quants plus summs = fma(fp16(m), fp16(s), summs)
 // per block, returning hsum_float_8(acc) + summs.
-func dotLanesMin(n int, w []byte, wb int, decode func(b []byte, x *[32]int32), act []byte) float32 {
+func dotLanesMin(n int, w []byte, wb int, decode legacyBlock, act []byte) float32 {
 	var acc lanes8
 	var summs float32
 	var x [32]int32
 	for i := 0; i < n/qk; i++ {
 		b, y := w[i*wb:], act[i*36:]
 		summs = fma32(f16(b[2:]), f16(y[2:]), summs)
-		decode(b, &x)
+		decode.decode(b, &x)
 		var s [8]int32
 		groupLanes(&s, &x, y[4:], 1, 1)
 		acc.fmaInts(f16(b)*f16(y), &s)
 	}
 	return acc.hsum() + summs
+}
+
+// legacyBlock names a legacy block layout for dotLanes. A switch rather
+// than a function value keeps the decoded block on the stack (a call
+// through a function value makes it escape), so dot products allocate
+// nothing.
+type legacyBlock uint8
+
+const (
+	blockQ4_0 legacyBlock = iota
+	blockQ4_1
+	blockQ5_0
+	blockQ5_1
+	blockQ8_0
+	blockQ8_1
+)
+
+// decode unpacks the 32 quants of block b into x.
+func (k legacyBlock) decode(b []byte, x *[32]int32) {
+	switch k {
+	case blockQ4_0:
+		decodeQ4_0(b, x)
+	case blockQ4_1:
+		decodeQ4_1(b, x)
+	case blockQ5_0:
+		decodeQ5_0(b, x)
+	case blockQ5_1:
+		decodeQ5_1(b, x)
+	case blockQ8_0:
+		decodeQ8_0(b, x)
+	case blockQ8_1:
+		decodeQ8_1(b, x)
+	}
 }

@@ -1,0 +1,35 @@
+//go:build amd64 && !purego
+
+package kernels
+
+import "unsafe"
+
+//go:noescape
+func axpyF32AVX2(y, x *float32, n int, a float32)
+
+func axpyF32Asm(y, x []float32, a float32) bool {
+	if len(y) > 0 && hasAVX2() {
+		axpyF32AVX2(&y[0], &x[0], len(y), a)
+		return true
+	}
+	return false
+}
+
+func dotF32RowsAsm(out, w []float32, stride int, x []float32) bool {
+	if !hasAVX2() {
+		return false
+	}
+	cols := len(x)
+	dotF32AVX2(&out[0], len(out), (*byte)(unsafe.Pointer(&w[0])), cols/32, 4*stride, (*byte)(unsafe.Pointer(&x[0])))
+	if tail := cols &^ 31; tail < cols {
+		for r := range out {
+			row := w[r*stride:]
+			sum := out[r]
+			for i := tail; i < cols; i++ {
+				sum += float32(row[i] * x[i])
+			}
+			out[r] = sum
+		}
+	}
+	return true
+}
