@@ -33,6 +33,7 @@ type State struct {
 	att    []float32 // attention output, all heads
 	scores []float32 // attention weights, Heads × capacity
 	vlanes []float32 // per-head lane accumulators of the attention output
+	ropeCS []float32 // cos and sin of this position's RoPE angles
 	hb     []float32 // FFN hidden (gate, or fused gate+up)
 	hb2    []float32 // FFN hidden (up)
 	Logits []float32
@@ -120,6 +121,7 @@ func stateVectors(hp *Hparams, capacity int) []stateVector {
 		{"att", func(s *State) *[]float32 { return &s.att }, hp.Heads * hp.HeadDimV},
 		{"scores", func(s *State) *[]float32 { return &s.scores }, hp.Heads * capacity},
 		{"vlanes", func(s *State) *[]float32 { return &s.vlanes }, hp.Heads * hp.HeadDimV * 32},
+		{"ropecs", func(s *State) *[]float32 { return &s.ropeCS }, max(hp.RopeDim, 2)},
 		{"hb", func(s *State) *[]float32 { return &s.hb }, 2 * hp.FFN},
 		{"hb2", func(s *State) *[]float32 { return &s.hb2 }, hp.FFN},
 		{"logits", func(s *State) *[]float32 { return &s.Logits }, hp.Vocab},
@@ -293,8 +295,11 @@ func (s *State) attention(ly *Block, l, pos int) error {
 
 	// Rotate by position and store this position's key and value.
 	if hp.Rope != RopeNone {
-		rope(s.q, hp.Heads, hp.HeadDimK, hp.RopeDim, pos, hp.RopeBase, hp.Rope)
-		rope(s.k, hp.KVHeads, hp.HeadDimK, hp.RopeDim, pos, hp.RopeBase, hp.Rope)
+		if l == 0 {
+			ropeAngles(s.ropeCS, hp.RopeDim, pos, hp.RopeBase)
+		}
+		rope(s.q, hp.Heads, hp.HeadDimK, hp.RopeDim, s.ropeCS, hp.Rope)
+		rope(s.k, hp.KVHeads, hp.HeadDimK, hp.RopeDim, s.ropeCS, hp.Rope)
 	}
 	slot, err := s.KV.Slot(l)
 	if err != nil {
@@ -338,20 +343,22 @@ func (s *State) attendHeads(lo, hi int) {
 		kvh := h / group
 		q := s.q[h*hdk : (h+1)*hdk]
 		sc := s.scores[h*s.KV.Capacity() : h*s.KV.Capacity()+n]
-		for t := range sc {
-			k := keys[t*kd+kvh*hdk:]
-			if s.BatchOrder && hdk%8 == 0 {
-				sc[t] = dotLanes(q, k[:hdk]) * scale
-			} else {
-				sc[t] = vecDotF32(q, k[:hdk]) * scale
+		if s.BatchOrder && hdk%8 == 0 {
+			for t := range sc {
+				sc[t] = dotLanes(q, keys[t*kd+kvh*hdk:t*kd+(kvh+1)*hdk])
 			}
+		} else {
+			kernels.DotF32Rows(sc, keys[kvh*hdk:], kd, q)
+		}
+		for t := range sc {
+			sc[t] *= scale
 		}
 		softmaxPadded(sc)
 
 		// out[d] = Σ_t p[t]·V[t][d] over llama.cpp's KV row, which is padded
 		// with zero-probability positions to a multiple of 32: position t
 		// accumulates in lane t%32 of ggml_vec_dot_f32 (t%8 of tinyBLAS in
-		// batch order).
+		// batch order). lanes holds one vector of hdv accumulators per lane.
 		width := 32
 		if s.BatchOrder {
 			width = 8
@@ -359,18 +366,19 @@ func (s *State) attendHeads(lo, hi int) {
 		lanes := s.vlanes[h*hdv*32 : h*hdv*32+hdv*width]
 		clear(lanes)
 		for t, p := range sc {
-			v := values[t*vd+kvh*hdv : t*vd+(kvh+1)*hdv]
 			l := t % width
-			for d, x := range v {
-				lanes[d*width+l] = fma32(x, p, lanes[d*width+l])
-			}
+			kernels.AxpyF32(lanes[l*hdv:(l+1)*hdv], values[t*vd+kvh*hdv:t*vd+(kvh+1)*hdv], p)
 		}
 		out := s.att[h*hdv : (h+1)*hdv]
+		var acc [32]float32
 		for d := range out {
+			for l := range width {
+				acc[l] = lanes[l*hdv+d]
+			}
 			if s.BatchOrder {
-				out[d] = hsum8((*[8]float32)(lanes[d*8 : d*8+8]))
+				out[d] = hsum8((*[8]float32)(acc[:8]))
 			} else {
-				out[d] = reduce32((*[32]float32)(lanes[d*32 : d*32+32]))
+				out[d] = reduce32(&acc)
 			}
 		}
 	}

@@ -45,16 +45,27 @@ func layerNorm(dst, x, w, b []float32, eps float32) {
 	}
 }
 
-// rope rotates the first dims dimensions of each of heads heads of width
-// headDim in x by the angles of position pos.
-func rope(x []float32, heads, headDim, dims, pos int, base float32, style RopeStyle) {
+// ropeAngles fills cs with cos and sin of the angles of position pos for
+// each of the dims/2 dimension pairs: pos·base^(-2i/dims), built by
+// repeated float32 multiplication as ggml does, through glibc's sinf/cosf.
+func ropeAngles(cs []float32, dims, pos int, base float32) {
 	thetaScale := float32(math.Pow(float64(base), -2/float64(dims)))
+	theta := float32(pos)
+	for i := 0; i < dims/2; i++ {
+		cs[2*i+1], cs[2*i] = sincosf(theta)
+		theta *= thetaScale
+	}
+}
+
+// rope rotates the first dims dimensions of each of heads heads of width
+// headDim in x by the angles in cs (from ropeAngles). The rotation is
+// fused as GCC compiles ggml's rope (x0·cos − x1·sin with one FMA).
+func rope(x []float32, heads, headDim, dims int, cs []float32, style RopeStyle) {
 	half := dims / 2
 	for h := 0; h < heads; h++ {
 		v := x[h*headDim : h*headDim+dims]
-		theta := float32(pos)
 		for i := 0; i < half; i++ {
-			s, c := sincosf(theta)
+			c, s := cs[2*i], cs[2*i+1]
 			a, b := 2*i, 2*i+1 // normal: adjacent pairs
 			if style == RopeNeoX {
 				a, b = i, i+half
@@ -62,7 +73,6 @@ func rope(x []float32, heads, headDim, dims, pos int, base float32, style RopeSt
 			x0, x1 := v[a], v[b]
 			v[a] = fma32(x0, c, -(x1 * s))
 			v[b] = fma32(x0, s, x1*c)
-			theta *= thetaScale
 		}
 	}
 }
