@@ -38,6 +38,7 @@ func initAVX2Tier() {
 	avx2Tier.preps[quant.BF16] = prepBF16
 	avx2Tier.packed = packedQ4_0AVX2
 	avx2Tier.packedPrep = prepPackedQ4_0
+	avx2Tier.q4_0Gemv = q4_0GemvAVX2
 }
 
 // registerArch fills in the assembly tiers and adds those this CPU supports
@@ -53,9 +54,11 @@ func registerArch() {
 	}
 }
 
-func hasAVX2() bool {
-	return cpuid.CPU.Supports(cpuid.AVX, cpuid.AVX2, cpuid.FMA3, cpuid.F16C)
-}
+// haveAVX2 records, once, whether the CPU has everything the avx2 tier
+// and the float32 vector functions need.
+var haveAVX2 = cpuid.CPU.Supports(cpuid.AVX, cpuid.AVX2, cpuid.FMA3, cpuid.F16C)
+
+func hasAVX2() bool { return haveAVX2 }
 
 // The assembly kernels compute out[r] for r in [0, rows): row r starts at
 // w + r*rowBytes and holds nb blocks; act holds nb blocks.
@@ -75,6 +78,24 @@ func q8_0AVX2(out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
 
 func q4_0AVX2(out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
 	dotQ4_0AVX2(&out[0], len(out), &w[0], cols/32, &act[0], &aux[0])
+}
+
+//go:noescape
+func dotQ4_0GemvAVX2(out *float32, groups int, w *byte, nb, rowBytes int, act, aux *byte)
+
+// q4_0GemvAVX2 is the tier's kernel for Q4_0 matrices of a multiple of 8
+// rows, in ggml_gemv_q4_0_8x8_q8_0's order (see q4_0_gemv_amd64.s). The
+// assembly takes whole groups of 8 rows; rows past the last whole group,
+// which Pool and MatMul never hand out for such matrices, go through the
+// scalar reference of the same order.
+func q4_0GemvAVX2(out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
+	groups := len(out) / 8
+	if groups > 0 {
+		dotQ4_0GemvAVX2(&out[0], groups, &w[0], cols/32, rowBytes, &act[0], &aux[0])
+	}
+	for r := 8 * groups; r < len(out); r++ {
+		out[r] = quant.DotQ4_0Gemv(cols, w[r*rowBytes:(r+1)*rowBytes], act)
+	}
 }
 
 //go:noescape

@@ -19,9 +19,10 @@ import (
 // that has it, where `go test ./kernels/` checks it like every other tier.
 var avx512Tier = &tier{name: "avx512", experimental: true}
 
-func hasAVX512() bool {
-	return hasAVX2() && cpuid.CPU.Supports(cpuid.AVX512F, cpuid.AVX512BW, cpuid.AVX512VL, cpuid.AVX512VNNI)
-}
+// haveAVX512 records, once, whether the CPU can run the avx512 tier.
+var haveAVX512 = haveAVX2 && cpuid.CPU.Supports(cpuid.AVX512F, cpuid.AVX512BW, cpuid.AVX512VL, cpuid.AVX512VNNI)
+
+func hasAVX512() bool { return haveAVX512 }
 
 // initAVX512Tier fills in the AVX-512 kernel table, starting from the AVX2
 // one, which must be complete.
@@ -30,6 +31,7 @@ func initAVX512Tier() {
 	avx512Tier.kernels = avx2Tier.kernels
 	avx512Tier.preps = avx2Tier.preps
 	avx512Tier.packed, avx512Tier.packedPrep = avx2Tier.packed, avx2Tier.packedPrep
+	avx512Tier.q4_0Gemv = avx2Tier.q4_0Gemv
 	avx512Tier.kernels[quant.Q8_0] = q8_0AVX512
 	avx512Tier.preps[quant.Q8_0] = prepQ8_0AVX512
 	avx512Tier.kernels[quant.Q4_0] = q4_0AVX512

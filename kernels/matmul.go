@@ -68,7 +68,10 @@ func (j *matmulJob) init(t quant.Type, out []float32, w []byte, cols int, acts [
 	if len(acts) != n*actBytes {
 		panic(fmt.Sprintf("kernels: MatMul: activations are %d bytes, want %d × %d", len(acts), n, actBytes))
 	}
-	_, rowBytes := check(t, out[:rows], w, cols, acts[:actBytes])
+	// check picks the traits MatVec would use (for Q4_0 with a multiple
+	// of 8 rows, llama.cpp's repacked order), so that MatMul equals n
+	// calls of MatVec.
+	tt, rowBytes := check(t, out[:rows], w, cols, acts[:actBytes])
 	*j = matmulJob{tier: current.Load(), traits: tt, out: out, w: w, acts: acts,
 		rows: rows, cols: cols, n: n, rowBytes: rowBytes, actBytes: actBytes}
 }

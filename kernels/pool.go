@@ -15,8 +15,10 @@ const spinLimit = 20000
 
 // rowAlign is the granularity of the row ranges Pool.MatVec hands out, so
 // that every range starts on a whole block of rows for kernels that work
-// on several rows at once.
-const rowAlign = 4
+// on several rows at once: the packed Q4_0 kernel takes 4, the Q4_0 kernel
+// in ggml_gemv_q4_0_8x8_q8_0's order 8 (it is only used for matrices of a
+// multiple of 8 rows, so each of their ranges is whole groups of 8).
+const rowAlign = 8
 
 // chunksPerThread is how many pieces each thread's share of a job is cut
 // into. Threads claim pieces one at a time, so a worker that the OS has

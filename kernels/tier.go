@@ -39,6 +39,12 @@ type tier struct {
 	// its activation preparation; nil means the portable one.
 	packed     rowsFunc
 	packedPrep prepFunc
+
+	// q4_0Gemv is the kernel for Q4_0 matrices that llama.cpp repacks
+	// (check returns q4_0Repacked for them), in the order of
+	// ggml_gemv_q4_0_8x8_q8_0; it takes the activation prepared for
+	// Q4_0. nil means the generic kernel, which follows that order too.
+	q4_0Gemv rowsFunc
 }
 
 // prepare returns the auxiliary activation data the tier's kernel for t
@@ -58,6 +64,14 @@ func (tr *tier) prepare(t quant.Type, buf, act []byte, cols int) []byte {
 func (tr *tier) run(tt *quant.Traits, out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
 	if cols == 0 {
 		clear(out)
+		return
+	}
+	if tt == q4_0Repacked {
+		if tr.q4_0Gemv != nil {
+			tr.q4_0Gemv(out, w, rowBytes, cols, act, aux)
+		} else {
+			genericRows(tt.Dot, out, w, rowBytes, cols, act)
+		}
 		return
 	}
 	if t := tt.Type; int(t) < maxType {
