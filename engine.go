@@ -201,6 +201,10 @@ func (s *Session) Forward(ctx context.Context, ids []int) ([]float32, error) {
 	return append([]float32(nil), s.state.Logits...), nil
 }
 
+// promptChunk is how many prompt tokens run between two checks of the
+// context's cancellation.
+const promptChunk = 256
+
 // feed runs ids through the model, one position at a time. When each is
 // non-nil it is called with the logits after every token; otherwise logits
 // are computed for the last token only.
@@ -210,6 +214,20 @@ func (s *Session) feed(ctx context.Context, ids []int, each func(i int, logits [
 	}
 	if !s.state.KV.Evicts() && s.Pos()+len(ids) > s.state.KV.Capacity() {
 		return fmt.Errorf("%w: %d tokens in context, %d more, room for %d", ErrContextFull, s.Pos(), len(ids), s.state.KV.Capacity())
+	}
+	if each == nil && len(ids) > 1 {
+		// Prompt processing: batches of tokens, each weight read once per
+		// batch; the same bits as one token at a time.
+		for start := 0; start < len(ids); start += promptChunk {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			end := min(start+promptChunk, len(ids))
+			if err := s.state.ForwardBatch(ids[start:end], s.Pos(), end == len(ids)); err != nil {
+				return fmt.Errorf("qsf: %w", err)
+			}
+		}
+		return nil
 	}
 	for i, id := range ids {
 		if err := ctx.Err(); err != nil {

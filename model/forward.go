@@ -25,15 +25,18 @@ type State struct {
 	pool *kernels.Pool
 	KV   *kvcache.Cache
 
-	x      []float32 // residual stream
-	xb     []float32 // normalized input of a sub-block
-	q      []float32 // queries, all heads
-	k, v   []float32 // this position's keys and values, all KV heads
-	qkv    []float32 // fused projection output
-	att    []float32 // attention output, all heads
-	scores []float32 // attention weights, Heads × capacity
-	vlanes []float32 // per-head lane accumulators of the attention output
-	ropeCS []float32 // cos and sin of this position's RoPE angles
+	x       []float32 // residual stream
+	xb      []float32 // normalized input of a sub-block
+	q       []float32 // queries, all heads
+	k, v    []float32 // this position's keys and values, all KV heads
+	qkv     []float32 // fused projection output
+	att     []float32 // attention output, all heads
+	scores  []float32 // attention weights, Heads × capacity
+	vlanes  []float32 // per-head lane accumulators of the attention output
+	ropeCS  []float32 // cos and sin of the RoPE angles of position ropePos
+	ropePos int
+
+	batch  *batch    // buffers of ForwardBatch, allocated on first use
 	hb     []float32 // FFN hidden (gate, or fused gate+up)
 	hb2    []float32 // FFN hidden (up)
 	Logits []float32
@@ -258,23 +261,43 @@ func (s *State) embed(token, pos int) error {
 
 // attention is the first half of a block: x += Wo · attend(q, K, V).
 func (s *State) attention(ly *Block, l, pos int) error {
-	hp := &s.m.Hparams
-
 	s.norm(s.xb, s.x, ly.AttnNorm, ly.AttnNormB)
 
 	// Project to queries, keys and values.
 	s.input(s.xb)
 	if ly.QKV.Data != nil {
 		s.matVec(s.qkv, &ly.QKV)
-		qd, kd := hp.QDim(), hp.KDim()
-		copy(s.q, s.qkv[:qd])
-		copy(s.k, s.qkv[qd:qd+kd])
-		copy(s.v, s.qkv[qd+kd:])
+		s.splitQKV(s.qkv)
 	} else {
 		s.matVec(s.q, &ly.Q)
 		s.matVec(s.k, &ly.K)
 		s.matVec(s.v, &ly.V)
 	}
+	if err := s.attendToken(ly, l, pos); err != nil {
+		return err
+	}
+
+	// Output projection back into the residual stream.
+	s.input(s.att)
+	s.matVec(s.xb, &ly.O)
+	addBias(s.xb, ly.OB)
+	add(s.x, s.xb)
+	return nil
+}
+
+// splitQKV copies a fused projection into s.q, s.k and s.v.
+func (s *State) splitQKV(qkv []float32) {
+	qd, kd := s.m.QDim(), s.m.KDim()
+	copy(s.q, qkv[:qd])
+	copy(s.k, qkv[qd:qd+kd])
+	copy(s.v, qkv[qd+kd:])
+}
+
+// attendToken takes s.q, s.k and s.v of the token at pos as projected,
+// adds the biases, normalizes and rotates them, stores the key and value
+// in the cache and leaves the attention output in s.att.
+func (s *State) attendToken(ly *Block, l, pos int) error {
+	hp := &s.m.Hparams
 	addBias(s.q, ly.QB)
 	addBias(s.k, ly.KB)
 	addBias(s.v, ly.VB)
@@ -295,8 +318,9 @@ func (s *State) attention(ly *Block, l, pos int) error {
 
 	// Rotate by position and store this position's key and value.
 	if hp.Rope != RopeNone {
-		if l == 0 {
+		if l == 0 || s.ropePos != pos {
 			ropeAngles(s.ropeCS, hp.RopeDim, pos, hp.RopeBase)
+			s.ropePos = pos
 		}
 		rope(s.q, hp.Heads, hp.HeadDimK, hp.RopeDim, s.ropeCS, hp.Rope)
 		rope(s.k, hp.KVHeads, hp.HeadDimK, hp.RopeDim, s.ropeCS, hp.Rope)
@@ -316,12 +340,6 @@ func (s *State) attention(ly *Block, l, pos int) error {
 			s.KV.Observe(l, s.scores[h*c:h*c+s.n])
 		}
 	}
-
-	// Output projection back into the residual stream.
-	s.input(s.att)
-	s.matVec(s.xb, &ly.O)
-	addBias(s.xb, ly.OB)
-	add(s.x, s.xb)
 	return nil
 }
 

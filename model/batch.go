@@ -1,0 +1,229 @@
+package model
+
+import (
+	"fmt"
+
+	"github.com/qsf-llm/qsf/kvcache"
+	"github.com/qsf-llm/qsf/quant"
+)
+
+// maxBatch is the number of tokens ForwardBatch evaluates together. Each
+// weight matrix is read from memory once per batch instead of once per
+// token, which is what makes prompt processing faster than decoding.
+const maxBatch = 64
+
+// batch holds, for up to maxBatch tokens, the per-token vectors of the
+// forward pass side by side (token-major), and their conversions to the
+// activation types of the weights.
+type batch struct {
+	x, xb, q, k, v, qkv, att, hb, hb2 []float32
+	acts                              [maxType][]byte
+	done                              [maxType]bool
+	in                                []float32 // the rows the matrices read now
+	width                             int       // elements per row of in
+}
+
+func newBatch(hp *Hparams) *batch {
+	qkv := hp.QDim() + hp.KDim() + hp.VDim()
+	b := &batch{
+		x: make([]float32, maxBatch*hp.Embd), xb: make([]float32, maxBatch*hp.Embd),
+		q: make([]float32, maxBatch*hp.QDim()), k: make([]float32, maxBatch*hp.KDim()),
+		v: make([]float32, maxBatch*hp.VDim()), qkv: make([]float32, maxBatch*qkv),
+		att: make([]float32, maxBatch*hp.Heads*hp.HeadDimV),
+		hb:  make([]float32, maxBatch*2*hp.FFN), hb2: make([]float32, maxBatch*hp.FFN),
+	}
+	n := (max(hp.Embd, hp.FFN, hp.Heads*hp.HeadDimV) + 255) / 256 * 256
+	for _, t := range activationTypes {
+		size, _ := quant.RowBytes(t, n)
+		b.acts[t] = make([]byte, maxBatch*size)
+	}
+	return b
+}
+
+// ForwardBatch runs tokens at positions pos, pos+1, … (pos must equal
+// KV.Len()) and, when logits is true, leaves the logits after the last one
+// in s.Logits. The results are bit for bit those of calling Forward for
+// each token: the mat-vecs become mat-muls that read each weight once per
+// batch, and everything else runs token by token in position order. With
+// a weight Source (layer streaming) or a cache that evicts, it simply calls
+// Forward for each token.
+func (s *State) ForwardBatch(tokens []int, pos int, logits bool) error {
+	if len(tokens) <= 1 || s.Source != nil || s.KV.Evicts() {
+		for i, tok := range tokens {
+			if err := s.Forward(tok, pos+i, logits && i == len(tokens)-1); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for start := 0; start < len(tokens); start += maxBatch {
+		end := min(start+maxBatch, len(tokens))
+		if err := s.forwardChunk(tokens[start:end], pos+start, logits && end == len(tokens)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *State) forwardChunk(tokens []int, pos int, logits bool) error {
+	m := s.m
+	hp := &m.Hparams
+	n := len(tokens)
+	if pos != s.KV.Len() || pos+n > s.KV.Capacity() {
+		return fmt.Errorf("%w: positions %d..%d, capacity %d", kvcache.ErrFull, pos, pos+n-1, s.KV.Capacity())
+	}
+	if hp.LearnedPos && pos+n > m.PosEmbd.Rows {
+		return fmt.Errorf("%w: position %d beyond the %d learned positions", kvcache.ErrFull, pos+n-1, m.PosEmbd.Rows)
+	}
+	for _, tok := range tokens {
+		if tok < 0 || tok >= hp.Vocab {
+			return fmt.Errorf("model: token %d outside vocabulary of %d", tok, hp.Vocab)
+		}
+	}
+	if s.batch == nil {
+		s.batch = newBatch(hp)
+	}
+	b := s.batch
+	e := hp.Embd
+
+	// Save the single-token vectors; the per-token steps below run on
+	// rows of the batch through them.
+	x, xb, q, k, v, att := s.x, s.xb, s.q, s.k, s.v, s.att
+	defer func() { s.x, s.xb, s.q, s.k, s.v, s.att = x, xb, q, k, v, att }()
+
+	for i, tok := range tokens {
+		s.x, s.xb = row(b.x, i, e), row(b.xb, i, e)
+		if err := s.embed(tok, pos+i); err != nil {
+			return err
+		}
+	}
+	for l := range m.Blocks {
+		ly := &m.Blocks[l]
+		if err := s.attentionBatch(ly, l, pos, n); err != nil {
+			return err
+		}
+		s.feedForwardBatch(ly, n)
+	}
+	if err := s.KV.SetLen(pos + n); err != nil {
+		return err
+	}
+	if logits {
+		s.x, s.xb = row(b.x, n-1, e), xb
+		s.norm(s.xb, s.x, m.OutNorm, m.OutNormB)
+		s.input(s.xb)
+		s.matVec(s.Logits, &m.Output)
+	}
+	return nil
+}
+
+// attentionBatch is attention for n tokens at positions pos.. .
+func (s *State) attentionBatch(ly *Block, l, pos, n int) error {
+	hp := &s.m.Hparams
+	b := s.batch
+	e, qd, kd, vd, ad := hp.Embd, hp.QDim(), hp.KDim(), hp.VDim(), hp.Heads*hp.HeadDimV
+	for i := range n {
+		s.norm(row(b.xb, i, e), row(b.x, i, e), ly.AttnNorm, ly.AttnNormB)
+	}
+	b.input(b.xb, e)
+	if ly.QKV.Data != nil {
+		s.matMul(b.qkv, &ly.QKV, n)
+	} else {
+		s.matMul(b.q, &ly.Q, n)
+		s.matMul(b.k, &ly.K, n)
+		s.matMul(b.v, &ly.V, n)
+	}
+	for i := range n {
+		s.q, s.k, s.v, s.att = row(b.q, i, qd), row(b.k, i, kd), row(b.v, i, vd), row(b.att, i, ad)
+		if ly.QKV.Data != nil {
+			s.splitQKV(row(b.qkv, i, qd+kd+vd))
+		}
+		// The cache records the position of each entry as its length.
+		if err := s.KV.SetLen(pos + i); err != nil {
+			return err
+		}
+		if err := s.attendToken(ly, l, pos+i); err != nil {
+			return err
+		}
+	}
+	b.input(b.att, ad)
+	s.matMul(b.xb, &ly.O, n)
+	for i := range n {
+		addBias(row(b.xb, i, e), ly.OB)
+		add(row(b.x, i, e), row(b.xb, i, e))
+	}
+	return nil
+}
+
+// feedForwardBatch is feedForward for n tokens.
+func (s *State) feedForwardBatch(ly *Block, n int) {
+	hp := &s.m.Hparams
+	b := s.batch
+	e, f := hp.Embd, hp.FFN
+	for i := range n {
+		s.norm(row(b.xb, i, e), row(b.x, i, e), ly.FFNNorm, ly.FFNNormB)
+	}
+	b.input(b.xb, e)
+	hidden := b.hb[:n*f]
+	switch {
+	case ly.GateUp.Data != nil:
+		s.matMul(b.hb, &ly.GateUp, n) // rows of 2f: [gate; up]
+		// Compact in place: row i moves down to i·f, below the rows of
+		// 2f still to be read.
+		for i := range n {
+			gu := b.hb[i*2*f : (i+1)*2*f]
+			gated(b.hb2[:f], gu[:f], gu[f:], hp.Act)
+			copy(b.hb[i*f:(i+1)*f], b.hb2[:f])
+		}
+	case ly.Gate.Data != nil:
+		s.matMul(hidden, &ly.Gate, n)
+		s.matMul(b.hb2[:n*f], &ly.Up, n)
+		for i := range n {
+			gated(row(hidden, i, f), row(hidden, i, f), row(b.hb2, i, f), hp.Act)
+		}
+	default:
+		s.matMul(hidden, &ly.Up, n)
+		for i := range n {
+			addBias(row(hidden, i, f), ly.UpB)
+			activate(row(hidden, i, f), hp.Act)
+		}
+	}
+	b.input(hidden, f)
+	s.matMul(b.xb, &ly.Down, n)
+	for i := range n {
+		addBias(row(b.xb, i, e), ly.DownB)
+		add(row(b.x, i, e), row(b.xb, i, e))
+	}
+}
+
+// matMul computes the rows of w times each of the n current input rows,
+// out[i*rows+r], with the same arithmetic as n matVecs.
+func (s *State) matMul(out []float32, w *Tensor, n int) {
+	s.pool.MatMul(w.Type, out[:n*w.Rows], w.Data, w.Cols, s.batch.get(w.Type, n), n)
+}
+
+// input makes the first rows of x (width elements each) the rows the
+// following matMuls read; their conversions are made lazily per type.
+func (b *batch) input(x []float32, width int) {
+	b.in, b.width = x, width
+	b.done = [maxType]bool{}
+}
+
+// get returns the n input rows converted to the activation type of weight
+// type wt, back to back.
+func (b *batch) get(wt quant.Type, n int) []byte {
+	tr, _ := quant.Lookup(wt)
+	at := tr.VecDot
+	size, _ := quant.RowBytes(at, b.width)
+	buf := b.acts[at][:n*size]
+	if !b.done[at] {
+		atr, _ := quant.Lookup(at)
+		for i := range n {
+			atr.Quantize(buf[i*size:(i+1)*size], row(b.in, i, b.width))
+		}
+		b.done[at] = true
+	}
+	return buf
+}
+
+// row returns row i of width elements of m.
+func row(m []float32, i, width int) []float32 { return m[i*width : (i+1)*width : (i+1)*width] }
