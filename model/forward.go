@@ -325,6 +325,9 @@ func (s *State) attendToken(ly *Block, l, pos int) error {
 		rope(s.q, hp.Heads, hp.HeadDimK, hp.RopeDim, s.ropeCS, hp.Rope)
 		rope(s.k, hp.KVHeads, hp.HeadDimK, hp.RopeDim, s.ropeCS, hp.Rope)
 	}
+	if hp.QPreScale {
+		scale(s.q, attentionScale(hp))
+	}
 	slot, err := s.KV.Slot(l)
 	if err != nil {
 		return err
@@ -356,7 +359,10 @@ func (s *State) attendHeads(lo, hi int) {
 	values := s.KV.Values(s.layer, n)
 	kd, vd, hdk, hdv := hp.KDim(), hp.VDim(), hp.HeadDimK, hp.HeadDimV
 	group := hp.Heads / hp.KVHeads
-	scale := float32(1 / math.Sqrt(float64(hdk)))
+	scale := attentionScale(hp)
+	if hp.QPreScale {
+		scale = 1 // applied to q already
+	}
 	for h := lo; h < hi; h++ {
 		kvh := h / group
 		q := s.q[h*hdk : (h+1)*hdk]
@@ -409,7 +415,10 @@ func (s *State) attendCoded(lo, hi int) {
 	n, l := s.n, s.layer
 	hdk, hdv := hp.HeadDimK, hp.HeadDimV
 	group := hp.Heads / hp.KVHeads
-	scale := float32(1 / math.Sqrt(float64(hdk)))
+	scale := attentionScale(hp)
+	if hp.QPreScale {
+		scale = 1 // applied to q already
+	}
 	for h := lo; h < hi; h++ {
 		kvh := h / group
 		q := s.q[h*hdk : (h+1)*hdk]
@@ -524,4 +533,10 @@ func (a *activations) get(wt quant.Type) []byte {
 		a.done[at] = true
 	}
 	return buf
+}
+
+// attentionScale is 1/√d for the head width d, as llama.cpp computes it in
+// float32.
+func attentionScale(hp *Hparams) float32 {
+	return 1 / float32(math.Sqrt(float64(hp.HeadDimK)))
 }

@@ -77,6 +77,10 @@ type Hparams struct {
 	EmbedScale float32
 	// LearnedPos says the model adds a learned position embedding (GPT-2).
 	LearnedPos bool
+	// QPreScale says llama.cpp scales the queries by 1/√d before the
+	// scores (Gemma, Phi-3) instead of scaling the scores; the result is
+	// the same up to rounding, and QSF follows it to the bit.
+	QPreScale bool
 }
 
 // archInfo is what differs between the architectures that share the
@@ -87,14 +91,15 @@ type archInfo struct {
 	layerNorm  bool
 	embedScale bool
 	learnedPos bool
+	qPreScale  bool
 }
 
 var archs = map[string]archInfo{
 	"llama": {rope: RopeNormal},
 	"qwen2": {rope: RopeNeoX},
 	"qwen3": {rope: RopeNeoX},
-	"gemma": {rope: RopeNeoX, act: GELU, embedScale: true},
-	"phi3":  {rope: RopeNeoX},
+	"gemma": {rope: RopeNeoX, act: GELU, embedScale: true, qPreScale: true},
+	"phi3":  {rope: RopeNeoX, qPreScale: true},
 	"gpt2":  {rope: RopeNone, act: GELU, layerNorm: true, learnedPos: true},
 }
 
@@ -148,6 +153,7 @@ func ParseHparams(md Metadata, vocab int) (Hparams, error) {
 		Act:        info.act,
 		LayerNorm:  info.layerNorm,
 		LearnedPos: info.learnedPos,
+		QPreScale:  info.qPreScale,
 		EmbedScale: 1,
 	}
 	if err != nil {
