@@ -11,8 +11,10 @@
 // position.
 //
 // Entries are stored as float32 or, to save memory, as float16 or as 8-,
-// 4- or 2-bit codes with a scale and offset per position and head; the
-// attention dot products read the codes directly (DotKey, AddValue).
+// 4- or 2-bit codes: keys with a scale and offset per channel and group of
+// KeyGroup slots (the group being written stays exact), values with a
+// scale and offset per position and head. The attention dot products read
+// the codes directly (DotKey, AddValue).
 package kvcache
 
 import (
@@ -59,6 +61,10 @@ type Cache struct {
 	policy Policy
 
 	kRow, vRow int // bytes of one slot's keys (values) in kdata (vdata)
+	kl         keyLayout
+	stage      []float32 // quantized keys: the staged block of each layer, exact
+	stageBlk   []int32   // the block staged per layer, -1 for none
+	stageOld   []int32   // 1 when the staged block's stored scales are in use
 	kdata      []byte
 	vdata      []byte
 	keys, vals []float32 // F32: kdata and vdata as float32
@@ -73,7 +79,12 @@ type Cache struct {
 func Bytes(sh Shape, t Type) int64 {
 	k, v := rowBytes(sh, t)
 	slots := int64(sh.Layers) * int64(sh.Capacity)
-	return slots*int64(k+v) + slots*8 + int64(sh.Layers)*4
+	keys := slots * int64(k)
+	if t >= Q8 {
+		kl := newKeyLayout(sh, t)
+		keys = int64(sh.Layers) * int64(kl.layerBytes()+4*kl.stageLen()+8)
+	}
+	return keys + slots*int64(v) + slots*8 + int64(sh.Layers)*4
 }
 
 // rowBytes returns the bytes of one slot's keys and values.
@@ -103,12 +114,23 @@ func NewWith(sh Shape, opts Options) (*Cache, error) {
 	c := &Cache{sh: sh, typ: opts.Type, policy: opts.Policy}
 	c.kRow, c.vRow = rowBytes(sh, opts.Type)
 	slots := sh.Layers * sh.Capacity
-	c.kdata = alloc(slots * c.kRow)
+	kbytes := slots * c.kRow
+	if c.quantKeys() {
+		c.kl = newKeyLayout(sh, c.typ)
+		kbytes = sh.Layers * c.kl.layerBytes()
+		c.stage = asFloat32(alloc(4 * sh.Layers * c.kl.stageLen()))
+		c.stageBlk = asInt32(alloc(8 * sh.Layers))
+		if len(c.stage) != sh.Layers*c.kl.stageLen() || len(c.stageBlk) != 2*sh.Layers {
+			return nil, errors.New("kvcache: Alloc returned a buffer of the wrong size")
+		}
+		c.stageBlk, c.stageOld = c.stageBlk[:sh.Layers], c.stageBlk[sh.Layers:]
+	}
+	c.kdata = alloc(kbytes)
 	c.vdata = alloc(slots * c.vRow)
 	c.pos = asInt32(alloc(slots * 4))
 	c.score = asFloat32(alloc(slots * 4))
 	c.used = asInt32(alloc(sh.Layers * 4))
-	if len(c.kdata) != slots*c.kRow || len(c.vdata) != slots*c.vRow || len(c.pos) != slots || len(c.score) != slots || len(c.used) != sh.Layers {
+	if len(c.kdata) != kbytes || len(c.vdata) != slots*c.vRow || len(c.pos) != slots || len(c.score) != slots || len(c.used) != sh.Layers {
 		return nil, errors.New("kvcache: Alloc returned a buffer of the wrong size")
 	}
 	if c.typ == F32 {
@@ -177,6 +199,9 @@ func (c *Cache) Reset() {
 	for i := range c.pos {
 		c.pos[i] = -1
 	}
+	for i := range c.stageBlk {
+		c.stageBlk[i] = -1
+	}
 }
 
 // Slot returns the slot of layer that position Len() is written to: the
@@ -205,7 +230,11 @@ func (c *Cache) Store(layer, slot int, k, v []float32) {
 		copy(c.keys[i*c.kRow/4:(i+1)*c.kRow/4], k)
 		copy(c.vals[i*c.vRow/4:(i+1)*c.vRow/4], v)
 	} else {
-		encodeHeads(c.typ, c.kdata[i*c.kRow:(i+1)*c.kRow], k, c.sh.KVHeads, c.sh.HeadDimK)
+		if c.quantKeys() {
+			c.storeKey(layer, slot, k)
+		} else {
+			encodeHeads(c.typ, c.kdata[i*c.kRow:(i+1)*c.kRow], k, c.sh.KVHeads, c.sh.HeadDimK)
+		}
 		encodeHeads(c.typ, c.vdata[i*c.vRow:(i+1)*c.vRow], v, c.sh.KVHeads, c.sh.HeadDimV)
 	}
 	if int(c.pos[i]) < 0 {
@@ -270,6 +299,9 @@ func (c *Cache) Values(layer, n int) []float32 {
 // DotKey returns q·K for KV head h of the key in slot of layer, reading
 // the stored codes directly. len(q) must be HeadDimK.
 func (c *Cache) DotKey(layer, slot, h int, q []float32) float32 {
+	if c.quantKeys() {
+		return c.dotKey(layer, slot, h, q)
+	}
 	hb := c.typ.headBytes(c.sh.HeadDimK)
 	o := (layer*c.sh.Capacity+slot)*c.kRow + h*hb
 	return dotHead(c.typ, c.kdata[o:o+hb], q)

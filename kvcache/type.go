@@ -12,9 +12,10 @@ import (
 // Type is how a cache stores keys and values.
 type Type uint8
 
-// Storage types. The quantized ones keep, per position and KV head, a
-// float32 scale and offset followed by one code per element: x ≈ offset +
-// scale·code (Q8 is symmetric: offset 0, codes −127..127).
+// Storage types. The quantized ones store one code per element with a
+// float32 scale and offset, x ≈ offset + scale·code: for values one pair
+// per position and KV head (Q8 values are symmetric: offset 0, codes
+// −127..127), for keys one pair per channel and group of KeyGroup slots.
 const (
 	F32 Type = iota // float32, exact
 	F16             // IEEE half precision
