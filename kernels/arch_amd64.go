@@ -16,7 +16,7 @@ func initAVX2Tier() {
 	avx2Tier.kernels[quant.Q8_0] = q8_0AVX2
 	avx2Tier.kernels[quant.Q4_0] = q4_0AVX2
 	avx2Tier.preps[quant.Q8_0] = prepQ8_0
-	avx2Tier.preps[quant.Q4_0] = prepQ8_0
+	avx2Tier.preps[quant.Q4_0] = prepQ4_0
 	avx2Tier.kernels[quant.IQ4_NL] = iq4nlAVX2
 	avx2Tier.preps[quant.IQ4_NL] = prepQ8_0
 	avx2Tier.kernels[quant.Q5_0] = q5_0AVX2

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"testing"
 
 	"github.com/qsf-llm/qsf/quant"
@@ -135,6 +136,41 @@ func TestQ4_0GemvKernel(t *testing.T) {
 			if out[sh.rows] != 42 {
 				t.Errorf("%s %dx%d: kernel wrote past out", tr.name, sh.rows, sh.cols)
 			}
+		}
+	}
+}
+
+// BenchmarkQ4_0Order compares, on one thread and a 4096×4096 matrix, each
+// tier's Q4_0 kernel in ggml_vec_dot_q4_0_q8_0's order ("vecdot") with its
+// kernel in the repacked gemv order ("gemv").
+func BenchmarkQ4_0Order(b *testing.B) {
+	const rows, cols = 4096, 4096
+	r := rand.New(rand.NewPCG(11, 12))
+	w := randomRows(r, quant.Q4_0, rows, cols)
+	act := randomRows(r, quant.Q8_0, 1, cols)
+	rowBytes, _ := quant.RowBytes(quant.Q4_0, cols)
+	out := make([]float32, rows)
+	for _, tr := range available {
+		aux := tr.prepare(quant.Q4_0, nil, act, cols)
+		for _, k := range []struct {
+			name string
+			f    rowsFunc
+		}{{"vecdot", tr.kernels[quant.Q4_0]}, {"gemv", tr.q4_0Gemv}} {
+			if k.f == nil {
+				continue
+			}
+			b.Run(tr.name+"/"+k.name, func(b *testing.B) {
+				b.SetBytes(int64(len(w)))
+				runtime.LockOSThread()
+				defer runtime.UnlockOSThread()
+				cpu0 := threadCPU()
+				for b.Loop() {
+					k.f(out, w, rowBytes, cols, act, aux)
+				}
+				if cpu1 := threadCPU(); cpu0 >= 0 && cpu1 > cpu0 {
+					b.ReportMetric(float64(len(w))*float64(b.N)/float64(cpu1-cpu0)*1e3, "cpuMB/s")
+				}
+			})
 		}
 	}
 }

@@ -36,6 +36,41 @@ func prepQ8_0(buf, act []byte, cols int) []byte {
 	return buf
 }
 
+// q4_0AuxBlock is the size of the prepared data of one Q8_0 activation
+// block for the Q4_0 kernels: the q8_0AuxBlock form, then 8·Σa as eight
+// int32 (the whole block's bias, which the gemv-order kernel subtracts once
+// from the sums of eight rows).
+const q4_0AuxBlock = 96
+
+// prepQ4_0 builds the prepared data of a Q8_0 activation for the Q4_0
+// kernels.
+func prepQ4_0(buf, act []byte, cols int) []byte {
+	nb := cols / 32
+	need := nb * q4_0AuxBlock
+	if cap(buf) < need {
+		buf = make([]byte, need)
+	}
+	buf = buf[:need]
+	for b := 0; b < nb; b++ {
+		a := act[b*34 : b*34+34]
+		o := buf[b*q4_0AuxBlock : (b+1)*q4_0AuxBlock]
+		d := math.Float32bits(float16.Frombits(binary.LittleEndian.Uint16(a)).Float32())
+		for l := 0; l < 8; l++ {
+			binary.LittleEndian.PutUint32(o[4*l:], d)
+		}
+		sum := 0
+		for i := 0; i < 16; i++ {
+			s := 8 * (int(int8(a[2+2*i])) + int(int8(a[3+2*i])))
+			binary.LittleEndian.PutUint16(o[32+2*i:], uint16(int16(s)))
+			sum += s
+		}
+		for l := 0; l < 8; l++ {
+			binary.LittleEndian.PutUint32(o[64+4*l:], uint32(int32(sum)))
+		}
+	}
+	return buf
+}
+
 // prepQ8_1 builds the prepared data of a Q8_1 activation vector: per block
 // its scale d as eight float32, then s (= d·Σa) as float32.
 func prepQ8_1(buf, act []byte, cols int) []byte {

@@ -5,7 +5,8 @@
 // Q4_0 block: fp16 d, uint8 qs[16] (18 bytes); element j is (qs[j]&15)-8
 // and element j+16 is (qs[j]>>4)-8. The nibbles are multiplied unsigned
 // with VPMADDUBSW and the bias 8·Σa comes from the prepared activation
-// (prepQ8_0: per block da×8 as float32, then 8·(a[2i]+a[2i+1]) as int16).
+// (prepQ4_0: per 96-byte block da×8 as float32, then 8·(a[2i]+a[2i+1]) as
+// int16, then 8·Σa as int32, unused here).
 //
 // The floating-point work is ggml's AVX2 vec_dot order, so results match it
 // bit for bit: per block acc = fma(fp32(dw)·fp32(da), float(lanes), acc) in
@@ -56,10 +57,10 @@ pair:
 	JLT  single
 	PREFETCHT0 1024(SI)
 	BLOCK(0, 0, 0, Y0, Y1, X1, Y2, X2)
-	BLOCK(18, 34, 64, Y0, Y9, X9, Y10, X10)
+	BLOCK(18, 34, 96, Y0, Y9, X9, Y10, X10)
 	ADDQ $36, SI
 	ADDQ $68, DI
-	ADDQ $128, DX
+	ADDQ $192, DX
 	SUBQ $2, CX
 	JMP  pair
 

@@ -16,21 +16,32 @@
 // per block for all eight rows.
 //
 // Registers: SI row 0 of the group at the current block, BX row 4, R13
-// rowBytes, R14 3·rowBytes, DI activation quants, DX prepared activation,
-// Y13 the block's activation quants, Y12 its bias, Y14 the nibble mask, Y15
-// int16 ones, Y0 the accumulator.
+// rowBytes, R14 3·rowBytes, DI activation quants, DX prepared activation
+// (prepQ4_0: per 96-byte block da×8 as float32, int16 pair biases, then
+// 8·Σa as eight int32), Y13 and Y12 the block's activation quants 0..15 and
+// 16..31 in both halves, Y14 the nibble mask, Y15 int16 ones, Y0 the
+// accumulator, whose lanes hold rows 0, 2, 4, 6, 1, 3, 5, 7 until the
+// group is stored.
 
-// ROW sets y to the eight int32 partial sums of the block at addr (the
-// first quant byte) times the activation: unsigned nibbles by VPMADDUBSW,
-// minus the bias 8·Σa, then pairs of int16 added into int32.
-#define ROW(addr, y, x, y2, x2) \
-	VMOVDQU addr, x \
-	VPSRLW $4, x, x2 \
-	VINSERTI128 $1, x2, y, y \
+// PAIR sets y to the int16 sums of 4 products of rows a (lower half) and b
+// (upper half): u[j]·a[j] + u[j+1]·a[j+1] + u[j+16]·a[j+16] +
+// u[j+17]·a[j+17] for j = 0, 2, ..., 14, u the unsigned nibbles.
+#define PAIR(a, b, y, x, h) \
+	VMOVDQU a, x \
+	VINSERTI128 $1, b, y, y \
+	VPSRLW $4, y, h \
 	VPAND Y14, y, y \
+	VPAND Y14, h, h \
 	VPMADDUBSW Y13, y, y \
-	VPSUBW Y12, y, y \
-	VPMADDWD Y15, y, y
+	VPMADDUBSW Y12, h, h \
+	VPADDW h, y, y
+
+// gemvLanes puts the accumulator's lanes back in row order.
+DATA gemvLanes<>+0(SB)/8, $0x0000000400000000
+DATA gemvLanes<>+8(SB)/8, $0x0000000500000001
+DATA gemvLanes<>+16(SB)/8, $0x0000000600000002
+DATA gemvLanes<>+24(SB)/8, $0x0000000700000003
+GLOBL gemvLanes<>(SB), RODATA|NOPTR, $32
 
 // func dotQ4_0GemvAVX2(out *float32, groups int, w *byte, nb, rowBytes int, act, aux *byte)
 TEXT ·dotQ4_0GemvAVX2(SB), NOSPLIT, $0-56
@@ -59,43 +70,35 @@ group:
 	MOVQ R10, CX
 
 block:
-	VMOVDQU 2(DI), Y13
-	VMOVDQU 32(DX), Y12
+	VBROADCASTI128 2(DI), Y13
+	VBROADCASTI128 18(DI), Y12
 
-	// Rows 0 to 3, reduced pairwise with VPHADDD: lanes 0..3 of Y1 hold
-	// the sums of quants 0..15 of rows 0..3, lanes 4..7 those of 16..31.
-	ROW(2(SI), Y1, X1, Y5, X5)
-	ROW(2(SI)(R13*1), Y2, X2, Y6, X6)
-	VPHADDD Y2, Y1, Y1
-	ROW(2(SI)(R13*2), Y3, X3, Y7, X7)
-	ROW(2(SI)(R14*1), Y4, X4, Y8, X8)
-	VPHADDD Y4, Y3, Y3
-	VPHADDD Y3, Y1, Y1
+	// Rows in pairs (0,1), (2,3), (4,5), (6,7), then added pairwise with
+	// VPHADDW twice: the lower half of Y1 then holds two partial sums of
+	// rows 0, 2, 4, 6 each, the upper half those of rows 1, 3, 5, 7, each
+	// over 16 quants, at most 16·15·128 in magnitude, so no int16
+	// overflows; VPMADDWD adds each row's two into int32.
+	PAIR(2(SI), 2(SI)(R13*1), Y1, X1, Y2)
+	PAIR(2(SI)(R13*2), 2(SI)(R14*1), Y3, X3, Y4)
+	PAIR(2(BX), 2(BX)(R13*1), Y5, X5, Y6)
+	PAIR(2(BX)(R13*2), 2(BX)(R14*1), Y7, X7, Y8)
+	VPHADDW Y3, Y1, Y1
+	VPHADDW Y7, Y5, Y5
+	VPHADDW Y5, Y1, Y1
+	VPMADDWD Y15, Y1, Y1
 
-	// Rows 4 to 7 likewise into Y2.
-	ROW(2(BX), Y2, X2, Y5, X5)
-	ROW(2(BX)(R13*1), Y3, X3, Y6, X6)
-	VPHADDD Y3, Y2, Y2
-	ROW(2(BX)(R13*2), Y4, X4, Y7, X7)
-	ROW(2(BX)(R14*1), Y9, X9, Y8, X8)
-	VPHADDD Y9, Y4, Y4
-	VPHADDD Y4, Y2, Y2
-
-	// isum of row r in lane r: low halves of Y1 and high halves of Y2
-	// plus the other halves.
-	VPERM2I128 $0x21, Y2, Y1, Y3
-	VPBLENDD $0xf0, Y2, Y1, Y1
-	VPADDD Y3, Y1, Y1
+	// Minus the block's bias 8·Σa gives the exact isum.
+	VPSUBD 64(DX), Y1, Y1
 	VCVTDQ2PS Y1, Y1
 
-	// The eight rows' scales dw, times da.
+	// The eight rows' scales dw in the accumulator's lane order, times da.
 	VPBROADCASTW (SI), X9
-	VPINSRW $1, (SI)(R13*1), X9, X9
-	VPINSRW $2, (SI)(R13*2), X9, X9
-	VPINSRW $3, (SI)(R14*1), X9, X9
-	VPINSRW $4, (BX), X9, X9
-	VPINSRW $5, (BX)(R13*1), X9, X9
-	VPINSRW $6, (BX)(R13*2), X9, X9
+	VPINSRW $1, (SI)(R13*2), X9, X9
+	VPINSRW $2, (BX), X9, X9
+	VPINSRW $3, (BX)(R13*2), X9, X9
+	VPINSRW $4, (SI)(R13*1), X9, X9
+	VPINSRW $5, (SI)(R14*1), X9, X9
+	VPINSRW $6, (BX)(R13*1), X9, X9
 	VPINSRW $7, (BX)(R14*1), X9, X9
 	VCVTPH2PS X9, Y9
 	VMULPS (DX), Y9, Y9
@@ -105,10 +108,12 @@ block:
 	ADDQ $18, SI
 	ADDQ $18, BX
 	ADDQ $34, DI
-	ADDQ $64, DX
+	ADDQ $96, DX
 	DECQ CX
 	JNZ  block
 
+	VMOVDQU gemvLanes<>(SB), Y1
+	VPERMD Y0, Y1, Y0
 	VMOVUPS Y0, (R8)
 	ADDQ $32, R8
 	LEAQ (R15)(R13*8), R15
