@@ -9,8 +9,10 @@ import (
 
 // PerplexityOptions control Model.Perplexity.
 type PerplexityOptions struct {
-	// Context is the chunk length in tokens (default 128; at most the
-	// session context length).
+	// Context is the chunk length in tokens (default 128). It may exceed
+	// the session context length only when the model was loaded with a
+	// KV eviction policy (Config.KVEviction): the cache then holds the
+	// last (window) or the most attended (h2o) positions of a chunk.
 	Context int
 }
 
@@ -35,8 +37,8 @@ func (m *Model) Perplexity(ctx context.Context, text string, opts PerplexityOpti
 	if n <= 0 {
 		n = 128
 	}
-	if n > m.ctx {
-		return res, fmt.Errorf("%w: perplexity context %d exceeds the session context %d", ErrContextFull, n, m.ctx)
+	if n > m.ctx && m.kv.Policy == nil {
+		return res, fmt.Errorf("%w: perplexity context %d exceeds the session context %d (set Config.KVEviction to slide the cache)", ErrContextFull, n, m.ctx)
 	}
 	if n < 4 {
 		return res, errors.New("qsf: perplexity context must be at least 4 tokens")
