@@ -23,6 +23,23 @@ import (
 // message states the smallest budget that would work.
 var ErrBudget = errors.New("plan: RAM budget too small")
 
+// BudgetError is the error Compute returns when no configuration fits:
+// it matches ErrBudget and carries the smallest budget that works.
+type BudgetError struct {
+	Budget int64        // the budget asked for
+	Min    int64        // the smallest budget that works
+	Ctx    int          // the context of the smallest configuration
+	KV     kvcache.Type // its KV cache type
+}
+
+func (e *BudgetError) Error() string {
+	return fmt.Sprintf("%v: %s needed at least (context %d, kv %s, single buffer), budget %s", ErrBudget,
+		FormatBytes(e.Min), e.Ctx, e.KV, FormatBytes(e.Budget))
+}
+
+// Is reports whether target is ErrBudget.
+func (e *BudgetError) Is(target error) bool { return target == ErrBudget }
+
 // Modes.
 const (
 	Resident  = "resident"  // weights memory-mapped, as without a budget
@@ -197,11 +214,11 @@ func Compute(f *format.File, hp *model.Hparams, lay *stream.Layout, req Request)
 	c.headResident = false
 	floor := streaming(c).PeakBytes
 	if found == nil {
-		return nil, fmt.Errorf("%w: %s needed at least (context %d, kv %s, single buffer), budget %s", ErrBudget,
-			FormatBytes(floor), c.ctx, c.kv, FormatBytes(req.Budget))
+		return nil, &BudgetError{Budget: req.Budget, Min: floor, Ctx: c.ctx, KV: c.kv}
 	}
-	// Take back what the later steps made unnecessary: KV bits first,
-	// then context, then embedding rows.
+	// Take back what the later steps made unnecessary, in the reverse
+	// order (prefetch, embedding rows, KV bits, context), so the plan is
+	// the best configuration in the order of what is given up last.
 	c = config{ctx: found.Ctx, kv: found.kv, embedRows: found.EmbedRows, prefetch: found.Prefetch}
 	improve := func(change func() bool) {
 		for {
@@ -218,6 +235,20 @@ func Compute(f *format.File, hp *model.Hparams, lay *stream.Layout, req Request)
 		}
 	}
 	improve(func() bool {
+		if c.prefetch || !want.prefetch {
+			return false
+		}
+		c.prefetch = true
+		return true
+	})
+	improve(func() bool {
+		if c.embedRows >= want.embedRows {
+			return false
+		}
+		c.embedRows = min(c.embedRows*4, want.embedRows)
+		return true
+	})
+	improve(func() bool {
 		if c.kv <= want.kv {
 			return false
 		}
@@ -229,13 +260,6 @@ func Compute(f *format.File, hp *model.Hparams, lay *stream.Layout, req Request)
 			return false
 		}
 		c.ctx = min(c.ctx*2, want.ctx)
-		return true
-	})
-	improve(func() bool {
-		if c.embedRows >= want.embedRows {
-			return false
-		}
-		c.embedRows = min(c.embedRows*4, want.embedRows)
 		return true
 	})
 	steps = steps[:0]
