@@ -1,0 +1,143 @@
+package stream_test
+
+import (
+	"errors"
+	"path/filepath"
+	"testing"
+
+	"github.com/qsf-llm/qsf"
+	"github.com/qsf-llm/qsf/arena"
+	"github.com/qsf-llm/qsf/convert"
+	"github.com/qsf-llm/qsf/format"
+	"github.com/qsf-llm/qsf/kernels"
+	"github.com/qsf-llm/qsf/model"
+	"github.com/qsf-llm/qsf/plan"
+	"github.com/qsf-llm/qsf/stream"
+)
+
+// TestQSFStreamingMatchesResident converts stories260K to QSF with LZ4
+// layers and streams it under the smallest budget the planner accepts:
+// the logits are bit-identical to the resident GGUF's.
+func TestQSFStreamingMatchesResident(t *testing.T) {
+	gguf := testdata(t)
+	path := filepath.Join(t.TempDir(), "stories260K-lz4.qsf")
+	if _, err := convert.FromGGUF(gguf, path, convert.Options{Compression: format.CompressLZ4}); err != nil {
+		t.Fatal(err)
+	}
+	// An explicit context and KV type, so the smallest plan degrades only
+	// the buffers (a lower KV precision would change the logits).
+	cfg := qsf.Config{ContextLength: 64, KVType: "f32", Threads: 2, RAMBudget: 1}
+	_, err := qsf.PlanFile(path, cfg)
+	var be *plan.BudgetError
+	if !errors.As(err, &be) {
+		t.Fatalf("plan with a 1-byte budget: %v, want a BudgetError", err)
+	}
+	cfg.RAMBudget = be.Min
+	ids := []int{1, 403, 407, 261, 378, 131, 306, 261}
+	want := sessionLogits(t, gguf, qsf.Config{ContextLength: 64, Threads: 2}, ids)
+	got := sessionLogits(t, path, cfg, ids)
+	for i := range want {
+		for j := range want[i] {
+			if got[i][j] != want[i][j] {
+				t.Fatalf("token %d logit %d: QSF streaming %v, GGUF resident %v", i, j, got[i][j], want[i][j])
+			}
+		}
+	}
+}
+
+func sessionLogits(t *testing.T, path string, cfg qsf.Config, ids []int) [][]float32 {
+	t.Helper()
+	m, err := qsf.Load(path, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if cfg.RAMBudget > 0 && !m.Streaming() {
+		t.Fatalf("budget %d did not force streaming", cfg.RAMBudget)
+	}
+	s, err := m.NewSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var out [][]float32
+	for _, id := range ids {
+		l, err := s.Forward(t.Context(), []int{id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, l)
+	}
+	if cfg.RAMBudget > 0 && s.IOStats().BytesRead == 0 {
+		t.Fatal("streaming session read nothing")
+	}
+	return out
+}
+
+// TestStreamingDecodeAllocs checks that a warm streaming decode step
+// (layers and LM head read through the buffers, embedding rows through the
+// LRU) allocates nothing, with and without prefetch.
+func TestStreamingDecodeAllocs(t *testing.T) {
+	path := testdata(t)
+	for _, prefetch := range []bool{true, false} {
+		f, err := format.OpenWith(path, format.OpenOptions{NoMmap: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		embd, _ := f.Tensor("token_embd.weight")
+		hp, err := model.ParseHparams(&f.Metadata, embd.Rows())
+		if err != nil {
+			t.Fatal(err)
+		}
+		lay, err := stream.NewLayout(f, &hp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		const ctx = 64
+		opts := stream.Options{Prefetch: prefetch, EmbedRows: 4}
+		a, err := arena.New(int(stream.BufferBytes(lay, opts) + model.StateBytes(&hp, ctx) + 1<<20))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer a.Close()
+		src, err := stream.Open(lay, path, a, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer src.Close()
+		pool := kernels.NewPool(2)
+		defer pool.Close()
+		net := &model.Model{Hparams: hp, Weights: lay.Weights}
+		st, err := net.NewStateWith(pool, model.StateOptions{Capacity: ctx, Alloc: func(name string, n int) []byte {
+			b, err := a.Alloc(name, n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return b
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st.Source = src
+		if src.HeadChunks() == 0 {
+			t.Fatal("the LM head is resident; want it streamed")
+		}
+		pos := 0
+		step := func() {
+			if err := st.Forward(100+pos%7, pos, true); err != nil {
+				t.Fatal(err)
+			}
+			pos++
+		}
+		for range 8 {
+			step()
+		}
+		if n := testing.AllocsPerRun(20, step); n != 0 {
+			t.Errorf("prefetch %v: %v allocations per decode step, want 0", prefetch, n)
+		}
+		if src.Stats().BytesRead == 0 {
+			t.Fatal("nothing read")
+		}
+	}
+}
