@@ -17,6 +17,7 @@ import (
 
 	"github.com/qsf-llm/qsf"
 	"github.com/qsf-llm/qsf/format"
+	"github.com/qsf-llm/qsf/stream"
 )
 
 // benchResult is what qsf bench measures; it is also its --json output.
@@ -47,6 +48,10 @@ type benchResult struct {
 	MemBW *memBW `json:"membw,omitempty"`
 	// DecodeBWFraction is decode GB/s over the N-thread read bandwidth.
 	DecodeBWFraction float64 `json:"decode_bw_fraction,omitzero"`
+
+	// Streaming reports the file reads of the decode steps when the
+	// model streams its layers (a --ram-budget below the resident peak).
+	Streaming *streamReport `json:"streaming,omitempty"`
 }
 
 // memBW is this machine's measured read bandwidth.
@@ -55,6 +60,51 @@ type memBW struct {
 	Threads     int     `json:"threads"`
 	OneThreadGB float64 `json:"one_thread_gb_s"`
 	NThreadsGB  float64 `json:"n_threads_gb_s"`
+}
+
+// streamReport is the I/O of the measured decode steps of a streaming
+// model, per token, and the decode speed the reads allow.
+type streamReport struct {
+	PlanPeakBytes     int64   `json:"plan_peak_bytes"`
+	PlanBytesPerToken int64   `json:"plan_bytes_per_token"`
+	Prefetch          bool    `json:"prefetch"`
+	ReadBytesPerToken float64 `json:"read_bytes_per_token"`
+	IOMsPerToken      float64 `json:"io_ms_per_token"`      // reading and decompressing (I/O goroutine)
+	WaitMsPerToken    float64 `json:"io_wait_ms_per_token"` // the forward pass waiting for a layer
+	ComputeMsPerToken float64 `json:"compute_ms_per_token"` // decode time minus the wait
+	NotPrefetched     float64 `json:"not_prefetched_per_token"`
+	ReadGBs           float64 `json:"read_gb_s"`   // bytes read / I/O time
+	BoundTokS         float64 `json:"bound_tok_s"` // read bandwidth / planned bytes per token
+	BoundFraction     float64 `json:"bound_fraction"`
+
+	tokens int
+	decode time.Duration
+	io     stream.Stats
+}
+
+func (r *streamReport) add(decode time.Duration, tokens int, io stream.Stats) {
+	r.tokens += tokens
+	r.decode += decode
+	r.io.BytesRead += io.BytesRead
+	r.io.IOTime += io.IOTime
+	r.io.Wait += io.Wait
+	r.io.Misses += io.Misses
+}
+
+func (r *streamReport) finish() {
+	if r.tokens == 0 {
+		return
+	}
+	n := float64(r.tokens)
+	ms := func(d time.Duration) float64 { return d.Seconds() * 1000 / n }
+	r.ReadBytesPerToken = float64(r.io.BytesRead) / n
+	r.IOMsPerToken, r.WaitMsPerToken, r.ComputeMsPerToken = ms(r.io.IOTime), ms(r.io.Wait), ms(r.decode-r.io.Wait)
+	r.NotPrefetched = float64(r.io.Misses) / n
+	if r.io.IOTime > 0 && r.PlanBytesPerToken > 0 {
+		r.ReadGBs = float64(r.io.BytesRead) / r.io.IOTime.Seconds() / 1e9
+		r.BoundTokS = r.ReadGBs * 1e9 / float64(r.PlanBytesPerToken)
+		r.BoundFraction = n / r.decode.Seconds() / r.BoundTokS
+	}
 }
 
 func cmdBench(args []string, stdout, stderr io.Writer) error {
@@ -131,6 +181,11 @@ func runBench(mf *modelFlags, p, n, reps int, stderr io.Writer, quiet bool) (ben
 	if !quiet {
 		printInfo(stderr, m)
 	}
+	var sr *streamReport
+	if m.Streaming() {
+		p := m.Plan()
+		sr = &streamReport{PlanPeakBytes: p.PeakBytes, PlanBytesPerToken: p.BytesPerToken, Prefetch: p.Prefetch}
+	}
 
 	ids := make([]int, p)
 	rng := rand.New(rand.NewPCG(42, 42))
@@ -144,9 +199,12 @@ func runBench(mf *modelFlags, p, n, reps int, stderr io.Writer, quiet bool) (ben
 		if rep == 0 {
 			cpu0, start = cpuTime(), time.Now()
 		}
-		pre, dec, err := benchOnce(ctx, m, ids, n)
+		pre, dec, io, err := benchOnce(ctx, m, ids, n)
 		if err != nil {
 			return benchResult{}, err
+		}
+		if rep >= 0 && sr != nil {
+			sr.add(dec, n, io)
 		}
 		if rep >= 0 {
 			res.PrefillRuns = append(res.PrefillRuns, float64(p)/pre.Seconds())
@@ -166,29 +224,39 @@ func runBench(mf *modelFlags, p, n, reps int, stderr io.Writer, quiet bool) (ben
 	if res.DecodeRuns == nil {
 		res.DecodeRuns = []float64{}
 	}
+	if sr != nil {
+		sr.finish()
+		res.Streaming = sr
+	}
 	return res, nil
 }
 
 // benchOnce prefills ids in a fresh session and then decodes n tokens
-// greedily, one Forward per token.
-func benchOnce(ctx context.Context, m *qsf.Model, ids []int, n int) (prefill, decode time.Duration, err error) {
+// greedily, one Forward per token. io is the file reads of the decode
+// steps (zero unless the model streams).
+func benchOnce(ctx context.Context, m *qsf.Model, ids []int, n int) (prefill, decode time.Duration, io stream.Stats, err error) {
 	s, err := m.NewSession()
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, io, err
 	}
 	defer s.Close()
 	t0 := time.Now()
 	logits, err := s.Forward(ctx, ids)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, io, err
 	}
 	t1 := time.Now()
+	io0 := s.IOStats()
 	for range n {
 		if logits, err = s.Forward(ctx, []int{argmax(logits)}); err != nil {
-			return 0, 0, err
+			return 0, 0, io, err
 		}
 	}
-	return t1.Sub(t0), time.Since(t1), nil
+	decode = time.Since(t1)
+	io1 := s.IOStats()
+	io = stream.Stats{BytesRead: io1.BytesRead - io0.BytesRead, Reads: io1.Reads - io0.Reads, IOTime: io1.IOTime - io0.IOTime,
+		Wait: io1.Wait - io0.Wait, Misses: io1.Misses - io0.Misses}
+	return t1.Sub(t0), decode, io, nil
 }
 
 func argmax(x []float32) int {
@@ -373,6 +441,14 @@ func printBench(w io.Writer, r *benchResult) {
 		}
 		if r.PeakRSSBytes > 0 {
 			fmt.Fprintf(w, "peak RSS: %.1f MiB\n", float64(r.PeakRSSBytes)/(1<<20))
+		}
+		if sr := r.Streaming; sr != nil {
+			fmt.Fprintf(w, "streaming (planned peak %.1f MiB, prefetch %v): decode reads %.1f MiB/token (planned %.1f), I/O %.2f ms/token, waited %.2f ms/token, compute %.2f ms/token, %.2f units/token not prefetched\n",
+				float64(sr.PlanPeakBytes)/(1<<20), sr.Prefetch, sr.ReadBytesPerToken/(1<<20), float64(sr.PlanBytesPerToken)/(1<<20),
+				sr.IOMsPerToken, sr.WaitMsPerToken, sr.ComputeMsPerToken, sr.NotPrefetched)
+			if sr.BoundTokS > 0 {
+				fmt.Fprintf(w, "read bandwidth %.2f GB/s → bound %.2f tok/s; decode at %.0f%% of the bound\n", sr.ReadGBs, sr.BoundTokS, 100*sr.BoundFraction)
+			}
 		}
 	}
 	if bw := r.MemBW; bw != nil {

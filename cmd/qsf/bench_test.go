@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"path/filepath"
+	"strconv"
 	"testing"
+
+	"github.com/qsf-llm/qsf"
 )
 
 func TestBenchJSON(t *testing.T) {
@@ -87,5 +90,41 @@ func TestSummarize(t *testing.T) {
 		if med != tt.med || lo != tt.lo || hi != tt.hi {
 			t.Errorf("summarize(%v) = %v %v %v, want %v %v %v", tt.in, med, lo, hi, tt.med, tt.lo, tt.hi)
 		}
+	}
+}
+
+// TestBenchStreaming checks the streaming report of a model benchmarked
+// under a RAM budget below its resident peak: the decode steps read what
+// the plan says per token, and the bound is reported.
+func TestBenchStreaming(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tiny.gguf")
+	var out, errb bytes.Buffer
+	if code := runMain([]string{"synth", "--shape", "tiny", "--type", "q8_0", "-o", path}, &out, &errb); code != 0 {
+		t.Fatalf("synth: exit %d: %s", code, errb.String())
+	}
+	out.Reset()
+	// One byte below the resident peak: the plan streams. One buffer, so
+	// that the two layers are read again for every token.
+	p, err := qsf.PlanFile(path, qsf.Config{ContextLength: 16, Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	budget := strconv.FormatInt(p.PeakBytes-1, 10)
+	if code := runMain([]string{"bench", "-m", path, "-p", "8", "-n", "8", "-r", "1", "-t", "1", "--ram-budget", budget, "--no-prefetch", "--json"}, &out, &errb); code != 0 {
+		t.Fatalf("bench: exit %d: %s", code, errb.String())
+	}
+	var r benchResult
+	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
+		t.Fatal(err)
+	}
+	sr := r.Streaming
+	if sr == nil {
+		t.Fatalf("no streaming report: %s", out.String())
+	}
+	if sr.PlanBytesPerToken <= 0 || sr.ReadBytesPerToken != float64(sr.PlanBytesPerToken) {
+		t.Errorf("read %v bytes per token, planned %d", sr.ReadBytesPerToken, sr.PlanBytesPerToken)
+	}
+	if sr.ComputeMsPerToken <= 0 || sr.BoundTokS <= 0 || sr.BoundFraction <= 0 {
+		t.Errorf("compute %v ms/token, bound %v tok/s (%v)", sr.ComputeMsPerToken, sr.BoundTokS, sr.BoundFraction)
 	}
 }
