@@ -36,6 +36,40 @@
 	VPMADDUBSW Y12, h, h \
 	VPADDW h, y, y
 
+// BLOCK accumulates the block at weight offset woff, activation offset
+// aoff and prepared offset poff of the eight rows into Y0. The rows go in
+// pairs (0,1), (2,3), (4,5), (6,7), then are added pairwise with VPHADDW
+// twice: the lower half of Y1 then holds two partial sums of rows 0, 2, 4,
+// 6 each, the upper half those of rows 1, 3, 5, 7, each over 16 quants, at
+// most 16·15·128 in magnitude, so no int16 overflows; VPMADDWD adds each
+// row's two into int32, and minus the block's bias 8·Σa that is the exact
+// isum. The scales dw are gathered in the same lane order and multiplied
+// by da, then one FMA per block into the accumulator.
+#define BLOCK(woff, aoff, poff) \
+	VBROADCASTI128 aoff+2(DI), Y13 \
+	VBROADCASTI128 aoff+18(DI), Y12 \
+	PAIR(woff+2(SI), woff+2(SI)(R13*1), Y1, X1, Y2) \
+	PAIR(woff+2(SI)(R13*2), woff+2(SI)(R14*1), Y3, X3, Y4) \
+	PAIR(woff+2(BX), woff+2(BX)(R13*1), Y5, X5, Y6) \
+	PAIR(woff+2(BX)(R13*2), woff+2(BX)(R14*1), Y7, X7, Y8) \
+	VPHADDW Y3, Y1, Y1 \
+	VPHADDW Y7, Y5, Y5 \
+	VPHADDW Y5, Y1, Y1 \
+	VPMADDWD Y15, Y1, Y1 \
+	VPSUBD poff+64(DX), Y1, Y1 \
+	VCVTDQ2PS Y1, Y1 \
+	VPBROADCASTW woff(SI), X9 \
+	VPINSRW $1, woff(SI)(R13*2), X9, X9 \
+	VPINSRW $2, woff(BX), X9, X9 \
+	VPINSRW $3, woff(BX)(R13*2), X9, X9 \
+	VPINSRW $4, woff(SI)(R13*1), X9, X9 \
+	VPINSRW $5, woff(SI)(R14*1), X9, X9 \
+	VPINSRW $6, woff(BX)(R13*1), X9, X9 \
+	VPINSRW $7, woff(BX)(R14*1), X9, X9 \
+	VCVTPH2PS X9, Y9 \
+	VMULPS poff(DX), Y9, Y9 \
+	VFMADD231PS Y9, Y1, Y0
+
 // gemvLanes puts the accumulator's lanes back in row order.
 DATA gemvLanes<>+0(SB)/8, $0x0000000400000000
 DATA gemvLanes<>+8(SB)/8, $0x0000000500000001
@@ -70,48 +104,23 @@ group:
 	MOVQ R10, CX
 
 block:
-	VBROADCASTI128 2(DI), Y13
-	VBROADCASTI128 18(DI), Y12
+	CMPQ CX, $2
+	JLT  single
+	BLOCK(0, 0, 0)
+	BLOCK(18, 34, 96)
+	ADDQ $36, SI
+	ADDQ $36, BX
+	ADDQ $68, DI
+	ADDQ $192, DX
+	SUBQ $2, CX
+	JMP  block
 
-	// Rows in pairs (0,1), (2,3), (4,5), (6,7), then added pairwise with
-	// VPHADDW twice: the lower half of Y1 then holds two partial sums of
-	// rows 0, 2, 4, 6 each, the upper half those of rows 1, 3, 5, 7, each
-	// over 16 quants, at most 16·15·128 in magnitude, so no int16
-	// overflows; VPMADDWD adds each row's two into int32.
-	PAIR(2(SI), 2(SI)(R13*1), Y1, X1, Y2)
-	PAIR(2(SI)(R13*2), 2(SI)(R14*1), Y3, X3, Y4)
-	PAIR(2(BX), 2(BX)(R13*1), Y5, X5, Y6)
-	PAIR(2(BX)(R13*2), 2(BX)(R14*1), Y7, X7, Y8)
-	VPHADDW Y3, Y1, Y1
-	VPHADDW Y7, Y5, Y5
-	VPHADDW Y5, Y1, Y1
-	VPMADDWD Y15, Y1, Y1
+single:
+	TESTQ CX, CX
+	JZ    store
+	BLOCK(0, 0, 0)
 
-	// Minus the block's bias 8·Σa gives the exact isum.
-	VPSUBD 64(DX), Y1, Y1
-	VCVTDQ2PS Y1, Y1
-
-	// The eight rows' scales dw in the accumulator's lane order, times da.
-	VPBROADCASTW (SI), X9
-	VPINSRW $1, (SI)(R13*2), X9, X9
-	VPINSRW $2, (BX), X9, X9
-	VPINSRW $3, (BX)(R13*2), X9, X9
-	VPINSRW $4, (SI)(R13*1), X9, X9
-	VPINSRW $5, (SI)(R14*1), X9, X9
-	VPINSRW $6, (BX)(R13*1), X9, X9
-	VPINSRW $7, (BX)(R14*1), X9, X9
-	VCVTPH2PS X9, Y9
-	VMULPS (DX), Y9, Y9
-
-	VFMADD231PS Y9, Y1, Y0
-
-	ADDQ $18, SI
-	ADDQ $18, BX
-	ADDQ $34, DI
-	ADDQ $96, DX
-	DECQ CX
-	JNZ  block
-
+store:
 	VMOVDQU gemvLanes<>(SB), Y1
 	VPERMD Y0, Y1, Y0
 	VMOVUPS Y0, (R8)
