@@ -11,9 +11,19 @@
 // AVX2 kernels round exactly as the AVX2 vec_dot functions of ggml do (same
 // lanes, same fused multiply-adds, same horizontal sums), which the tests
 // check bit for bit against Go models of ggml's order; the generic tier
-// follows package quant's reference order instead. The tier is chosen once at init from
-// the CPU's features (github.com/klauspost/cpuid/v2) and can be forced with
-// the environment variable QSF_KERNEL=generic|avx2|avx512 or with SetTier.
+// follows package quant's reference order instead. One exception to both:
+// a Q4_0 matrix of a multiple of 8 rows is multiplied in the order of
+// ggml_gemv_q4_0_8x8_q8_0 (quant.DotQ4_0Gemv), as llama.cpp repacks such
+// matrices, by every tier (the avx2 one eight rows at a time).
+//
+// SiluF32 and ExpSubF32 compute the exponentials of the SiLU activation
+// and of the attention softmax as llama.cpp's ggml_v_expf does on AVX2,
+// in assembly where the tier allows and in a Go model of it otherwise,
+// with the same bits either way.
+//
+// The tier is chosen once at init from the CPU's features
+// (github.com/klauspost/cpuid/v2) and can be forced with the environment
+// variable QSF_KERNEL=generic|avx2|avx512 or with SetTier.
 //
 // The avx512 tier (AVX-512 VNNI kernels for Q8_0 and Q4_0, AVX2 for the
 // rest) is experimental: it was written on a CPU without AVX-512 and has not
