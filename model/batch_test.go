@@ -15,6 +15,9 @@ import (
 // for every architecture and weight type we have, with prompts longer than
 // one batch.
 func TestForwardBatchEqualsForward(t *testing.T) {
+	if testing.Short() {
+		t.Skip("every reference model on every tier: skipped in -short mode (the race-detector pass)")
+	}
 	dir := testfiles.Dir(t)
 	files := []string{
 		"gguf/stories260K-f32.gguf", "gguf/stories260K-F16.gguf", "gguf/stories260K-Q4_0.gguf",

@@ -3,6 +3,7 @@ package model
 import (
 	"math"
 
+	"github.com/qsf-llm/qsf/kernels"
 	"github.com/qsf-llm/qsf/quant"
 )
 
@@ -71,70 +72,20 @@ func dotLanes(a, b []float32) float32 {
 	return hsum8(&acc)
 }
 
-// expf8 is one lane of ggml's AVX2 ggml_v_expf, an approximation of exp
-// (adapted from Arm's optimized routines, max error 1.45 ulp + 0.5).
-func expf8(x float32) float32 {
-	const r = 0x1.8p23
-	z := fma32(x, 0x1.715476p+0, r)
-	n := z - r
-	b := fma32(-n, 0x1.7f7d1cp-20, fma32(-n, 0x1.62e4p-1, x))
-	e := math.Float32bits(z) << 23
-	k := math.Float32frombits(e + math.Float32bits(1))
-	u := b * b
-	j := fma32(fma32(fma32(0x1.0e4020p-7, b, 0x1.573e2ep-5), u, fma32(0x1.555e66p-3, b, 0x1.fffdb6p-2)), u, 0x1.ffffecp-1*b)
-	if !(abs32(n) > 126) {
-		return fma32(k, j, k)
-	}
-	var g uint32
-	if n <= 0 {
-		g = 0x82000000
-	}
-	s1 := math.Float32frombits(g + 0x7f000000)
-	s2 := math.Float32frombits(e - g)
-	if abs32(n) > 192 {
-		return s1 * s1
-	}
-	return fma32(s2, j, s2) * s1
-}
-
-func abs32(x float32) float32 { return math.Float32frombits(math.Float32bits(x) &^ (1 << 31)) }
-
-// expf is C's expf for the scalar tails of ggml's vector loops.
-func expf(x float32) float32 { return float32(math.Exp(float64(x))) }
-
 // siluVec writes silu(x) = x/(1+exp(-x)) into dst as ggml_vec_silu_f32:
-// the vector approximation for whole groups of 8, expf for the tail.
-func siluVec(dst, x []float32) {
-	n8 := len(x) &^ 7
-	for i, v := range x[:n8] {
-		dst[i] = v / (1 + expf8(0-v))
-	}
-	for i := n8; i < len(x); i++ {
-		dst[i] = x[i] / (1 + expf(-x[i]))
-	}
-}
+// ggml_v_expf for whole groups of 8, expf for the tail.
+func siluVec(dst, x []float32) { kernels.SiluF32(dst, x) }
 
 // softmaxPadded replaces x by its softmax as ggml_soft_max_f32 computes it
 // for a row of llama.cpp's KV cache: the row is padded with masked (zero
 // probability) positions to a multiple of 32, exponentials come from
-// expf8 in groups of 8 whose lane sums are added in float64.
+// ggml_v_expf in groups of 8 whose lane sums are added in float64.
 func softmaxPadded(x []float32) {
 	mx := float32(math.Inf(-1))
 	for _, v := range x {
 		mx = max(mx, v)
 	}
-	var sum float64
-	var lanes [8]float32
-	for i := 0; i < len(x); i += 8 {
-		lanes = [8]float32{}
-		for l := 0; l < 8 && i+l < len(x); l++ {
-			e := expf8(x[i+l] - mx)
-			x[i+l] = e
-			lanes[l] = e
-		}
-		sum += float64(hsum8(&lanes))
-	}
-	inv := float32(1 / sum)
+	inv := float32(1 / kernels.ExpSubF32(x, x, mx))
 	for i := range x {
 		x[i] *= inv
 	}

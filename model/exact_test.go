@@ -36,29 +36,6 @@ func TestSincosfMatchesGlibc(t *testing.T) {
 	}
 }
 
-// TestExpf8 checks the lane emulation of ggml_v_expf on values whose
-// results are known: exact at 0, masked (-Inf) positions give 0, and
-// within 2 ulp of exp elsewhere.
-func TestExpf8(t *testing.T) {
-	if got := expf8(0); got != 1 {
-		t.Errorf("expf8(0) = %g", got)
-	}
-	if got := expf8(float32(math.Inf(-1))); got != 0 {
-		t.Errorf("expf8(-Inf) = %g", got)
-	}
-	for x := float32(-80); x < 80; x += 0.37 {
-		want := math.Exp(float64(x))
-		got := float64(expf8(x))
-		if math.Abs(got-want) > 2.5*ulp32(float32(want)) {
-			t.Errorf("expf8(%g) = %g, exp = %g", x, got, want)
-		}
-	}
-}
-
-func ulp32(x float32) float64 {
-	return float64(math.Nextafter32(x, float32(math.Inf(1))) - x)
-}
-
 func TestVecDotF32Order(t *testing.T) {
 	// 1e8 + 1 - 1e8 in different orders: the lane structure decides.
 	a := make([]float32, 40)

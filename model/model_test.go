@@ -138,6 +138,9 @@ func exactCases(t *testing.T, dir string) []exactCase {
 // llama.cpp's AVX2 CPU backend, and requires the prompt logits to equal
 // llama.cpp's bit for bit.
 func TestForwardExactGeneric(t *testing.T) {
+	if testing.Short() {
+		t.Skip("every reference model on every tier: skipped in -short mode (the race-detector pass)")
+	}
 	dir := testfiles.Dir(t)
 	prev := kernels.Tier()
 	if err := kernels.SetTier("generic"); err != nil {
