@@ -68,6 +68,7 @@ func (a Arch) GGUFName() string {
 	return ""
 }
 
+// String returns the name of the architecture as docs/FORMAT.md spells it.
 func (a Arch) String() string {
 	switch a {
 	case ArchCustom:
@@ -92,6 +93,7 @@ const (
 	ActGeGLU Activation = 3
 )
 
+// String returns the name of the activation as docs/FORMAT.md spells it.
 func (a Activation) String() string {
 	return codeName(uint8(a), []string{"SiLU", "GELU", "ReLU", "GeGLU"})
 }
@@ -105,6 +107,7 @@ const (
 	NormLayer Norm = 1
 )
 
+// String returns the name of the norm as docs/FORMAT.md spells it.
 func (n Norm) String() string { return codeName(uint8(n), []string{"RMSNorm", "LayerNorm"}) }
 
 // Position is the position-encoding code of a QSF header.
@@ -118,6 +121,7 @@ const (
 	PosALiBi   Position = 3
 )
 
+// String returns the name of the position encoding as docs/FORMAT.md spells it.
 func (p Position) String() string {
 	return codeName(uint8(p), []string{"none", "learned", "RoPE", "ALiBi"})
 }
@@ -132,6 +136,7 @@ const (
 	RopeNeoX   RopeStyle = 2 // pairs (i, i+d/2): Qwen, Gemma, Phi-3
 )
 
+// String returns the name of the RoPE style as docs/FORMAT.md spells it.
 func (r RopeStyle) String() string { return codeName(uint8(r), []string{"none", "normal", "neox"}) }
 
 // Compression is the compression of a stored layer.
@@ -144,6 +149,7 @@ const (
 	CompressLZ4HC Compression = 2
 )
 
+// String returns the name of the compression as docs/FORMAT.md spells it.
 func (c Compression) String() string { return codeName(uint8(c), []string{"none", "lz4", "lz4hc"}) }
 
 // ParseCompression returns the compression named s ("none", "lz4",

@@ -18,6 +18,7 @@ type QSFError struct {
 	Msg     string
 }
 
+// Error describes what is wrong and where: section, layer and offset.
 func (e *QSFError) Error() string {
 	var b strings.Builder
 	b.WriteString("qsf: ")

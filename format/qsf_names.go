@@ -76,6 +76,7 @@ var rolesByName = func() map[string]Role {
 	return m
 }()
 
+// String returns the role's name, e.g. "attn_q".
 func (r Role) String() string {
 	if r == RoleNamed {
 		return "named"
