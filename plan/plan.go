@@ -211,8 +211,16 @@ func Compute(f *format.File, hp *model.Hparams, lay *stream.Layout, req Request)
 		steps = append(steps, "single buffer (no prefetch)")
 		found = try()
 	}
-	c.headResident = false
-	floor := streaming(c).PeakBytes
+	// The smallest budget that works is the fully degraded configuration,
+	// whichever step the search stopped at.
+	least := config{ctx: req.Ctx, kv: req.KV, embedRows: MinEmbedRows}
+	if !req.CtxFixed {
+		least.ctx = min(MinCtx, req.Ctx)
+	}
+	if !req.KVFixed {
+		least.kv = max(least.kv, kvcache.Q4)
+	}
+	floor := streaming(least).PeakBytes
 	if found == nil {
 		return nil, &BudgetError{Budget: req.Budget, Min: floor, Ctx: c.ctx, KV: c.kv}
 	}

@@ -127,6 +127,11 @@ func TestErrBudgetMinimum(t *testing.T) {
 		if _, err := in.compute(t, req); !errors.Is(err, ErrBudget) {
 			t.Errorf("%+v: one byte below the minimum: %v, want ErrBudget", req, err)
 		}
+		// A plan found early (with room to spare) states the same minimum.
+		req.Budget = floor + floor/2
+		if p, err := in.compute(t, req); err == nil && p.Mode == Streaming && p.MinBudgetBytes != floor {
+			t.Errorf("%+v: plan with budget %d states minimum %d, the error %d", req, req.Budget, p.MinBudgetBytes, floor)
+		}
 	}
 }
 
