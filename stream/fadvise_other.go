@@ -3,3 +3,5 @@
 package stream
 
 func dropPages(fd int, off, n int64) {}
+
+func adviseWillNeed(fd int, off, n int64) {}

@@ -49,7 +49,7 @@ type vecRef struct {
 
 // layerUnit is how one layer is read.
 type layerUnit struct {
-	spans []span // GGUF: the tensors' byte ranges
+	spans []span // the byte ranges read: GGUF tensors, or the QSF record
 	qsf   bool   // QSF: the layer record (possibly LZ4-compressed)
 	entry format.LayerEntry
 	bytes int // buffer bytes
@@ -178,6 +178,7 @@ func NewLayout(f *format.File, hp *model.Hparams) (*Layout, error) {
 		if q != nil {
 			u.qsf, u.entry = true, q.Layers[l]
 			u.bytes = int(u.entry.Size)
+			u.spans = []span{{off: int64(u.entry.Offset), size: int(u.entry.StoredSize)}}
 			if u.entry.Compression != format.CompressNone {
 				lay.maxStored = max(lay.maxStored, int(u.entry.StoredSize))
 			}

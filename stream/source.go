@@ -54,7 +54,26 @@ type buffer struct {
 	row0    int
 }
 
-type request struct{ unit, buf int }
+// request asks the I/O goroutine to load unit into bufs[buf] and then to advise the kernel that unit advise (-1 for
+// none) comes next, so the disk reads it ahead while the layer computes.
+type request struct{ unit, buf, advise int }
+
+// readJob is a share of a unit's reads handed to the read helper: the
+// bytes [lo, hi) of spans, concatenated, read into dst.
+type readJob struct {
+	dst    []byte
+	spans  []span
+	lo, hi int
+}
+
+// Parallel reads: a unit of at least 2*minSplit bytes is read by the I/O
+// goroutine and the read helper at once, each taking half of its bytes
+// (a page-cache copy is bound by one core's memory copy speed).
+var minSplit = 1 << 20
+
+// adviseChunk is the size of one posix_fadvise(WILLNEED) call: the kernel
+// reads ahead at most its readahead window per call.
+const adviseChunk = 4 << 20
 
 // Source streams the weights of one Layout for one session. It
 // implements model.WeightSource. Its methods other than Stats must be
@@ -80,6 +99,9 @@ type Source struct {
 	clock    uint64
 	tmpRow   []byte
 	req      chan request
+	jobs     chan readJob // to the read helper
+	jobDone  chan error
+	headSpan [1]span // the head chunk being read (I/O goroutine only)
 	wg       sync.WaitGroup
 	closed   bool
 	crcTable *crc32.Table
@@ -108,8 +130,11 @@ func Open(lay *Layout, path string, a *arena.Arena, opts Options) (*Source, erro
 		}
 	}
 	s.req = make(chan request, 2)
-	s.wg.Add(1)
+	s.jobs = make(chan readJob, 1)
+	s.jobDone = make(chan error, 1)
+	s.wg.Add(2)
 	go s.loop()
+	go s.helper()
 	return s, nil
 }
 
@@ -189,6 +214,82 @@ func (s *Source) readHead(a *arena.Arena) error {
 	return nil
 }
 
+// readSpans reads the bytes [lo, hi) of spans, taken end to end, into
+// dst at the spans' buffer offsets.
+func (s *Source) readSpans(dst []byte, spans []span, lo, hi int) error {
+	at := 0
+	for _, sp := range spans {
+		a, b := max(lo, at), min(hi, at+sp.size)
+		if a < b {
+			d := sp.bufOff + a - at
+			if err := s.pread(dst[d:d+b-a], sp.off+int64(a-at)); err != nil {
+				return err
+			}
+		}
+		at += sp.size
+	}
+	return nil
+}
+
+// readUnit reads spans into dst, the second half in parallel on the read
+// helper when they are large.
+func (s *Source) readUnit(dst []byte, spans []span) error {
+	total := 0
+	for _, sp := range spans {
+		total += sp.size
+	}
+	if total < 2*minSplit {
+		return s.readSpans(dst, spans, 0, total)
+	}
+	half := (total / 2) &^ 4095
+	s.jobs <- readJob{dst: dst, spans: spans, lo: half, hi: total}
+	err := s.readSpans(dst, spans, 0, half)
+	if herr := <-s.jobDone; err == nil {
+		err = herr
+	}
+	return err
+}
+
+// helper is the read helper goroutine.
+func (s *Source) helper() {
+	defer s.wg.Done()
+	for j := range s.jobs {
+		s.jobDone <- s.readSpans(j.dst, j.spans, j.lo, j.hi)
+	}
+}
+
+// advise tells the kernel that unit u will be read soon, so that a cold
+// file is read from the disk while the current unit computes. It is a
+// no-op when the pages are cached.
+func (s *Source) advise(u int) {
+	if u < 0 || u >= s.layers()+s.chunks || s.opts.HeadResident && u >= s.layers() {
+		return
+	}
+	if u >= s.layers() {
+		lo, hi := s.headRange(u - s.layers())
+		willNeed(s.fd, s.lay.headOff+int64(lo*s.lay.headRowBytes), int64((hi-lo)*s.lay.headRowBytes))
+		return
+	}
+	for _, sp := range s.lay.layers[u].spans {
+		willNeed(s.fd, sp.off, int64(sp.size))
+	}
+}
+
+// willNeed advises [off, off+n) in chunks the kernel reads ahead whole.
+func willNeed(fd int, off, n int64) {
+	for n > 0 {
+		c := min(n, adviseChunk)
+		adviseWillNeed(fd, off, c)
+		off, n = off+c, n-c
+	}
+}
+
+// headRange returns the rows of head chunk c.
+func (s *Source) headRange(c int) (lo, hi int) {
+	lo = c * s.rows
+	return lo, min(lo+s.rows, s.lay.Hparams.Vocab)
+}
+
 func (s *Source) pread(b []byte, off int64) error {
 	if _, err := s.file.ReadAt(b, off); err != nil {
 		return err
@@ -212,6 +313,7 @@ func (s *Source) loop() {
 		s.ioNanos.Add(int64(time.Since(t0)))
 		s.reads.Add(1)
 		s.bufs[r.buf].done <- err
+		s.advise(r.advise)
 	}
 }
 
@@ -219,11 +321,10 @@ func (s *Source) loop() {
 func (s *Source) load(u int, b *buffer) error {
 	lay := s.lay
 	if u >= s.layers() {
-		c := u - s.layers()
-		lo := c * s.rows
-		hi := min(lo+s.rows, lay.Hparams.Vocab)
+		lo, hi := s.headRange(u - s.layers())
 		n := (hi - lo) * lay.headRowBytes
-		if err := s.pread(b.data[:n], lay.headOff+int64(lo*lay.headRowBytes)); err != nil {
+		s.headSpan[0] = span{off: lay.headOff + int64(lo*lay.headRowBytes), size: n}
+		if err := s.readUnit(b.data, s.headSpan[:]); err != nil {
 			return fmt.Errorf("stream: LM head rows %d..%d: %w", lo, hi, err)
 		}
 		b.head = lay.Weights.Output
@@ -239,7 +340,7 @@ func (s *Source) load(u int, b *buffer) error {
 		if e.Compression != format.CompressNone {
 			stored = s.comp[:e.StoredSize]
 		}
-		if err := s.pread(stored, int64(e.Offset)); err != nil {
+		if err := s.readUnit(stored, lu.spans); err != nil {
 			return fmt.Errorf("stream: layer %d: %w", u, err)
 		}
 		if s.opts.VerifyCRC {
@@ -254,10 +355,8 @@ func (s *Source) load(u int, b *buffer) error {
 			}
 		}
 	} else {
-		for _, sp := range lu.spans {
-			if err := s.pread(b.data[sp.bufOff:sp.bufOff+sp.size], sp.off); err != nil {
-				return fmt.Errorf("stream: layer %d: %w", u, err)
-			}
+		if err := s.readUnit(b.data, lu.spans); err != nil {
+			return fmt.Errorf("stream: layer %d: %w", u, err)
 		}
 	}
 	lu.once.Do(func() {
@@ -308,7 +407,7 @@ func (s *Source) acquire(u int) (*buffer, error) {
 		if s.nbuf == 2 && s.inUse == 0 {
 			bi = 1
 		}
-		s.request(u, bi)
+		s.request(u, bi, s.next(u))
 	}
 	b := &s.bufs[bi]
 	if b.pending {
@@ -323,14 +422,15 @@ func (s *Source) acquire(u int) (*buffer, error) {
 	}
 	s.inUse = bi
 	if s.nbuf == 2 {
-		s.request(s.next(u), 1-bi)
+		n := s.next(u)
+		s.request(n, 1-bi, s.next(n))
 	}
 	return b, nil
 }
 
 // request starts loading unit u into buffer bi (after any load pending on
 // it), unless it already holds u.
-func (s *Source) request(u, bi int) {
+func (s *Source) request(u, bi, advise int) {
 	b := &s.bufs[bi]
 	if b.unit == u {
 		return
@@ -340,7 +440,7 @@ func (s *Source) request(u, bi int) {
 		b.pending = false
 	}
 	b.unit, b.pending = u, true
-	s.req <- request{u, bi}
+	s.req <- request{u, bi, advise}
 }
 
 func (s *Source) release() { s.inUse = -1 }
@@ -452,6 +552,7 @@ func (s *Source) Close() error {
 		}
 	}
 	close(s.req)
+	close(s.jobs)
 	s.wg.Wait()
 	return s.file.Close()
 }

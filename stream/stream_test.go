@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/qsf-llm/qsf"
+	"github.com/qsf-llm/qsf/stream"
 )
 
 func testdata(t *testing.T) string {
@@ -61,10 +62,20 @@ func TestStreamingMatchesResident(t *testing.T) {
 		return out
 	}
 	want := logits(qsf.Config{ContextLength: 64, Threads: 2})
-	for _, cfg := range []qsf.Config{
-		{ContextLength: 64, Threads: 2, RAMBudget: 8_000_000},
-		{ContextLength: 64, Threads: 2, RAMBudget: 8_000_000, NoPrefetch: true},
+	for _, tc := range []struct {
+		cfg      qsf.Config
+		minSplit int // read units above twice this in parallel halves (0: default)
+	}{
+		{qsf.Config{ContextLength: 64, Threads: 2, RAMBudget: 8_000_000}, 0},
+		{qsf.Config{ContextLength: 64, Threads: 2, RAMBudget: 8_000_000, NoPrefetch: true}, 0},
+		{qsf.Config{ContextLength: 64, Threads: 2, RAMBudget: 8_000_000}, 4096},
+		{qsf.Config{ContextLength: 64, Threads: 2, RAMBudget: 8_000_000, NoPrefetch: true}, 4096},
 	} {
+		cfg := tc.cfg
+		if tc.minSplit > 0 {
+			restore := stream.SetMinSplit(tc.minSplit)
+			defer restore()
+		}
 		got := logits(cfg)
 		for i := range want {
 			for j := range want[i] {
