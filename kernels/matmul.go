@@ -11,6 +11,10 @@ import (
 // enough to stay in a core's L2 cache while every activation passes over.
 const tileBytes = 128 << 10
 
+// useTiles enables the tile kernels; benchmarks switch it off to measure
+// the one-activation path they replace.
+var useTiles = true
+
 // MatMul computes n matrix-vector products with the same weights, as for
 // the tokens of a prompt: out[i*rows+r] = dot(row r of w, activation i) for
 // i in [0, n) and r in [0, rows), where rows = len(out)/n and activation i
@@ -44,6 +48,9 @@ type matmulJob struct {
 	w        []byte
 	acts     []byte
 	auxes    [][]byte
+	tile     *tileKernel // nil: every activation goes through tier.run
+	packed   []byte      // the full groups of tileTokens activations, packed for tile
+	packSize int         // bytes of one packed group
 	rows     int
 	cols     int
 	n        int
@@ -74,15 +81,41 @@ func (j *matmulJob) init(t quant.Type, out []float32, w []byte, cols int, acts [
 	tt, rowBytes := check(t, out[:rows], w, cols, acts[:actBytes])
 	*j = matmulJob{tier: current.Load(), traits: tt, out: out, w: w, acts: acts,
 		rows: rows, cols: cols, n: n, rowBytes: rowBytes, actBytes: actBytes}
+	if useTiles && n >= tileTokens && cols > 0 {
+		// Row ranges are multiples of rowAlign or end at rows, so they
+		// are whole steps of the kernel when rows is.
+		if k := tileFor(j.tier, tt); k != nil && rows%k.rowStep == 0 && rowAlign%k.rowStep == 0 {
+			j.tile = k
+		}
+	}
 }
 
 // prepare builds the prepared data of every activation in bufs (grown as
-// needed) and keeps it in j.auxes; it returns bufs for reuse.
+// needed) and keeps it in j.auxes; with a tile kernel, the activations of
+// whole tiles go packed into the buffer after them, j.packed. It returns
+// bufs for reuse.
 func (j *matmulJob) prepare(bufs [][]byte) [][]byte {
-	for len(bufs) < j.n {
+	for len(bufs) < j.n+1 {
 		bufs = append(bufs, nil)
 	}
-	for i := 0; i < j.n; i++ {
+	first := 0
+	if j.tile != nil {
+		groups := j.n / tileTokens
+		first = groups * tileTokens
+		j.packSize = j.tile.packBytes(j.cols)
+		buf := bufs[j.n]
+		if need := groups * j.packSize; cap(buf) < need {
+			buf = make([]byte, need)
+		} else {
+			buf = buf[:need]
+		}
+		for g := 0; g < groups; g++ {
+			j.tile.pack(buf[g*j.packSize:(g+1)*j.packSize], j.acts[g*tileTokens*j.actBytes:(g+1)*tileTokens*j.actBytes], j.actBytes, j.cols)
+		}
+		bufs[j.n] = buf
+		j.packed = buf
+	}
+	for i := first; i < j.n; i++ {
 		bufs[i] = j.tier.prepare(j.traits.Type, bufs[i], j.act(i), j.cols)
 	}
 	j.auxes = bufs[:j.n]
@@ -97,7 +130,15 @@ func (j *matmulJob) run(lo, hi int) {
 	for t0 := lo; t0 < hi; t0 += tile {
 		t1 := min(t0+tile, hi)
 		w := j.w[t0*j.rowBytes : t1*j.rowBytes]
-		for i := 0; i < j.n; i++ {
+		i := 0
+		if j.tile != nil {
+			for ; i+tileTokens <= j.n; i += tileTokens {
+				g := i / tileTokens
+				j.tile.run(j.out[i*j.rows+t0:], j.rows, w, j.rowBytes, j.cols, t1-t0,
+					j.packed[g*j.packSize:(g+1)*j.packSize])
+			}
+		}
+		for ; i < j.n; i++ {
 			j.tier.run(j.traits, j.out[i*j.rows+t0:i*j.rows+t1], w, j.rowBytes, j.cols, j.act(i), j.auxes[i])
 		}
 	}

@@ -24,6 +24,33 @@ func TestMatMul(t *testing.T) {
 		{quant.Q6_K, 1, 256, 1},
 		{quant.F32, 5, 33, 4},
 	}
+	// Tile kernels take activations four at a time: whole tiles, a
+	// remainder, and matrices of several row tiles and odd row counts.
+	for _, n := range []int{1, 3, 4, 5, 64, 65} {
+		cases = append(cases, []struct {
+			typ        quant.Type
+			rows, cols int
+			n          int
+		}{
+			{quant.Q8_0, 67, 288, n},
+			{quant.Q4_0, 24, 256, n}, // gemv order
+			{quant.Q4_0, 21, 256, n}, // vec_dot order
+			{quant.Q4_K, 19, 512, n},
+			{quant.Q6_K, 17, 512, n},
+			{quant.F32, 13, 100, n},
+		}...)
+	}
+	cases = append(cases, []struct {
+		typ        quant.Type
+		rows, cols int
+		n          int
+	}{
+		{quant.Q8_0, 131, 2048, 9}, // several tiles
+		{quant.Q4_0, 136, 4096, 6},
+		{quant.Q4_K, 70, 4096, 5},
+		{quant.Q6_K, 70, 4096, 5},
+		{quant.F32, 70, 1024, 5},
+	}...)
 	for _, c := range cases {
 		if _, err := quant.Lookup(c.typ); err != nil {
 			continue

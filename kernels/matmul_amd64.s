@@ -1,0 +1,215 @@
+//go:build amd64 && !purego
+
+#include "textflag.h"
+
+// Tile kernels for MatMul: four activations against a run of rows, with
+// each row's weights loaded and unpacked once for all four. Per (row,
+// activation) the floating-point work is exactly that of the
+// one-activation kernel of the same order (q8_0_amd64.s,
+// q4_0_gemv_amd64.s), so the results are the same bits; only the integer
+// dot products of a block, which are exact whichever way they are summed,
+// may be formed differently.
+//
+
+// Q8_0: acc_t = fma(float(isum), fp32(dw)·da_t, acc_t) per block, one
+// 8-lane accumulator per activation, hsum_float_8 at the end, as
+// dotQ8_0AVX2. The activations come packed by packQ8_0x4: per block, for
+// each of the four in turn, 64 bytes: the 32 quants, then da as eight
+// float32.
+
+// Q8TOK does activation t's part of one block: its packed data at off(DI),
+// the weight quants in Y1, their absolute values in Y2, fp32(dw) in Y3.
+#define Q8TOK(off, acc, a, s) \
+	VMOVDQU off(DI), a \
+	VPSIGNB Y1, a, a \
+	VPMADDUBSW a, Y2, a \
+	VPMADDWD Y15, a, a \
+	VCVTDQ2PS a, a \
+	VMULPS off+32(DI), Y3, s \
+	VFMADD231PS s, a, acc
+
+// HSUM reduces acc as hsum_float_8 and stores it at dst.
+#define HSUM(acc, xacc, dst) \
+	VEXTRACTF128 $1, acc, X1 \
+	VADDPS X1, xacc, xacc \
+	VMOVHLPS xacc, X1, X1 \
+	VADDPS X1, xacc, xacc \
+	VMOVSHDUP xacc, X1 \
+	VADDSS X1, xacc, xacc \
+	VMOVSS xacc, dst
+
+// func dotQ8_0x4AVX2(out *float32, ostride, rows int, w *byte, nb int, packed *byte)
+TEXT ·dotQ8_0x4AVX2(SB), NOSPLIT, $0-48
+	MOVQ out+0(FP), R8
+	MOVQ ostride+8(FP), R13
+	SHLQ $2, R13
+	LEAQ (R13)(R13*2), R14
+	MOVQ rows+16(FP), R9
+	MOVQ w+24(FP), SI
+	MOVQ nb+32(FP), R10
+	MOVQ packed+40(FP), R11
+
+	MOVL $0x00010001, AX
+	VMOVD AX, X15
+	VPBROADCASTD X15, Y15 // int16 ones
+
+row:
+	VXORPS Y0, Y0, Y0
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	MOVQ R11, DI
+	MOVQ R10, CX
+
+block:
+	VMOVDQU 2(SI), Y1
+	VPABSB Y1, Y2
+	VPBROADCASTW (SI), X3
+	VCVTPH2PS X3, Y3
+	Q8TOK(0, Y0, Y7, Y8)
+	Q8TOK(64, Y4, Y9, Y10)
+	Q8TOK(128, Y5, Y11, Y12)
+	Q8TOK(192, Y6, Y13, Y14)
+	ADDQ $34, SI
+	ADDQ $256, DI
+	DECQ CX
+	JNZ  block
+
+	HSUM(Y0, X0, (R8))
+	HSUM(Y4, X4, (R8)(R13*1))
+	HSUM(Y5, X5, (R8)(R13*2))
+	HSUM(Y6, X6, (R8)(R14*1))
+	ADDQ $4, R8
+	DECQ R9
+	JNZ  row
+	VZEROUPPER
+	RET
+
+// Q4_0 in ggml_gemv_q4_0_8x8_q8_0's order: eight rows at once, lane r of
+// an activation's accumulator holding row r (in the lane order 0, 2, 4, 6,
+// 1, 3, 5, 7 until the store), and per block acc = fma(float(isum),
+// fp16(dw)·da, acc), as dotQ4_0GemvAVX2, whose integer sums this follows
+// too. The rows' nibbles are unpacked once per block into Y8..Y15, rows
+// (0,1), (2,3), (4,5), (6,7) paired in the halves of a register, low
+// nibbles and high nibbles apart; the activations come packed by
+// packQ4_0Gx4 (per block, for each activation, 128 bytes: quants 0..15 in
+// both halves, quants 16..31 in both halves, da as eight float32, 8·Σa as
+// eight int32).
+
+DATA nibMask<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA nibMask<>+8(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA nibMask<>+16(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA nibMask<>+24(SB)/8, $0x0f0f0f0f0f0f0f0f
+GLOBL nibMask<>(SB), RODATA|NOPTR, $32
+
+DATA wordOnes<>+0(SB)/8, $0x0001000100010001
+DATA wordOnes<>+8(SB)/8, $0x0001000100010001
+DATA wordOnes<>+16(SB)/8, $0x0001000100010001
+DATA wordOnes<>+24(SB)/8, $0x0001000100010001
+GLOBL wordOnes<>(SB), RODATA|NOPTR, $32
+
+// tileLanes puts an accumulator's lanes back in row order.
+DATA tileLanes<>+0(SB)/8, $0x0000000400000000
+DATA tileLanes<>+8(SB)/8, $0x0000000500000001
+DATA tileLanes<>+16(SB)/8, $0x0000000600000002
+DATA tileLanes<>+24(SB)/8, $0x0000000700000003
+GLOBL tileLanes<>(SB), RODATA|NOPTR, $32
+
+// NIBS unpacks the quants of rows a (lower half) and b (upper half) into
+// lo (low nibbles) and hi (high nibbles); xlo is lo's lower half.
+#define NIBS(a, b, lo, xlo, hi) \
+	VMOVDQU a, xlo \
+	VINSERTI128 $1, b, lo, lo \
+	VPSRLW $4, lo, hi \
+	VPAND nibMask<>(SB), lo, lo \
+	VPAND nibMask<>(SB), hi, hi
+
+// G4PAIR sets y to the int16 pair sums of the rows in lo/hi with the
+// activation at off(DI), as PAIR in q4_0_gemv_amd64.s; t is scratch.
+#define G4PAIR(off, lo, hi, y, t) \
+	VPMADDUBSW off(DI), lo, y \
+	VPMADDUBSW off+32(DI), hi, t \
+	VPADDW t, y, y
+
+// G4TOK does activation t's part of one block: its packed data at off(DI),
+// the rows' nibbles in Y8..Y15, fp32(dw) of the rows, in lane order, at
+// 0(SP).
+#define G4TOK(off, acc) \
+	G4PAIR(off, Y8, Y9, Y4, Y5) \
+	G4PAIR(off, Y10, Y11, Y5, Y6) \
+	VPHADDW Y5, Y4, Y4 \
+	G4PAIR(off, Y12, Y13, Y5, Y6) \
+	G4PAIR(off, Y14, Y15, Y6, Y7) \
+	VPHADDW Y6, Y5, Y5 \
+	VPHADDW Y5, Y4, Y4 \
+	VPMADDWD wordOnes<>(SB), Y4, Y4 \
+	VPSUBD off+96(DI), Y4, Y4 \
+	VCVTDQ2PS Y4, Y4 \
+	VMOVUPS 0(SP), Y5 \
+	VMULPS off+64(DI), Y5, Y5 \
+	VFMADD231PS Y5, Y4, acc
+
+// func dotQ4_0Gemvx4AVX2(out *float32, ostride, groups int, w *byte, nb, rowBytes int, packed *byte)
+TEXT ·dotQ4_0Gemvx4AVX2(SB), NOSPLIT, $32-56
+	MOVQ out+0(FP), R8
+	MOVQ ostride+8(FP), R12
+	SHLQ $2, R12
+	LEAQ (R12)(R12*2), DX
+	MOVQ groups+16(FP), R9
+	MOVQ w+24(FP), R15
+	MOVQ nb+32(FP), R10
+	MOVQ rowBytes+40(FP), R13
+	MOVQ packed+48(FP), R11
+	LEAQ (R13)(R13*2), R14
+
+group:
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	MOVQ R15, SI
+	LEAQ (R15)(R13*4), BX
+	MOVQ R11, DI
+	MOVQ R10, CX
+
+block:
+	MOVWLZX (SI), AX
+	VMOVD AX, X4
+	VPINSRW $1, (SI)(R13*2), X4, X4
+	VPINSRW $2, (BX), X4, X4
+	VPINSRW $3, (BX)(R13*2), X4, X4
+	VPINSRW $4, (SI)(R13*1), X4, X4
+	VPINSRW $5, (SI)(R14*1), X4, X4
+	VPINSRW $6, (BX)(R13*1), X4, X4
+	VPINSRW $7, (BX)(R14*1), X4, X4
+	VCVTPH2PS X4, Y4
+	VMOVUPS Y4, 0(SP)
+	NIBS(2(SI), 2(SI)(R13*1), Y8, X8, Y9)
+	NIBS(2(SI)(R13*2), 2(SI)(R14*1), Y10, X10, Y11)
+	NIBS(2(BX), 2(BX)(R13*1), Y12, X12, Y13)
+	NIBS(2(BX)(R13*2), 2(BX)(R14*1), Y14, X14, Y15)
+	G4TOK(0, Y0)
+	G4TOK(128, Y1)
+	G4TOK(256, Y2)
+	G4TOK(384, Y3)
+	ADDQ $18, SI
+	ADDQ $18, BX
+	ADDQ $512, DI
+	DECQ CX
+	JNZ  block
+
+	VMOVDQU tileLanes<>(SB), Y4
+	VPERMD Y0, Y4, Y0
+	VPERMD Y1, Y4, Y1
+	VPERMD Y2, Y4, Y2
+	VPERMD Y3, Y4, Y3
+	VMOVUPS Y0, (R8)
+	VMOVUPS Y1, (R8)(R12*1)
+	VMOVUPS Y2, (R8)(R12*2)
+	VMOVUPS Y3, (R8)(DX*1)
+	ADDQ $32, R8
+	LEAQ (R15)(R13*8), R15
+	DECQ R9
+	JNZ  group
+	VZEROUPPER
+	RET

@@ -1,0 +1,87 @@
+package kernels
+
+import (
+	"encoding/binary"
+	"math"
+
+	"github.com/x448/float16"
+)
+
+// tileTokens is how many activations a tile kernel multiplies at once.
+const tileTokens = 4
+
+// tileKernel computes a tile of tileTokens activations × rows rows:
+// out[t*ostride+r] = dot(row r, activation t) for t in [0, tileTokens) and
+// r in [0, rows), with exactly the arithmetic of the tier's one-activation
+// kernel for each (row, activation). The activations come interleaved by
+// the tile's pack function.
+type tileKernel struct {
+	// run computes the tile. rows is a multiple of rowStep.
+	run func(out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte)
+	// rowStep is the granularity of rows run accepts.
+	rowStep int
+	// packBytes returns the size of the packed form of tileTokens
+	// activations of cols elements.
+	packBytes func(cols int) int
+	// pack writes the packed form of the tileTokens activations of
+	// actBytes bytes each, back to back in acts, into dst.
+	pack func(dst, acts []byte, actBytes, cols int)
+}
+
+// q8x4Block is the size of one Q8_0 block of one activation in the packed
+// form of packQ8_0x4: its 32 quants, then its scale as eight float32.
+const q8x4Block = 64
+
+func packBytesQ8_0x4(cols int) int { return cols / 32 * tileTokens * q8x4Block }
+
+// packQ8_0x4 interleaves tileTokens Q8_0 activations block by block: block
+// b of activation t is at (b·tileTokens+t)·q8x4Block.
+func packQ8_0x4(dst, acts []byte, actBytes, cols int) {
+	nb := cols / 32
+	for t := 0; t < tileTokens; t++ {
+		act := acts[t*actBytes : (t+1)*actBytes]
+		for b := 0; b < nb; b++ {
+			a := act[34*b : 34*b+34]
+			o := dst[(b*tileTokens+t)*q8x4Block:][:q8x4Block]
+			copy(o, a[2:34])
+			d := math.Float32bits(float16.Frombits(binary.LittleEndian.Uint16(a)).Float32())
+			for l := 0; l < 8; l++ {
+				binary.LittleEndian.PutUint32(o[32+4*l:], d)
+			}
+		}
+	}
+}
+
+// q4gx4Block is the size of one Q8_0 block of one activation in the packed
+// form of packQ4_0Gx4: quants 0..15 twice, quants 16..31 twice, the scale
+// da as eight float32, 8·Σa as eight int32.
+const q4gx4Block = 128
+
+func packBytesQ4_0Gx4(cols int) int { return cols / 32 * tileTokens * q4gx4Block }
+
+// packQ4_0Gx4 interleaves tileTokens Q8_0 activations block by block for
+// the Q4_0 tile kernel of the gemv order: block b of activation t is at
+// (b·tileTokens+t)·q4gx4Block.
+func packQ4_0Gx4(dst, acts []byte, actBytes, cols int) {
+	nb := cols / 32
+	for t := 0; t < tileTokens; t++ {
+		act := acts[t*actBytes : (t+1)*actBytes]
+		for b := 0; b < nb; b++ {
+			a := act[34*b : 34*b+34]
+			o := dst[(b*tileTokens+t)*q4gx4Block:][:q4gx4Block]
+			copy(o[0:16], a[2:18])
+			copy(o[16:32], a[2:18])
+			copy(o[32:48], a[18:34])
+			copy(o[48:64], a[18:34])
+			d := math.Float32bits(float16.Frombits(binary.LittleEndian.Uint16(a)).Float32())
+			sum := 0
+			for _, q := range a[2:34] {
+				sum += int(int8(q))
+			}
+			for l := 0; l < 8; l++ {
+				binary.LittleEndian.PutUint32(o[64+4*l:], d)
+				binary.LittleEndian.PutUint32(o[96+4*l:], uint32(int32(8*sum)))
+			}
+		}
+	}
+}
