@@ -15,6 +15,13 @@
 // block da×8 as float32, then 8·(a[2i]+a[2i+1]) as int16) are loaded once
 // per block for all eight rows.
 //
+// The rows of a group are contiguous, so every row pointer of the group
+// walks memory another row pointer of the same group reads at the same
+// time; prefetching a fixed distance ahead within the row would mostly
+// touch lines already loaded. Instead each row prefetches the same column
+// of the next group's row (8 rows on), AX and R10 walking rows 8 and 12:
+// a group later, which is ample distance ahead of DRAM latency.
+//
 // Registers: SI row 0 of the group at the current block, BX row 4, R13
 // rowBytes, R14 3·rowBytes, DI activation quants, DX prepared activation
 // (prepQ4_0: per 96-byte block da×8 as float32, int16 pair biases, then
@@ -82,7 +89,6 @@ TEXT ·dotQ4_0GemvAVX2(SB), NOSPLIT, $0-56
 	MOVQ out+0(FP), R8
 	MOVQ groups+8(FP), R9
 	MOVQ w+16(FP), R15
-	MOVQ nb+24(FP), R10
 	MOVQ rowBytes+32(FP), R13
 	MOVQ act+40(FP), R11
 	MOVQ aux+48(FP), R12
@@ -99,17 +105,29 @@ group:
 	VXORPS Y0, Y0, Y0
 	MOVQ R15, SI
 	LEAQ (R15)(R13*4), BX
+	LEAQ (R15)(R13*8), AX
+	LEAQ (BX)(R13*8), R10
 	MOVQ R11, DI
 	MOVQ R12, DX
-	MOVQ R10, CX
+	MOVQ nb+24(FP), CX
 
 block:
 	CMPQ CX, $2
 	JLT  single
+	PREFETCHT0 (AX)
+	PREFETCHT0 (AX)(R13*1)
+	PREFETCHT0 (AX)(R13*2)
+	PREFETCHT0 (AX)(R14*1)
+	PREFETCHT0 (R10)
+	PREFETCHT0 (R10)(R13*1)
+	PREFETCHT0 (R10)(R13*2)
+	PREFETCHT0 (R10)(R14*1)
 	BLOCK(0, 0, 0)
 	BLOCK(18, 34, 96)
 	ADDQ $36, SI
 	ADDQ $36, BX
+	ADDQ $36, AX
+	ADDQ $36, R10
 	ADDQ $68, DI
 	ADDQ $192, DX
 	SUBQ $2, CX
