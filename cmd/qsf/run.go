@@ -148,6 +148,11 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	st := s.Stats()
+	if *verbose {
+		fmt.Fprintf(stderr, "prompt: %d tokens, %.1f tok/s; generated: %d tokens, %.1f tok/s; stop: %s\n",
+			st.PromptTokens, st.PrefillTokensPerSecond(), st.GeneratedTokens, st.DecodeTokensPerSecond(), res.Reason)
+		printIO(stderr, m, s, st.PromptTokens+st.GeneratedTokens)
+	}
 	if *asJSON {
 		return json.NewEncoder(stdout).Encode(struct {
 			PromptTokens []int   `json:"prompt_tokens"`
@@ -159,11 +164,6 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 		}{nonNil(res.PromptTokens), nonNil(res.Tokens), res.Text, string(res.Reason), st.PrefillTokensPerSecond(), st.DecodeTokensPerSecond()})
 	}
 	fmt.Fprintln(stdout)
-	if *verbose {
-		fmt.Fprintf(stderr, "prompt: %d tokens, %.1f tok/s; generated: %d tokens, %.1f tok/s; stop: %s\n",
-			st.PromptTokens, st.PrefillTokensPerSecond(), st.GeneratedTokens, st.DecodeTokensPerSecond(), res.Reason)
-		printIO(stderr, m, s, st.PromptTokens+st.GeneratedTokens)
-	}
 	return nil
 }
 
