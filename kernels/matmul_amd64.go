@@ -18,6 +18,8 @@ func tileFor(tr *tier, tt *quant.Traits) *tileKernel {
 	switch tt.Type {
 	case quant.Q8_0:
 		return &tileQ8_0
+	case quant.Q4_K:
+		return &tileQ4_K
 	}
 	return nil
 }
@@ -28,6 +30,12 @@ var (
 		rowStep:   1,
 		packBytes: packBytesQ8_0x4,
 		pack:      packQ8_0x4,
+	}
+	tileQ4_K = tileKernel{
+		run:       q4_Kx4AVX2,
+		rowStep:   1,
+		packBytes: packBytesQ8_Kx4,
+		pack:      packQ8_Kx4,
 	}
 	tileQ4_0Gemv = tileKernel{
 		run:       q4_0Gemvx4AVX2,
@@ -58,4 +66,13 @@ func q4_0Gemvx4AVX2(out []float32, ostride int, w []byte, rowBytes, cols, rows i
 	_ = out[3*ostride+rows-1]
 	_ = w[rows*rowBytes-1]
 	dotQ4_0Gemvx4AVX2(&out[0], ostride, rows/8, &w[0], cols/32, rowBytes, &packed[0])
+}
+
+//go:noescape
+func dotQ4_Kx4AVX2(out *float32, ostride, rows int, w *byte, nb int, packed *byte)
+
+func q4_Kx4AVX2(out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
+	_ = out[3*ostride+rows-1]
+	_ = w[rows*rowBytes-1]
+	dotQ4_Kx4AVX2(&out[0], ostride, rows, &w[0], cols/256, &packed[0])
 }

@@ -213,3 +213,156 @@ block:
 	JNZ  group
 	VZEROUPPER
 	RET
+
+// Q4_K × Q8_K, as dotQ4_KAVX2 per (row, activation): the eight int32
+// lanes of Σ_j sc_j·Σ q·a (summed here in another order, which integers do
+// not see), fma'd with da·d into an 8-lane accumulator per activation, and
+// the four lanes of the mins' products fma'd with da·dmin into a 4-lane
+// one, kept at t·16(SP); each reduced as in the one-activation kernel. The
+// activations come packed by packQ8_Kx4: per block the four activations'
+// 292-byte Q8_K blocks in turn.
+
+// K4TOK adds activation t's part of sub-blocks 2j, 2j+1 into iacc: the
+// quants' nibbles in Y9 (low) and Y10 (high), their scales in Y11, Y12.
+#define K4TOK(j, off, iacc) \
+	VPMADDUBSW (4+64*j+off)(DI), Y9, Y13 \
+	VPMADDUBSW (36+64*j+off)(DI), Y10, Y14 \
+	VPMADDWD Y11, Y13, Y13 \
+	VPMADDWD Y12, Y14, Y14 \
+	VPADDD Y13, iacc, iacc \
+	VPADDD Y14, iacc, iacc
+
+#define K4QUAD(j) \
+	VMOVDQU (16+32*j)(SI), Y9 \
+	VPSRLW $4, Y9, Y10 \
+	VPAND Y15, Y9, Y9 \
+	VPAND Y15, Y10, Y10 \
+	VPSHUFB ·k4ScaleShuf+(64*j)(SB), Y8, Y11 \
+	VPSHUFB ·k4ScaleShuf+(64*j+32)(SB), Y8, Y12 \
+	K4TOK(j, 0, Y4) \
+	K4TOK(j, 292, Y5) \
+	K4TOK(j, 584, Y6) \
+	K4TOK(j, 876, Y7)
+
+// K4END finishes activation t's block: the sums in iacc, fp32([d, dmin])
+// in X9, the mins as int16 in X8.
+#define K4END(off, iacc, acc, t) \
+	VCVTDQ2PS iacc, iacc \
+	VBROADCASTSS off(DI), X10 \
+	VMULPS X10, X9, X10 \
+	VBROADCASTSS X10, Y11 \
+	VFMADD231PS Y11, iacc, acc \
+	VMOVSHDUP X10, X11 \
+	VBROADCASTSS X11, X11 \
+	VMOVDQU (260+off)(DI), Y12 \
+	VEXTRACTI128 $1, Y12, X13 \
+	VPHADDW X13, X12, X12 \
+	VPMADDWD X12, X8, X12 \
+	VCVTDQ2PS X12, X12 \
+	VMOVUPS (16*t)(SP), X13 \
+	VFMADD231PS X11, X12, X13 \
+	VMOVUPS X13, (16*t)(SP)
+
+// K4STORE reduces activation t's accumulators and stores the dot at dst.
+#define K4STORE(acc, xacc, t, dst) \
+	VEXTRACTF128 $1, acc, X9 \
+	VADDPS X9, xacc, xacc \
+	VMOVHLPS xacc, X9, X9 \
+	VADDPS X9, xacc, xacc \
+	VMOVSHDUP xacc, X9 \
+	VADDSS X9, xacc, xacc \
+	VMOVUPS (16*t)(SP), X13 \
+	VMOVHLPS X13, X10, X10 \
+	VADDPS X10, X13, X13 \
+	VMOVSHDUP X13, X10 \
+	VADDSS X10, X13, X13 \
+	VSUBSS X13, xacc, xacc \
+	VMOVSS xacc, dst
+
+// func dotQ4_Kx4AVX2(out *float32, ostride, rows int, w *byte, nb int, packed *byte)
+TEXT ·dotQ4_Kx4AVX2(SB), NOSPLIT, $64-48
+	MOVQ out+0(FP), R8
+	MOVQ ostride+8(FP), R14
+	SHLQ $2, R14
+	LEAQ (R14)(R14*2), R15
+	MOVQ rows+16(FP), R9
+	MOVQ w+24(FP), SI
+	MOVQ nb+32(FP), R10
+	MOVQ packed+40(FP), R11
+
+	MOVL $0x0f0f0f0f, AX
+	VMOVD AX, X15
+	VPBROADCASTD X15, Y15 // low nibble mask
+
+k4row:
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VMOVUPS Y0, 0(SP)
+	VMOVUPS Y0, 32(SP)
+	MOVQ R11, DI
+	MOVQ R10, CX
+
+k4block:
+	// Scales in AX (low 4 bytes) and DX, mins in BX and R12, as in
+	// dotQ4_KAVX2.
+	MOVL 4(SI), AX
+	MOVL 8(SI), BX
+	MOVL 12(SI), DX
+	MOVL DX, R12
+	SHRL $4, R12
+	ANDL $0x0f0f0f0f, R12
+	MOVL BX, R13
+	SHRL $6, R13
+	ANDL $0x03030303, R13
+	SHLL $4, R13
+	ORL  R13, R12
+	ANDL $0x3f3f3f3f, BX
+	ANDL $0x0f0f0f0f, DX
+	MOVL AX, R13
+	SHRL $6, R13
+	ANDL $0x03030303, R13
+	SHLL $4, R13
+	ORL  R13, DX
+	ANDL $0x3f3f3f3f, AX
+	SHLQ $32, DX
+	ORQ  DX, AX
+	SHLQ $32, R12
+	ORQ  R12, BX
+	VMOVQ AX, X8
+	VPMOVZXBW X8, X8
+	VPERMQ $0x44, Y8, Y8 // scales as int16, in both lanes
+
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	VPXOR Y6, Y6, Y6
+	VPXOR Y7, Y7, Y7
+	K4QUAD(0)
+	K4QUAD(1)
+	K4QUAD(2)
+	K4QUAD(3)
+
+	VMOVQ BX, X8
+	VPMOVZXBW X8, X8 // mins as int16
+	VMOVD (SI), X9
+	VCVTPH2PS X9, X9
+	K4END(0, Y4, Y0, 0)
+	K4END(292, Y5, Y1, 1)
+	K4END(584, Y6, Y2, 2)
+	K4END(876, Y7, Y3, 3)
+
+	ADDQ $144, SI
+	ADDQ $1168, DI
+	DECQ CX
+	JNZ  k4block
+
+	K4STORE(Y0, X0, 0, (R8))
+	K4STORE(Y1, X1, 1, (R8)(R14*1))
+	K4STORE(Y2, X2, 2, (R8)(R14*2))
+	K4STORE(Y3, X3, 3, (R8)(R15*1))
+	ADDQ $4, R8
+	DECQ R9
+	JNZ  k4row
+	VZEROUPPER
+	RET

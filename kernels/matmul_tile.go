@@ -85,3 +85,21 @@ func packQ4_0Gx4(dst, acts []byte, actBytes, cols int) {
 		}
 	}
 }
+
+// q8KBlock is the size of a Q8_K block: float32 d, 256 int8 quants, 16
+// int16 sums of 16 quants.
+const q8KBlock = 292
+
+func packBytesQ8_Kx4(cols int) int { return cols / 256 * tileTokens * q8KBlock }
+
+// packQ8_Kx4 interleaves tileTokens Q8_K activations block by block: block
+// b of activation t is at (b·tileTokens+t)·q8KBlock, as in the activation.
+func packQ8_Kx4(dst, acts []byte, actBytes, cols int) {
+	nb := cols / 256
+	for t := 0; t < tileTokens; t++ {
+		act := acts[t*actBytes : (t+1)*actBytes]
+		for b := 0; b < nb; b++ {
+			copy(dst[(b*tileTokens+t)*q8KBlock:][:q8KBlock], act[b*q8KBlock:])
+		}
+	}
+}
