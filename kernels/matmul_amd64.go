@@ -20,6 +20,8 @@ func tileFor(tr *tier, tt *quant.Traits) *tileKernel {
 		return &tileQ8_0
 	case quant.Q4_K:
 		return &tileQ4_K
+	case quant.Q6_K:
+		return &tileQ6_K
 	}
 	return nil
 }
@@ -36,6 +38,12 @@ var (
 		rowStep:   1,
 		packBytes: packBytesQ8_Kx4,
 		pack:      packQ8_Kx4,
+	}
+	tileQ6_K = tileKernel{
+		run:       q6_Kx4AVX2,
+		rowStep:   1,
+		packBytes: packBytesQ6_Kx4,
+		pack:      packQ6_Kx4,
 	}
 	tileQ4_0Gemv = tileKernel{
 		run:       q4_0Gemvx4AVX2,
@@ -75,4 +83,13 @@ func q4_Kx4AVX2(out []float32, ostride int, w []byte, rowBytes, cols, rows int, 
 	_ = out[3*ostride+rows-1]
 	_ = w[rows*rowBytes-1]
 	dotQ4_Kx4AVX2(&out[0], ostride, rows, &w[0], cols/256, &packed[0])
+}
+
+//go:noescape
+func dotQ6_Kx4AVX2(out *float32, ostride, rows int, w *byte, nb int, packed *byte)
+
+func q6_Kx4AVX2(out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
+	_ = out[3*ostride+rows-1]
+	_ = w[rows*rowBytes-1]
+	dotQ6_Kx4AVX2(&out[0], ostride, rows, &w[0], cols/256, &packed[0])
 }

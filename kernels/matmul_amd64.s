@@ -366,3 +366,144 @@ k4block:
 	JNZ  k4row
 	VZEROUPPER
 	RET
+
+// Q6_K × Q8_K, as dotQ6_KAVX2 per (row, activation): the eight int32
+// lanes of Σ_g sc_g·Σ (q−32)·a, the offset 32 coming off each int16 pair
+// before the scales, fma'd with da·d into one 8-lane accumulator per
+// activation, hsum_float_8 at the end. The quants of each 32 are unpacked
+// once for the four activations. The activations come packed by
+// packQ6_Kx4: per block, for each activation in turn, its 292-byte Q8_K
+// block and then the 256 bytes prepQ6_K makes of it.
+
+DATA q6Mask30<>+0(SB)/8, $0x3030303030303030
+DATA q6Mask30<>+8(SB)/8, $0x3030303030303030
+DATA q6Mask30<>+16(SB)/8, $0x3030303030303030
+DATA q6Mask30<>+24(SB)/8, $0x3030303030303030
+GLOBL q6Mask30<>(SB), RODATA|NOPTR, $32
+
+// q6Shuf holds, for k in 0..3, the VPSHUFB control that puts int16 scale
+// 2k in the lower half and scale 2k+1 in the upper, as in q6_k_amd64.s.
+DATA q6Shuf<>+0(SB)/8, $0x0100010001000100
+DATA q6Shuf<>+8(SB)/8, $0x0100010001000100
+DATA q6Shuf<>+16(SB)/8, $0x0302030203020302
+DATA q6Shuf<>+24(SB)/8, $0x0302030203020302
+DATA q6Shuf<>+32(SB)/8, $0x0504050405040504
+DATA q6Shuf<>+40(SB)/8, $0x0504050405040504
+DATA q6Shuf<>+48(SB)/8, $0x0706070607060706
+DATA q6Shuf<>+56(SB)/8, $0x0706070607060706
+DATA q6Shuf<>+64(SB)/8, $0x0908090809080908
+DATA q6Shuf<>+72(SB)/8, $0x0908090809080908
+DATA q6Shuf<>+80(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA q6Shuf<>+88(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA q6Shuf<>+96(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA q6Shuf<>+104(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA q6Shuf<>+112(SB)/8, $0x0f0e0f0e0f0e0f0e
+DATA q6Shuf<>+120(SB)/8, $0x0f0e0f0e0f0e0f0e
+GLOBL q6Shuf<>(SB), RODATA|NOPTR, $128
+
+// K6TOK adds activation t's part of quants 32k..32k+31 of half h into
+// iacc: the quants in Y8, their scales in Y13.
+#define K6TOK(h, k, off, iacc) \
+	VPMADDUBSW (4+128*h+32*k+off)(DI), Y8, Y14 \
+	VPSUBW (292+128*h+32*k+off)(DI), Y14, Y14 \
+	VPMADDWD Y13, Y14, Y14 \
+	VPADDD Y14, iacc, iacc
+
+// K6QUANTS finishes quants 32k..32k+31 of half h, given their low bits in
+// Y8 and qh shifted so that bits 2k,2k+1 sit at 4,5 in Y13, and does the
+// four activations' parts.
+#define K6QUANTS(h, k) \
+	VPAND q6Mask30<>(SB), Y13, Y13 \
+	VPOR Y13, Y8, Y8 \
+	VPSHUFB q6Shuf<>+(32*k)(SB), Y9, Y13 \
+	K6TOK(h, k, 0, Y4) \
+	K6TOK(h, k, 548, Y5) \
+	K6TOK(h, k, 1096, Y6) \
+	K6TOK(h, k, 1644, Y7)
+
+#define K6HALF(h) \
+	VPMOVSXBW (192+8*h)(SI), X9 \
+	VPERMQ $0x44, Y9, Y9 \
+	VMOVDQU (128+32*h)(SI), Y10 \
+	VMOVDQU (64*h)(SI), Y11 \
+	VMOVDQU (64*h+32)(SI), Y12 \
+	VPAND nibMask<>(SB), Y11, Y8 \
+	VPSLLW $4, Y10, Y13 \
+	K6QUANTS(h, 0) \
+	VPAND nibMask<>(SB), Y12, Y8 \
+	VPSLLW $2, Y10, Y13 \
+	K6QUANTS(h, 1) \
+	VPSRLW $4, Y11, Y8 \
+	VPAND nibMask<>(SB), Y8, Y8 \
+	VMOVDQA Y10, Y13 \
+	K6QUANTS(h, 2) \
+	VPSRLW $4, Y12, Y8 \
+	VPAND nibMask<>(SB), Y8, Y8 \
+	VPSRLW $2, Y10, Y13 \
+	K6QUANTS(h, 3)
+
+// K6END finishes activation t's block: its sums in iacc, fp32(d) in X15.
+#define K6END(off, iacc, acc) \
+	VCVTDQ2PS iacc, iacc \
+	VMULSS off(DI), X15, X8 \
+	VBROADCASTSS X8, Y8 \
+	VFMADD231PS Y8, iacc, acc
+
+// K6STORE reduces acc as hsum_float_8 and stores it at dst.
+#define K6STORE(acc, xacc, dst) \
+	VEXTRACTF128 $1, acc, X8 \
+	VADDPS X8, xacc, xacc \
+	VMOVHLPS xacc, X8, X8 \
+	VADDPS X8, xacc, xacc \
+	VMOVSHDUP xacc, X8 \
+	VADDSS X8, xacc, xacc \
+	VMOVSS xacc, dst
+
+// func dotQ6_Kx4AVX2(out *float32, ostride, rows int, w *byte, nb int, packed *byte)
+TEXT ·dotQ6_Kx4AVX2(SB), NOSPLIT, $0-48
+	MOVQ out+0(FP), R8
+	MOVQ ostride+8(FP), R14
+	SHLQ $2, R14
+	LEAQ (R14)(R14*2), R15
+	MOVQ rows+16(FP), R9
+	MOVQ w+24(FP), SI
+	MOVQ nb+32(FP), R10
+	MOVQ packed+40(FP), R11
+
+k6row:
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	MOVQ R11, DI
+	MOVQ R10, CX
+
+k6block:
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	VPXOR Y6, Y6, Y6
+	VPXOR Y7, Y7, Y7
+	K6HALF(0)
+	K6HALF(1)
+	MOVWLZX 208(SI), AX
+	VMOVD AX, X15
+	VCVTPH2PS X15, X15
+	K6END(0, Y4, Y0)
+	K6END(548, Y5, Y1)
+	K6END(1096, Y6, Y2)
+	K6END(1644, Y7, Y3)
+
+	ADDQ $210, SI
+	ADDQ $2192, DI
+	DECQ CX
+	JNZ  k6block
+
+	K6STORE(Y0, X0, (R8))
+	K6STORE(Y1, X1, (R8)(R14*1))
+	K6STORE(Y2, X2, (R8)(R14*2))
+	K6STORE(Y3, X3, (R8)(R15*1))
+	ADDQ $4, R8
+	DECQ R9
+	JNZ  k6row
+	VZEROUPPER
+	RET

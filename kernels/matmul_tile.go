@@ -103,3 +103,26 @@ func packQ8_Kx4(dst, acts []byte, actBytes, cols int) {
 		}
 	}
 }
+
+// q6x4Block is the size of one Q8_K block of one activation in the packed
+// form of packQ6_Kx4: the block, then its prepared form for Q6_K
+// (pairAuxBlock bytes).
+const q6x4Block = q8KBlock + pairAuxBlock
+
+func packBytesQ6_Kx4(cols int) int { return cols / 256 * tileTokens * q6x4Block }
+
+// packQ6_Kx4 interleaves tileTokens Q8_K activations and their prepared
+// forms for Q6_K block by block: block b of activation t is at
+// (b·tileTokens+t)·q6x4Block.
+func packQ6_Kx4(dst, acts []byte, actBytes, cols int) {
+	nb := cols / 256
+	for t := 0; t < tileTokens; t++ {
+		act := acts[t*actBytes : (t+1)*actBytes]
+		for b := 0; b < nb; b++ {
+			o := dst[(b*tileTokens+t)*q6x4Block:][:q6x4Block]
+			blk := act[b*q8KBlock : (b+1)*q8KBlock]
+			copy(o, blk)
+			prepPairs(o[q8KBlock:q8KBlock:q6x4Block], blk, 256, 32)
+		}
+	}
+}
