@@ -507,3 +507,87 @@ k6block:
 	JNZ  k6row
 	VZEROUPPER
 	RET
+
+// F32, as dotF32AVX2 per (row, activation): four 8-lane FMA accumulators
+// over chunks of 32 elements, reduced as (a0+a2)+(a1+a3), the halves, two
+// horizontal adds. Each chunk of a row is loaded once for two activations
+// (16 accumulators would leave no register for more), so a row is walked
+// twice for the tile's four. The tail past the last whole chunk is left to
+// the Go caller. The activations are the four vectors back to back.
+
+#define F32RED(a0, a1, a2, a3, xa0, dst) \
+	VADDPS a2, a0, a0 \
+	VADDPS a3, a1, a1 \
+	VADDPS a1, a0, a0 \
+	VEXTRACTF128 $1, a0, X8 \
+	VADDPS X8, xa0, xa0 \
+	VHADDPS xa0, xa0, xa0 \
+	VHADDPS xa0, xa0, xa0 \
+	VMOVSS xa0, dst
+
+
+// func dotF32x4AVX2(out *float32, ostride, rows int, w *byte, chunks, rowBytes int, act *byte, actStride int)
+TEXT ·dotF32x4AVX2(SB), NOSPLIT, $0-64
+	MOVQ out+0(FP), R8
+	MOVQ ostride+8(FP), R14
+	SHLQ $2, R14
+	MOVQ rows+16(FP), R9
+	MOVQ w+24(FP), SI
+	MOVQ chunks+32(FP), R10
+	MOVQ act+48(FP), R11
+	MOVQ actStride+56(FP), R13
+
+f32row:
+	MOVQ R11, DI
+	MOVQ R8, DX
+	MOVQ $2, AX
+
+f32pass:
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	MOVQ SI, R12
+	MOVQ DI, R15
+	LEAQ (DI)(R13*1), BX
+	MOVQ R10, CX
+	TESTQ CX, CX
+	JZ   f32done
+
+f32chunk:
+	VMOVUPS 0(R12), Y8
+	VMOVUPS 32(R12), Y9
+	VMOVUPS 64(R12), Y10
+	VMOVUPS 96(R12), Y11
+	VFMADD231PS 0(R15), Y8, Y0
+	VFMADD231PS 0(BX), Y8, Y4
+	VFMADD231PS 32(R15), Y9, Y1
+	VFMADD231PS 32(BX), Y9, Y5
+	VFMADD231PS 64(R15), Y10, Y2
+	VFMADD231PS 64(BX), Y10, Y6
+	VFMADD231PS 96(R15), Y11, Y3
+	VFMADD231PS 96(BX), Y11, Y7
+	ADDQ $128, R12
+	ADDQ $128, R15
+	ADDQ $128, BX
+	DECQ CX
+	JNZ  f32chunk
+
+f32done:
+	F32RED(Y0, Y1, Y2, Y3, X0, (DX))
+	F32RED(Y4, Y5, Y6, Y7, X4, (DX)(R14*1))
+	LEAQ (DI)(R13*2), DI
+	LEAQ (DX)(R14*2), DX
+	DECQ AX
+	JNZ  f32pass
+
+	ADDQ $4, R8
+	ADDQ rowBytes+40(FP), SI
+	DECQ R9
+	JNZ  f32row
+	VZEROUPPER
+	RET

@@ -126,3 +126,8 @@ func packQ6_Kx4(dst, acts []byte, actBytes, cols int) {
 		}
 	}
 }
+
+func packBytesF32x4(cols int) int { return tileTokens * 4 * cols }
+
+// packF32x4 copies tileTokens float32 activations, back to back.
+func packF32x4(dst, acts []byte, actBytes, cols int) { copy(dst, acts[:tileTokens*actBytes]) }
