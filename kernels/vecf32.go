@@ -58,3 +58,58 @@ func f32Bytes(v []float32) []byte {
 	}
 	return unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), 4*len(v))
 }
+
+// LanesF32 computes the per-lane partial sums of the weighted sum of rows
+// Σ_t p[t]·x[t], as ggml_vec_dot_f32 (width 32) or tinyBLAS (width 8) forms
+// them when they multiply a transposed matrix by p: for each lane l <
+// width, row l of lanes (its cols = len(lanes)/width elements) is set to
+// the sum over t = l, l+width, ... < len(p) of x[t·stride+c]·p[t], each
+// term added with one rounding (a fused multiply-add) in increasing t,
+// starting from 0. Row t of x is its cols elements starting at t·stride.
+// ReduceLanes32F32 finishes a width-32 sum.
+//
+// It is the loop of AxpyF32 calls it replaces, computed in registers.
+func LanesF32(lanes []float32, width int, x []float32, stride int, p []float32) {
+	if width <= 0 || len(lanes)%width != 0 {
+		panic("kernels: LanesF32: lanes is not width rows")
+	}
+	cols := len(lanes) / width
+	if cols == 0 {
+		return
+	}
+	if len(p) > 0 && (stride < cols || (len(p)-1)*stride+cols > len(x)) {
+		panic("kernels: LanesF32: rows do not fit in x")
+	}
+	if current.Load() != genericTier && lanesF32Asm(lanes, width, cols, x, stride, p) {
+		return
+	}
+	clear(lanes)
+	for t, a := range p {
+		l := t % width
+		AxpyF32(lanes[l*cols:(l+1)*cols], x[t*stride:t*stride+cols], a)
+	}
+}
+
+// ReduceLanes32F32 sets out[c] to the sum of the 32 lanes lanes[l·len(out)
+// + c] in the order of GGML_F32x8_REDUCE: the four 8-lane registers added
+// as (x0+x2) + (x1+x3), then the upper half onto the lower, then pairs.
+func ReduceLanes32F32(out, lanes []float32) {
+	cols := len(out)
+	if len(lanes) != 32*cols {
+		panic("kernels: ReduceLanes32F32: lanes is not 32 rows of len(out)")
+	}
+	if cols == 0 {
+		return
+	}
+	if current.Load() != genericTier && reduceLanes32Asm(out, lanes) {
+		return
+	}
+	for c := range out {
+		var x [8]float32
+		for l := range 8 {
+			x[l] = (lanes[l*cols+c] + lanes[(16+l)*cols+c]) + (lanes[(8+l)*cols+c] + lanes[(24+l)*cols+c])
+		}
+		t0, t1, t2, t3 := x[0]+x[4], x[1]+x[5], x[2]+x[6], x[3]+x[7]
+		out[c] = (t0 + t1) + (t2 + t3)
+	}
+}

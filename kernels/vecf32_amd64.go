@@ -33,3 +33,29 @@ func dotF32RowsAsm(out, w []float32, stride int, x []float32) bool {
 	}
 	return true
 }
+
+//go:noescape
+func lanesF32AVX2(lanes *float32, width, cols int, x *float32, stride int, p *float32, n int)
+
+//go:noescape
+func reduceLanes32AVX2(out, lanes *float32, cols int)
+
+func lanesF32Asm(lanes []float32, width, cols int, x []float32, stride int, p []float32) bool {
+	if cols%8 != 0 || !hasAVX2() {
+		return false
+	}
+	if len(p) == 0 {
+		clear(lanes)
+		return true
+	}
+	lanesF32AVX2(&lanes[0], width, cols, &x[0], 4*stride, &p[0], len(p))
+	return true
+}
+
+func reduceLanes32Asm(out, lanes []float32) bool {
+	if len(out)%8 != 0 || !hasAVX2() {
+		return false
+	}
+	reduceLanes32AVX2(&out[0], &lanes[0], len(out))
+	return true
+}

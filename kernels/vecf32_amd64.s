@@ -38,3 +38,227 @@ tail:
 done:
 	VZEROUPPER
 	RET
+
+// func lanesF32AVX2(lanes *float32, width, cols int, x *float32, stride int, p *float32, n int)
+// For each lane l < width: lanes[l*cols+c] = Σ over t = l, l+width, ...
+// < n of x[t*stride+c]·p[t], each term added with one rounding (VFMADD231)
+// in increasing t, from 0. cols is a multiple of 8, stride is in bytes.
+// Columns go 64 at a time (eight independent accumulators), then 8.
+//
+// Registers: DI the lane's row of lanes, BX the lane, DX the column offset
+// in bytes, R14 the x element of position t, R15 p[t], CX t, R13 the bytes
+// between positions of one lane.
+TEXT ·lanesF32AVX2(SB), NOSPLIT, $0-56
+	MOVQ lanes+0(FP), DI
+	MOVQ width+8(FP), R8
+	MOVQ cols+16(FP), R9
+	SHLQ $2, R9 // cols in bytes
+	MOVQ x+24(FP), SI
+	MOVQ stride+32(FP), R10
+	MOVQ p+40(FP), R11
+	MOVQ n+48(FP), R12
+	MOVQ R8, R13
+	IMULQ R10, R13
+	XORQ BX, BX
+
+lane:
+	CMPQ BX, R8
+	JGE  lanesdone
+	XORQ DX, DX
+
+chunk64:
+	MOVQ R9, AX
+	SUBQ DX, AX
+	CMPQ AX, $256
+	JLT  chunk8
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	MOVQ BX, CX
+	MOVQ BX, R14
+	IMULQ R10, R14
+	ADDQ SI, R14
+	ADDQ DX, R14
+	LEAQ (R11)(BX*4), R15
+
+loop64:
+	CMPQ CX, R12
+	JGE  store64
+	VBROADCASTSS (R15), Y15
+	VFMADD231PS 0(R14), Y15, Y0
+	VFMADD231PS 32(R14), Y15, Y1
+	VFMADD231PS 64(R14), Y15, Y2
+	VFMADD231PS 96(R14), Y15, Y3
+	VFMADD231PS 128(R14), Y15, Y4
+	VFMADD231PS 160(R14), Y15, Y5
+	VFMADD231PS 192(R14), Y15, Y6
+	VFMADD231PS 224(R14), Y15, Y7
+	ADDQ R13, R14
+	LEAQ (R15)(R8*4), R15
+	ADDQ R8, CX
+	JMP  loop64
+
+store64:
+	VMOVUPS Y0, 0(DI)(DX*1)
+	VMOVUPS Y1, 32(DI)(DX*1)
+	VMOVUPS Y2, 64(DI)(DX*1)
+	VMOVUPS Y3, 96(DI)(DX*1)
+	VMOVUPS Y4, 128(DI)(DX*1)
+	VMOVUPS Y5, 160(DI)(DX*1)
+	VMOVUPS Y6, 192(DI)(DX*1)
+	VMOVUPS Y7, 224(DI)(DX*1)
+	ADDQ $256, DX
+	JMP  chunk64
+
+chunk8:
+	CMPQ AX, $32
+	JLT  nextlane
+	VXORPS Y0, Y0, Y0
+	MOVQ BX, CX
+	MOVQ BX, R14
+	IMULQ R10, R14
+	ADDQ SI, R14
+	ADDQ DX, R14
+	LEAQ (R11)(BX*4), R15
+
+loop8:
+	CMPQ CX, R12
+	JGE  store8
+	VBROADCASTSS (R15), Y15
+	VFMADD231PS 0(R14), Y15, Y0
+	ADDQ R13, R14
+	LEAQ (R15)(R8*4), R15
+	ADDQ R8, CX
+	JMP  loop8
+
+store8:
+	VMOVUPS Y0, 0(DI)(DX*1)
+	ADDQ $32, DX
+	MOVQ R9, AX
+	SUBQ DX, AX
+	JMP  chunk8
+
+nextlane:
+	ADDQ R9, DI
+	INCQ BX
+	JMP  lane
+
+lanesdone:
+	VZEROUPPER
+	RET
+
+// func reduceLanes32AVX2(out, lanes *float32, cols int)
+// out[c] = GGML_F32x8_REDUCE of the 32 lanes lanes[l*cols+c], eight
+// columns at a time: x_j = (L_j + L_16+j) + (L_8+j + L_24+j), then
+// ((x0+x4) + (x1+x5)) + ((x2+x6) + (x3+x7)). cols is a multiple of 8.
+TEXT ·reduceLanes32AVX2(SB), NOSPLIT, $0-24
+	MOVQ out+0(FP), DI
+	MOVQ lanes+8(FP), SI
+	MOVQ cols+16(FP), CX
+	MOVQ CX, R9
+	SHLQ $2, R9             // bytes per lane
+	LEAQ (SI)(R9*8), R11    // lane 8
+	LEAQ (R11)(R9*8), R12   // lane 16
+	LEAQ (R12)(R9*8), R13   // lane 24
+
+red:
+	TESTQ CX, CX
+	JZ    reddone
+	MOVQ SI, AX
+	MOVQ R11, BX
+	MOVQ R12, DX
+	MOVQ R13, R8
+	// x_j for j = 0..7 into Y0..Y7; lane j+k·8 of the block at AX, BX, DX, R8
+	// advanced by one lane per j.
+	VMOVUPS (AX), Y0
+	VADDPS (DX), Y0, Y0
+	VMOVUPS (BX), Y8
+	VADDPS (R8), Y8, Y8
+	VADDPS Y8, Y0, Y0
+	ADDQ R9, AX
+	ADDQ R9, BX
+	ADDQ R9, DX
+	ADDQ R9, R8
+	VMOVUPS (AX), Y1
+	VADDPS (DX), Y1, Y1
+	VMOVUPS (BX), Y8
+	VADDPS (R8), Y8, Y8
+	VADDPS Y8, Y1, Y1
+	ADDQ R9, AX
+	ADDQ R9, BX
+	ADDQ R9, DX
+	ADDQ R9, R8
+	VMOVUPS (AX), Y2
+	VADDPS (DX), Y2, Y2
+	VMOVUPS (BX), Y8
+	VADDPS (R8), Y8, Y8
+	VADDPS Y8, Y2, Y2
+	ADDQ R9, AX
+	ADDQ R9, BX
+	ADDQ R9, DX
+	ADDQ R9, R8
+	VMOVUPS (AX), Y3
+	VADDPS (DX), Y3, Y3
+	VMOVUPS (BX), Y8
+	VADDPS (R8), Y8, Y8
+	VADDPS Y8, Y3, Y3
+	ADDQ R9, AX
+	ADDQ R9, BX
+	ADDQ R9, DX
+	ADDQ R9, R8
+	VMOVUPS (AX), Y4
+	VADDPS (DX), Y4, Y4
+	VMOVUPS (BX), Y8
+	VADDPS (R8), Y8, Y8
+	VADDPS Y8, Y4, Y4
+	ADDQ R9, AX
+	ADDQ R9, BX
+	ADDQ R9, DX
+	ADDQ R9, R8
+	VMOVUPS (AX), Y5
+	VADDPS (DX), Y5, Y5
+	VMOVUPS (BX), Y8
+	VADDPS (R8), Y8, Y8
+	VADDPS Y8, Y5, Y5
+	ADDQ R9, AX
+	ADDQ R9, BX
+	ADDQ R9, DX
+	ADDQ R9, R8
+	VMOVUPS (AX), Y6
+	VADDPS (DX), Y6, Y6
+	VMOVUPS (BX), Y8
+	VADDPS (R8), Y8, Y8
+	VADDPS Y8, Y6, Y6
+	ADDQ R9, AX
+	ADDQ R9, BX
+	ADDQ R9, DX
+	ADDQ R9, R8
+	VMOVUPS (AX), Y7
+	VADDPS (DX), Y7, Y7
+	VMOVUPS (BX), Y8
+	VADDPS (R8), Y8, Y8
+	VADDPS Y8, Y7, Y7
+	VADDPS Y4, Y0, Y0
+	VADDPS Y5, Y1, Y1
+	VADDPS Y6, Y2, Y2
+	VADDPS Y7, Y3, Y3
+	VADDPS Y1, Y0, Y0
+	VADDPS Y3, Y2, Y2
+	VADDPS Y2, Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ $32, DI
+	ADDQ $32, SI
+	ADDQ $32, R11
+	ADDQ $32, R12
+	ADDQ $32, R13
+	SUBQ $8, CX
+	JMP  red
+
+reddone:
+	VZEROUPPER
+	RET

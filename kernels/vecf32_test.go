@@ -65,3 +65,64 @@ func TestVecF32NoAllocs(t *testing.T) {
 		t.Errorf("%v allocations", n)
 	}
 }
+
+// TestLanesF32Tiers checks LanesF32 and ReduceLanes32F32 on every tier
+// against their scalar definitions, bit for bit.
+func TestLanesF32Tiers(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	vec := func(n int) []float32 {
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = float32(rng.NormFloat64())
+		}
+		return v
+	}
+	defer SetTier(Tier())
+	tests := []struct{ width, cols, stride, n int }{
+		{32, 64, 64, 0}, {32, 64, 64, 1}, {32, 64, 256, 80}, {32, 128, 128, 33},
+		{32, 8, 24, 70}, {32, 72, 80, 100}, {32, 5, 7, 40}, {8, 64, 192, 19},
+		{8, 96, 96, 64}, {1, 16, 16, 9},
+	}
+	for _, tier := range Tiers() {
+		if err := SetTier(tier); err != nil {
+			t.Fatal(err)
+		}
+		for _, tc := range tests {
+			x := vec(max(tc.n-1, 0)*tc.stride + tc.cols)
+			p := vec(tc.n)
+			lanes := vec(tc.width * tc.cols) // garbage to be overwritten
+			want := make([]float32, len(lanes))
+			for i, a := range p {
+				l := i % tc.width
+				for c := range tc.cols {
+					want[l*tc.cols+c] = quant.FMA32(x[i*tc.stride+c], a, want[l*tc.cols+c])
+				}
+			}
+			LanesF32(lanes, tc.width, x, tc.stride, p)
+			for i := range lanes {
+				if math.Float32bits(lanes[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("%s: LanesF32 %+v element %d = %g, want %g", tier, tc, i, lanes[i], want[i])
+				}
+			}
+			if tc.width != 32 {
+				continue
+			}
+			out := make([]float32, tc.cols)
+			ReduceLanes32F32(out, lanes)
+			for c := range out {
+				var acc [32]float32
+				for l := range acc {
+					acc[l] = lanes[l*tc.cols+c]
+				}
+				var x [8]float32
+				for l := range 8 {
+					x[l] = (acc[l] + acc[16+l]) + (acc[8+l] + acc[24+l])
+				}
+				w := ((x[0] + x[4]) + (x[1] + x[5])) + ((x[2] + x[6]) + (x[3] + x[7]))
+				if math.Float32bits(out[c]) != math.Float32bits(w) {
+					t.Fatalf("%s: ReduceLanes32F32 %+v column %d = %g, want %g", tier, tc, c, out[c], w)
+				}
+			}
+		}
+	}
+}

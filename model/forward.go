@@ -388,22 +388,18 @@ func (s *State) attendHeads(lo, hi int) {
 			width = 8
 		}
 		lanes := s.vlanes[h*hdv*32 : h*hdv*32+hdv*width]
-		clear(lanes)
-		for t, p := range sc {
-			l := t % width
-			kernels.AxpyF32(lanes[l*hdv:(l+1)*hdv], values[t*vd+kvh*hdv:t*vd+(kvh+1)*hdv], p)
-		}
+		kernels.LanesF32(lanes, width, values[kvh*hdv:], vd, sc)
 		out := s.att[h*hdv : (h+1)*hdv]
-		var acc [32]float32
+		if !s.BatchOrder {
+			kernels.ReduceLanes32F32(out, lanes)
+			continue
+		}
+		var acc [8]float32
 		for d := range out {
-			for l := range width {
+			for l := range acc {
 				acc[l] = lanes[l*hdv+d]
 			}
-			if s.BatchOrder {
-				out[d] = hsum8((*[8]float32)(acc[:8]))
-			} else {
-				out[d] = reduce32(&acc)
-			}
+			out[d] = hsum8(&acc)
 		}
 	}
 }
