@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 )
 
@@ -37,7 +38,7 @@ func TestReadUnit(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			s := &Source{file: f, fd: int(f.Fd()), jobs: make(chan readJob, 1), jobDone: make(chan error, 1)}
+			s := &Source{file: f, fd: int(f.Fd()), jobs: make(chan readJob, 1), jobDone: make(chan error, 1), probe: [][]byte{make([]byte, 4096)}}
 			s.wg.Add(1)
 			go s.helper()
 			defer func() { close(s.jobs); s.wg.Wait(); f.Close() }()
@@ -45,6 +46,9 @@ func TestReadUnit(t *testing.T) {
 			for _, sp := range tc.spans {
 				end = max(end, sp.bufOff+sp.size)
 				total += sp.size
+			}
+			if runtime.GOOS == "linux" && !s.cached(tc.spans, total-1) {
+				t.Error("a page just written is not reported cached: units would never be split")
 			}
 			dst := make([]byte, end)
 			if err := s.readUnit(dst, tc.spans); err != nil {
@@ -57,6 +61,9 @@ func TestReadUnit(t *testing.T) {
 			}
 			if got := s.bytesRead.Load(); got != int64(total) {
 				t.Errorf("read %d bytes, want %d", got, total)
+			}
+			if n := testing.AllocsPerRun(10, func() { s.readUnit(dst, tc.spans) }); n != 0 {
+				t.Errorf("readUnit allocates %v times", n)
 			}
 		})
 	}

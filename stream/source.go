@@ -54,9 +54,7 @@ type buffer struct {
 	row0    int
 }
 
-// request asks the I/O goroutine to load unit into bufs[buf] and then to advise the kernel that unit advise (-1 for
-// none) comes next, so the disk reads it ahead while the layer computes.
-type request struct{ unit, buf, advise int }
+type request struct{ unit, buf int }
 
 // readJob is a share of a unit's reads handed to the read helper: the
 // bytes [lo, hi) of spans, concatenated, read into dst.
@@ -66,14 +64,12 @@ type readJob struct {
 	lo, hi int
 }
 
-// Parallel reads: a unit of at least 2*minSplit bytes is read by the I/O
-// goroutine and the read helper at once, each taking half of its bytes
-// (a page-cache copy is bound by one core's memory copy speed).
+// Parallel reads: a unit of at least 2*minSplit bytes whose pages are in
+// the page cache is read by the I/O goroutine and the read helper at
+// once, each taking half of its bytes (a page-cache copy is bound by one
+// core's copy speed). A unit on the disk is read with one sequential
+// pread, which the kernel's readahead serves best.
 var minSplit = 1 << 20
-
-// adviseChunk is the size of one posix_fadvise(WILLNEED) call: the kernel
-// reads ahead at most its readahead window per call.
-const adviseChunk = 4 << 20
 
 // Source streams the weights of one Layout for one session. It
 // implements model.WeightSource. Its methods other than Stats must be
@@ -101,7 +97,8 @@ type Source struct {
 	req      chan request
 	jobs     chan readJob // to the read helper
 	jobDone  chan error
-	headSpan [1]span // the head chunk being read (I/O goroutine only)
+	headSpan [1]span  // the head chunk being read (I/O goroutine only)
+	probe    [][]byte // one page, for cached (I/O goroutine only)
 	wg       sync.WaitGroup
 	closed   bool
 	crcTable *crc32.Table
@@ -129,6 +126,7 @@ func Open(lay *Layout, path string, a *arena.Arena, opts Options) (*Source, erro
 			return nil, err
 		}
 	}
+	s.probe = [][]byte{make([]byte, 4096)}
 	s.req = make(chan request, 2)
 	s.jobs = make(chan readJob, 1)
 	s.jobDone = make(chan error, 1)
@@ -238,10 +236,10 @@ func (s *Source) readUnit(dst []byte, spans []span) error {
 	for _, sp := range spans {
 		total += sp.size
 	}
-	if total < 2*minSplit {
+	half := (total / 2) &^ 4095
+	if total < 2*minSplit || !s.cached(spans, half) || !s.cached(spans, total-1) {
 		return s.readSpans(dst, spans, 0, total)
 	}
-	half := (total / 2) &^ 4095
 	s.jobs <- readJob{dst: dst, spans: spans, lo: half, hi: total}
 	err := s.readSpans(dst, spans, 0, half)
 	if herr := <-s.jobDone; err == nil {
@@ -258,30 +256,18 @@ func (s *Source) helper() {
 	}
 }
 
-// advise tells the kernel that unit u will be read soon, so that a cold
-// file is read from the disk while the current unit computes. It is a
-// no-op when the pages are cached.
-func (s *Source) advise(u int) {
-	if u < 0 || u >= s.layers()+s.chunks || s.opts.HeadResident && u >= s.layers() {
-		return
+// cached reports whether the page holding byte i of spans, taken end to
+// end, is in the page cache (read without blocking on the disk).
+func (s *Source) cached(spans []span, i int) bool {
+	at := 0
+	for _, sp := range spans {
+		if i < at+sp.size {
+			off := (sp.off + int64(i-at)) &^ int64(len(s.probe[0])-1)
+			return pageCached(s.fd, s.probe, off)
+		}
+		at += sp.size
 	}
-	if u >= s.layers() {
-		lo, hi := s.headRange(u - s.layers())
-		willNeed(s.fd, s.lay.headOff+int64(lo*s.lay.headRowBytes), int64((hi-lo)*s.lay.headRowBytes))
-		return
-	}
-	for _, sp := range s.lay.layers[u].spans {
-		willNeed(s.fd, sp.off, int64(sp.size))
-	}
-}
-
-// willNeed advises [off, off+n) in chunks the kernel reads ahead whole.
-func willNeed(fd int, off, n int64) {
-	for n > 0 {
-		c := min(n, adviseChunk)
-		adviseWillNeed(fd, off, c)
-		off, n = off+c, n-c
-	}
+	return false
 }
 
 // headRange returns the rows of head chunk c.
@@ -313,7 +299,6 @@ func (s *Source) loop() {
 		s.ioNanos.Add(int64(time.Since(t0)))
 		s.reads.Add(1)
 		s.bufs[r.buf].done <- err
-		s.advise(r.advise)
 	}
 }
 
@@ -407,7 +392,7 @@ func (s *Source) acquire(u int) (*buffer, error) {
 		if s.nbuf == 2 && s.inUse == 0 {
 			bi = 1
 		}
-		s.request(u, bi, s.next(u))
+		s.request(u, bi)
 	}
 	b := &s.bufs[bi]
 	if b.pending {
@@ -422,15 +407,14 @@ func (s *Source) acquire(u int) (*buffer, error) {
 	}
 	s.inUse = bi
 	if s.nbuf == 2 {
-		n := s.next(u)
-		s.request(n, 1-bi, s.next(n))
+		s.request(s.next(u), 1-bi)
 	}
 	return b, nil
 }
 
 // request starts loading unit u into buffer bi (after any load pending on
 // it), unless it already holds u.
-func (s *Source) request(u, bi, advise int) {
+func (s *Source) request(u, bi int) {
 	b := &s.bufs[bi]
 	if b.unit == u {
 		return
@@ -440,7 +424,7 @@ func (s *Source) request(u, bi, advise int) {
 		b.pending = false
 	}
 	b.unit, b.pending = u, true
-	s.req <- request{u, bi, advise}
+	s.req <- request{u, bi}
 }
 
 func (s *Source) release() { s.inUse = -1 }
