@@ -4,6 +4,8 @@ package stream
 
 func dropPages(fd int, off, n int64) {}
 
-// pageCached is false where the page cache cannot be probed: units are
-// read with one pread.
-func pageCached(fd int, probe [][]byte, off int64) bool { return false }
+// cacheProbe cannot see the page cache here: units are read with one
+// pread.
+type cacheProbe struct{}
+
+func (p *cacheProbe) cachedBytes(fd int, off, n int64) int64 { return 0 }

@@ -97,8 +97,8 @@ type Source struct {
 	req      chan request
 	jobs     chan readJob // to the read helper
 	jobDone  chan error
-	headSpan [1]span  // the head chunk being read (I/O goroutine only)
-	probe    [][]byte // one page, for cached (I/O goroutine only)
+	headSpan [1]span    // the head chunk being read (I/O goroutine only)
+	probe    cacheProbe // I/O goroutine only
 	wg       sync.WaitGroup
 	closed   bool
 	crcTable *crc32.Table
@@ -126,7 +126,6 @@ func Open(lay *Layout, path string, a *arena.Arena, opts Options) (*Source, erro
 			return nil, err
 		}
 	}
-	s.probe = [][]byte{make([]byte, 4096)}
 	s.req = make(chan request, 2)
 	s.jobs = make(chan readJob, 1)
 	s.jobDone = make(chan error, 1)
@@ -237,7 +236,7 @@ func (s *Source) readUnit(dst []byte, spans []span) error {
 		total += sp.size
 	}
 	half := (total / 2) &^ 4095
-	if total < 2*minSplit || !s.cached(spans, half) || !s.cached(spans, total-1) {
+	if total < 2*minSplit || !s.cached(spans, total) {
 		return s.readSpans(dst, spans, 0, total)
 	}
 	s.jobs <- readJob{dst: dst, spans: spans, lo: half, hi: total}
@@ -256,18 +255,14 @@ func (s *Source) helper() {
 	}
 }
 
-// cached reports whether the page holding byte i of spans, taken end to
-// end, is in the page cache (read without blocking on the disk).
-func (s *Source) cached(spans []span, i int) bool {
-	at := 0
+// cached reports whether nearly all of the total bytes of spans are in
+// the page cache.
+func (s *Source) cached(spans []span, total int) bool {
+	lo, hi := spans[0].off, spans[0].off
 	for _, sp := range spans {
-		if i < at+sp.size {
-			off := (sp.off + int64(i-at)) &^ int64(len(s.probe[0])-1)
-			return pageCached(s.fd, s.probe, off)
-		}
-		at += sp.size
+		lo, hi = min(lo, sp.off), max(hi, sp.off+int64(sp.size))
 	}
-	return false
+	return s.probe.cachedBytes(s.fd, lo, hi-lo) >= int64(total)-int64(total)/16
 }
 
 // headRange returns the rows of head chunk c.
