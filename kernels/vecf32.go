@@ -113,3 +113,29 @@ func ReduceLanes32F32(out, lanes []float32) {
 		out[c] = (t0 + t1) + (t2 + t3)
 	}
 }
+
+// RotateF32 rotates len(cs)/2 pairs of elements of v: pair i is v[i·step]
+// and v[i·step+off], turned by the angle whose cosine and sine are cs[2i]
+// and cs[2i+1], as GCC compiles ggml's RoPE (one FMA per output):
+//
+//	v[a] = fma(x0, cos, -(x1·sin))
+//	v[b] = fma(x0, sin, x1·cos)
+func RotateF32(v, cs []float32, step, off int) {
+	pairs := len(cs) / 2
+	if pairs == 0 {
+		return
+	}
+	if step <= 0 || off <= 0 || (pairs-1)*step+off >= len(v) {
+		panic("kernels: RotateF32: pairs do not fit in v")
+	}
+	if current.Load() != genericTier && rotateF32Asm(v, cs, pairs, step, off) {
+		return
+	}
+	for i := range pairs {
+		a, b := i*step, i*step+off
+		c, s := cs[2*i], cs[2*i+1]
+		x0, x1 := v[a], v[b]
+		v[a] = quant.FMA32(x0, c, -(x1 * s))
+		v[b] = quant.FMA32(x0, s, x1*c)
+	}
+}

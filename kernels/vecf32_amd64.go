@@ -59,3 +59,14 @@ func reduceLanes32Asm(out, lanes []float32) bool {
 	reduceLanes32AVX2(&out[0], &lanes[0], len(out))
 	return true
 }
+
+//go:noescape
+func rotateF32FMA(v, cs *float32, pairs, step, off int)
+
+func rotateF32Asm(v, cs []float32, pairs, step, off int) bool {
+	if !hasAVX2() {
+		return false
+	}
+	rotateF32FMA(&v[0], &cs[0], pairs, 4*step, 4*off)
+	return true
+}

@@ -262,3 +262,32 @@ red:
 reddone:
 	VZEROUPPER
 	RET
+
+// func rotateF32FMA(v, cs *float32, pairs, step, off int)
+// Pair i is x0 = v[i·step], x1 = v[i·step+off] (step and off in bytes),
+// turned by c = cs[2i], s = cs[2i+1]: x0·c − x1·s and x0·s + x1·c, each
+// with the product by x1 rounded first and one fused operation after
+// (VFMSUB231SS is fma(x0, c, −(x1·s)) exactly).
+TEXT ·rotateF32FMA(SB), NOSPLIT, $0-40
+	MOVQ v+0(FP), DI
+	MOVQ cs+8(FP), SI
+	MOVQ pairs+16(FP), CX
+	MOVQ step+24(FP), R8
+	MOVQ off+32(FP), R9
+
+rot:
+	VMOVSS (SI), X2      // c
+	VMOVSS 4(SI), X3     // s
+	VMOVSS (DI), X0      // x0
+	VMOVSS (DI)(R9*1), X1 // x1
+	VMULSS X3, X1, X4    // x1·s
+	VFMSUB231SS X2, X0, X4 // x0·c − x1·s
+	VMULSS X2, X1, X5    // x1·c
+	VFMADD231SS X3, X0, X5 // x0·s + x1·c
+	VMOVSS X4, (DI)
+	VMOVSS X5, (DI)(R9*1)
+	ADDQ $8, SI
+	ADDQ R8, DI
+	DECQ CX
+	JNZ  rot
+	RET

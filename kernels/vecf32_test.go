@@ -126,3 +126,41 @@ func TestLanesF32Tiers(t *testing.T) {
 		}
 	}
 }
+
+// TestRotateF32Tiers checks RotateF32 on every tier against its scalar
+// definition, bit for bit, in both pair layouts.
+func TestRotateF32Tiers(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	defer SetTier(Tier())
+	tests := []struct{ dims, step, off int }{
+		{2, 2, 1}, {64, 2, 1}, {128, 2, 1}, {64, 1, 32}, {128, 1, 64}, {6, 1, 3},
+	}
+	for _, tier := range Tiers() {
+		if err := SetTier(tier); err != nil {
+			t.Fatal(err)
+		}
+		for _, tc := range tests {
+			v, cs := make([]float32, tc.dims+3), make([]float32, tc.dims)
+			for i := range v {
+				v[i] = float32(rng.NormFloat64() * 10)
+			}
+			for i := 0; i < tc.dims; i += 2 {
+				a := rng.Float64() * 100
+				cs[i], cs[i+1] = float32(math.Cos(a)), float32(math.Sin(a))
+			}
+			want := append([]float32(nil), v...)
+			for i := range tc.dims / 2 {
+				a, b := i*tc.step, i*tc.step+tc.off
+				x0, x1 := want[a], want[b]
+				want[a] = quant.FMA32(x0, cs[2*i], -(x1 * cs[2*i+1]))
+				want[b] = quant.FMA32(x0, cs[2*i+1], x1*cs[2*i])
+			}
+			RotateF32(v, cs, tc.step, tc.off)
+			for i := range v {
+				if math.Float32bits(v[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("%s: RotateF32 %+v element %d = %g, want %g", tier, tc, i, v[i], want[i])
+				}
+			}
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"math"
 	"sync"
 
+	"github.com/qsf-llm/qsf/kernels"
 	"github.com/qsf-llm/qsf/quant"
 )
 
@@ -61,19 +62,12 @@ func ropeAngles(cs []float32, dims, pos int, base float32) {
 // headDim in x by the angles in cs (from ropeAngles). The rotation is
 // fused as GCC compiles ggml's rope (x0·cos − x1·sin with one FMA).
 func rope(x []float32, heads, headDim, dims int, cs []float32, style RopeStyle) {
-	half := dims / 2
+	step, off := 2, 1 // normal: adjacent pairs
+	if style == RopeNeoX {
+		step, off = 1, dims/2
+	}
 	for h := 0; h < heads; h++ {
-		v := x[h*headDim : h*headDim+dims]
-		for i := 0; i < half; i++ {
-			c, s := cs[2*i], cs[2*i+1]
-			a, b := 2*i, 2*i+1 // normal: adjacent pairs
-			if style == RopeNeoX {
-				a, b = i, i+half
-			}
-			x0, x1 := v[a], v[b]
-			v[a] = fma32(x0, c, -(x1 * s))
-			v[b] = fma32(x0, s, x1*c)
-		}
+		kernels.RotateF32(x[h*headDim:h*headDim+dims], cs[:dims&^1], step, off)
 	}
 }
 
