@@ -36,6 +36,7 @@ const (
 	jobParallel
 	jobPacked
 	jobMatMul
+	jobMatVecs
 )
 
 // Pool is a fixed set of persistent worker goroutines that share the work of
@@ -81,6 +82,9 @@ type Pool struct {
 	kern     rowsFunc  // jobPacked's kernel
 	mm       matmulJob // jobMatMul's job
 	auxes    [][]byte  // jobMatMul's prepared activations, reused
+	tasks    []MatVecTask
+	taskAux  [][]byte // jobMatVecs' prepared activations, reused
+	taskEnd  []int    // jobMatVecs' cumulative row counts, reused
 }
 
 type worker struct {
@@ -197,6 +201,74 @@ func (p *Pool) MatMul(t quant.Type, out []float32, w []byte, cols int, acts []by
 	p.mu.Unlock()
 }
 
+// MatVecTask is one matrix-vector product of a Pool.MatVecs call: the
+// arguments of MatVec.
+type MatVecTask struct {
+	Type quant.Type
+	Out  []float32
+	W    []byte
+	Cols int
+	Act  []byte
+}
+
+// MatVecs computes the MatVec of every task as one job shared by the pool's
+// threads, which wait for each other once instead of once per task. The
+// tasks' outputs must not overlap. The results are those of MatVec. It
+// panics on inconsistent arguments as MatVec does.
+func (p *Pool) MatVecs(tasks []MatVecTask) {
+	// Every task but the last must be whole groups of rowAlign rows, so
+	// that each piece starts on a group of its task.
+	total := 0
+	for i, t := range tasks {
+		check(t.Type, t.Out, t.W, t.Cols, t.Act)
+		if i < len(tasks)-1 && len(t.Out)%rowAlign != 0 {
+			for _, t := range tasks {
+				p.MatVec(t.Type, t.Out, t.W, t.Cols, t.Act)
+			}
+			return
+		}
+		total += len(t.Out)
+	}
+	if total == 0 {
+		return
+	}
+	tr := current.Load()
+	p.mu.Lock()
+	for len(p.taskAux) < len(tasks) {
+		p.taskAux = append(p.taskAux, nil)
+	}
+	p.taskEnd = p.taskEnd[:0]
+	end := 0
+	for i, t := range tasks {
+		p.taskAux[i] = tr.prepare(t.Type, p.taskAux[i], t.Act, t.Cols)
+		end += len(t.Out)
+		p.taskEnd = append(p.taskEnd, end)
+	}
+	p.tasks, p.tier = tasks, tr
+	if p.threads == 1 || total <= rowAlign {
+		p.runTasks(0, total)
+	} else {
+		p.kind = jobMatVecs
+		p.run(total, rowAlign)
+	}
+	p.tasks = nil
+	p.mu.Unlock()
+}
+
+// runTasks computes rows [lo, hi) of the current MatVecs job, counted over
+// its tasks in order.
+func (p *Pool) runTasks(lo, hi int) {
+	start := 0
+	for i, t := range p.tasks {
+		end := p.taskEnd[i]
+		if a, b := max(lo, start)-start, min(hi, end)-start; a < b {
+			tt, rowBytes := check(t.Type, t.Out, t.W, t.Cols, t.Act)
+			p.tier.run(tt, t.Out[a:b], t.W[a*rowBytes:b*rowBytes], rowBytes, t.Cols, t.Act, p.taskAux[i])
+		}
+		start = end
+	}
+}
+
 // Parallel calls fn on contiguous, disjoint, non-empty ranges [lo, hi) that
 // together cover [0, n), concurrently on the pool's threads, and returns
 // when all calls have returned. Parallel does not allocate, so a method
@@ -282,6 +354,8 @@ func (p *Pool) piece(i int) {
 		p.kern(p.out[lo:hi], p.w[lo*p.rowBytes:hi*p.rowBytes], p.rowBytes, p.cols, p.act, p.aux)
 	case jobMatMul:
 		p.mm.run(lo, hi)
+	case jobMatVecs:
+		p.runTasks(lo, hi)
 	}
 }
 

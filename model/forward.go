@@ -41,7 +41,8 @@ type State struct {
 	hb2    []float32 // FFN hidden (up)
 	Logits []float32
 
-	acts activations // xb (or att, hb) quantized for the matrices that read it
+	acts  activations           // xb (or att, hb) quantized for the matrices that read it
+	tasks [3]kernels.MatVecTask // the products of one matVecs call
 
 	// BatchOrder makes attention add in the order llama.cpp uses when it
 	// evaluates several tokens in one batch (llamafile's tinyBLAS: 8 lanes
@@ -269,9 +270,7 @@ func (s *State) attention(ly *Block, l, pos int) error {
 		s.matVec(s.qkv, &ly.QKV)
 		s.splitQKV(s.qkv)
 	} else {
-		s.matVec(s.q, &ly.Q)
-		s.matVec(s.k, &ly.K)
-		s.matVec(s.v, &ly.V)
+		s.matVecs(s.q, &ly.Q, s.k, &ly.K, s.v, &ly.V)
 	}
 	if err := s.attendToken(ly, l, pos); err != nil {
 		return err
@@ -445,8 +444,7 @@ func (s *State) feedForward(ly *Block) {
 		s.matVec(s.hb, &ly.GateUp)
 		gated(hidden, s.hb[:f], s.hb[f:2*f], hp.Act)
 	case ly.Gate.Data != nil: // SwiGLU / GeGLU
-		s.matVec(s.hb[:f], &ly.Gate)
-		s.matVec(s.hb2, &ly.Up)
+		s.matVecs(s.hb[:f], &ly.Gate, s.hb2, &ly.Up, nil, nil)
 		gated(hidden, s.hb[:f], s.hb2, hp.Act)
 	default: // plain MLP
 		s.matVec(hidden, &ly.Up)
@@ -478,6 +476,24 @@ func (s *State) input(x []float32) { s.acts.reset(x) }
 // matVec computes out = W·x for the current input x.
 func (s *State) matVec(out []float32, w *Tensor) {
 	s.pool.MatVec(w.Type, out, w.Data, w.Cols, s.acts.get(w.Type))
+}
+
+// matVecs computes out1 = W1·x, out2 = W2·x and, when w3 is not nil,
+// out3 = W3·x for the current input x as one job of the pool, so that its
+// threads wait for each other once.
+func (s *State) matVecs(out1 []float32, w1 *Tensor, out2 []float32, w2 *Tensor, out3 []float32, w3 *Tensor) {
+	n := 0
+	for _, e := range [...]struct {
+		out []float32
+		w   *Tensor
+	}{{out1, w1}, {out2, w2}, {out3, w3}} {
+		if e.w != nil {
+			s.tasks[n] = kernels.MatVecTask{Type: e.w.Type, Out: e.out, W: e.w.Data, Cols: e.w.Cols, Act: s.acts.get(e.w.Type)}
+			n++
+		}
+	}
+	s.pool.MatVecs(s.tasks[:n])
+	s.tasks = [len(s.tasks)]kernels.MatVecTask{} // hold no weights past the call
 }
 
 // activations holds the current input vector and its conversions to the
