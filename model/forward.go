@@ -335,7 +335,11 @@ func (s *State) attendToken(ly *Block, l, pos int) error {
 
 	// Each query head attends to the cached positions of its KV head.
 	s.layer, s.pos, s.n = l, pos, s.KV.Used(l)
-	s.pool.Parallel(hp.Heads, s.attend)
+	if hp.Heads*s.n*(hp.HeadDimK+hp.HeadDimV) <= inlineAttention {
+		s.attend(0, hp.Heads) // less work than handing it out costs
+	} else {
+		s.pool.Parallel(hp.Heads, s.attend)
+	}
 	if s.KV.Tracks() {
 		c := s.KV.Capacity()
 		for h := range hp.Heads {
@@ -344,6 +348,13 @@ func (s *State) attendToken(ly *Block, l, pos int) error {
 	}
 	return nil
 }
+
+// inlineAttention is the size of an attention (heads × positions × the
+// widths of a key and a value, about its multiply-adds) up to which the
+// calling thread does it alone: some tens of microseconds, not worth a
+// round trip through the pool's workers, which on a busy machine can cost
+// more than that whenever one of them is descheduled.
+const inlineAttention = 1 << 17
 
 // attendHeads computes softmax(q·K/√d)·V for query heads [lo, hi), in
 // the order llama.cpp's f32 mat-muls add (see exact.go).
