@@ -32,6 +32,8 @@ type BudgetError struct {
 	KV     kvcache.Type // its KV cache type
 }
 
+// Error states the smallest budget that works and the configuration it
+// buys, beside the budget given.
 func (e *BudgetError) Error() string {
 	return fmt.Sprintf("%v: %s needed at least (context %d, kv %s, single buffer), budget %s", ErrBudget,
 		FormatBytes(e.Min), e.Ctx, e.KV, FormatBytes(e.Budget))
