@@ -26,40 +26,6 @@ func hsum8(v *[8]float32) float32 {
 	return b0 + b1
 }
 
-// vecDotF32 is ggml_vec_dot_f32 on AVX2+FMA (llama.cpp multiplies by a
-// single token with it, the attention scores and outputs included): four
-// 8-lane FMA accumulators over each 32 elements, reduced as
-// GGML_F32x8_REDUCE does, then the tail accumulated in float32.
-func vecDotF32(a, b []float32) float32 {
-	b = b[:len(a)]
-	np := len(a) &^ 31
-	var acc [32]float32
-	for i := 0; i < np; i += 32 {
-		for l := range 32 {
-			acc[l] = fma32(a[i+l], b[i+l], acc[l])
-		}
-	}
-	var sum float32
-	if np > 0 {
-		sum = reduce32(&acc)
-	}
-	for i := np; i < len(a); i++ {
-		sum += a[i] * b[i]
-	}
-	return sum
-}
-
-// reduce32 adds four 8-lane accumulators as GGML_F32x8_REDUCE: x0+x2 and
-// x1+x3, then their sum, then the halves, then two horizontal adds.
-func reduce32(acc *[32]float32) float32 {
-	var x [8]float32
-	for l := range 8 {
-		x[l] = (acc[l] + acc[16+l]) + (acc[8+l] + acc[24+l])
-	}
-	t0, t1, t2, t3 := x[0]+x[4], x[1]+x[5], x[2]+x[6], x[3]+x[7]
-	return (t0 + t1) + (t2 + t3)
-}
-
 // dotLanes returns Σ a[i]·b[i] as llamafile's tinyBLAS computes an f32
 // dot product on AVX2 (llama.cpp's path for batches of two or more
 // tokens): lane i%8 accumulates with FMA, then hsum8.

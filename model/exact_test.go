@@ -35,16 +35,3 @@ func TestSincosfMatchesGlibc(t *testing.T) {
 		t.Fatalf("only %d golden values", n)
 	}
 }
-
-func TestVecDotF32Order(t *testing.T) {
-	// 1e8 + 1 - 1e8 in different orders: the lane structure decides.
-	a := make([]float32, 40)
-	b := make([]float32, 40)
-	for i := range a {
-		a[i], b[i] = 1, 1
-	}
-	a[0], a[16] = 1e8, -1e8 // lanes 0 and 16 cancel in the reduction
-	if got := vecDotF32(a, b); got != 38 {
-		t.Errorf("vecDotF32 = %g, want 38", got)
-	}
-}
