@@ -72,8 +72,20 @@ func dotQ8_0AVX2(out *float32, rows int, w *byte, nb int, act, aux *byte)
 //go:noescape
 func dotQ4_0AVX2(out *float32, rows int, w *byte, nb int, act, aux *byte)
 
+//go:noescape
+func dotQ8_0Rows4AVX2(out *float32, quads int, w *byte, nb, rowBytes int, act, aux *byte)
+
+// q8_0AVX2 runs whole groups of four rows through dotQ8_0Rows4AVX2, which
+// overlaps their FMA chains, and the rest through the one-row kernel; both
+// compute a row alike, bit for bit.
 func q8_0AVX2(out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
-	dotQ8_0AVX2(&out[0], len(out), &w[0], cols/32, &act[0], &aux[0])
+	quads := len(out) / 4
+	if quads > 0 {
+		dotQ8_0Rows4AVX2(&out[0], quads, &w[0], cols/32, rowBytes, &act[0], &aux[0])
+	}
+	if r := 4 * quads; r < len(out) {
+		dotQ8_0AVX2(&out[r], len(out)-r, &w[r*rowBytes], cols/32, &act[0], &aux[0])
+	}
 }
 
 func q4_0AVX2(out []float32, w []byte, rowBytes, cols int, act, aux []byte) {

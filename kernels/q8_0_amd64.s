@@ -76,3 +76,119 @@ reduce:
 	JNZ  row
 	VZEROUPPER
 	RET
+
+// dotQ8_0Rows4AVX2 is dotQ8_0AVX2 for four rows at a time, rows r..r+3 of
+// quad q starting at w + (4q+i)·rowBytes. One row's loop does a single
+// dependent FMA per 34-byte block, so it waits on the FMA latency; four
+// rows overlap four chains, and the activation quants and the prepared
+// scale are loaded once per block for all four. Each row's arithmetic is
+// exactly that of dotQ8_0AVX2, so the bits are the same.
+//
+// The rows of a quad are contiguous, so within the quad every prefetch a
+// fixed distance ahead would hit lines another row pointer is reading;
+// instead each row prefetches the same column of the next quad's row
+// (AX walks rows 4..7), a quad later, well ahead of DRAM latency.
+//
+// Registers: SI row 0 of the quad at the current block, R13 rowBytes,
+// R14 3·rowBytes, AX the prefetch pointer, DI activation quants, DX
+// prepared activation, Y0..Y3 the accumulators of rows 0..3, Y12 the
+// block's activation quants, Y13 its scale (eight float32), Y15 int16
+// ones.
+
+// ROW4 accumulates one block of a row into acc, q and d the addresses of
+// its quants and scale, with the activation block in Y12 and its scale in
+// Y13.
+#define ROW4(q, d, acc, y1, y2, x2) \
+	VMOVDQU q, y1 \
+	VPSIGNB y1, Y12, y2 \
+	VPABSB  y1, y1 \
+	VPMADDUBSW y2, y1, y1 \
+	VPMADDWD Y15, y1, y1 \
+	VCVTDQ2PS y1, y1 \
+	VPBROADCASTW d, x2 \
+	VCVTPH2PS x2, y2 \
+	VMULPS Y13, y2, y2 \
+	VFMADD231PS y2, y1, acc
+
+#define BLOCK4(woff, aoff, poff) \
+	VMOVDQU aoff+2(DI), Y12 \
+	VMOVUPS poff(DX), Y13 \
+	ROW4(woff+2(SI), woff(SI), Y0, Y4, Y5, X5) \
+	ROW4(woff+2(SI)(R13*1), woff(SI)(R13*1), Y1, Y6, Y7, X7) \
+	ROW4(woff+2(SI)(R13*2), woff(SI)(R13*2), Y2, Y8, Y9, X9) \
+	ROW4(woff+2(SI)(R14*1), woff(SI)(R14*1), Y3, Y10, Y11, X11)
+
+// func dotQ8_0Rows4AVX2(out *float32, quads int, w *byte, nb, rowBytes int, act, aux *byte)
+TEXT ·dotQ8_0Rows4AVX2(SB), NOSPLIT, $0-56
+	MOVQ out+0(FP), R8
+	MOVQ quads+8(FP), R9
+	MOVQ w+16(FP), R15
+	MOVQ nb+24(FP), R10
+	MOVQ rowBytes+32(FP), R13
+	MOVQ act+40(FP), R11
+	MOVQ aux+48(FP), R12
+	LEAQ (R13)(R13*2), R14
+
+	MOVL $0x00010001, AX
+	VMOVD AX, X15
+	VPBROADCASTD X15, Y15 // int16 ones
+
+quad:
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	MOVQ R15, SI
+	LEAQ (R15)(R13*4), AX
+	MOVQ R11, DI
+	MOVQ R12, DX
+	MOVQ R10, CX
+
+pair4:
+	CMPQ CX, $2
+	JLT  single4
+	PREFETCHT0 (AX)
+	PREFETCHT0 (AX)(R13*1)
+	PREFETCHT0 (AX)(R13*2)
+	PREFETCHT0 (AX)(R14*1)
+	BLOCK4(0, 0, 0)
+	BLOCK4(34, 34, 64)
+	ADDQ $68, SI
+	ADDQ $68, AX
+	ADDQ $68, DI
+	ADDQ $128, DX
+	SUBQ $2, CX
+	JMP  pair4
+
+single4:
+	TESTQ CX, CX
+	JZ    reduce4
+	BLOCK4(0, 0, 0)
+
+reduce4:
+	// hsum_float_8 of each accumulator, four at once: lanes i and i+4,
+	// then (0+2) + (1+3) of what is left, as ggml adds them.
+	VEXTRACTF128 $1, Y0, X4
+	VADDPS X4, X0, X0
+	VEXTRACTF128 $1, Y1, X5
+	VADDPS X5, X1, X1
+	VEXTRACTF128 $1, Y2, X6
+	VADDPS X6, X2, X2
+	VEXTRACTF128 $1, Y3, X7
+	VADDPS X7, X3, X3
+	VUNPCKLPS X1, X0, X4 // r0[0] r1[0] r0[1] r1[1]
+	VUNPCKHPS X1, X0, X5 // r0[2] r1[2] r0[3] r1[3]
+	VADDPS X5, X4, X4    // r0[0+2] r1[0+2] r0[1+3] r1[1+3]
+	VUNPCKLPS X3, X2, X6
+	VUNPCKHPS X3, X2, X7
+	VADDPS X7, X6, X6    // the same for rows 2 and 3
+	VMOVLHPS X6, X4, X5  // r0[0+2] r1[0+2] r2[0+2] r3[0+2]
+	VMOVHLPS X4, X6, X7  // r0[1+3] r1[1+3] r2[1+3] r3[1+3]
+	VADDPS X7, X5, X5
+	VMOVUPS X5, (R8)
+	ADDQ $16, R8
+	LEAQ (R15)(R13*4), R15
+	DECQ R9
+	JNZ  quad
+	VZEROUPPER
+	RET

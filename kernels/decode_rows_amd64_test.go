@@ -1,0 +1,157 @@
+//go:build amd64 && !purego
+
+package kernels
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/qsf-llm/qsf/quant"
+)
+
+// decodeTypes are the types whose avx2 kernels walk several rows at once
+// (issue #5); each row must still come out as the one-row order computes
+// it.
+var decodeTypes = []quant.Type{quant.Q8_0, quant.Q4_K, quant.Q6_K}
+
+// extremeQ8_0 overwrites some blocks of a Q8_0 matrix with the corners of
+// its range (±127 quants, scales from subnormal to the largest fp16) so
+// that a kernel that saturates or rounds differently shows.
+func extremeQ8_0(r *rand.Rand, w []byte) {
+	scales := []float32{0, 6e-8, -6e-8, 1e-5, 1, -1, 1000, -65504}
+	for o := 0; o < len(w); o += 34 {
+		switch r.IntN(5) {
+		case 0:
+			putF16(w[o:], scales[r.IntN(len(scales))])
+		case 1:
+			v := byte(127)
+			if r.IntN(2) == 0 {
+				v = byte(0x81) // -127
+			}
+			for j := 0; j < 32; j++ {
+				w[o+2+j] = v
+			}
+		}
+	}
+}
+
+// TestDecodeRowsBits checks the avx2 kernels of decodeTypes bit for bit
+// against package quant's Dot (ggml's AVX2 order) row by row, on every row
+// count from 1 to 13 (whole groups of rows and every tail), widths from one
+// block up, called directly, one row at a time, and through MatVec and
+// Pool.MatVec of 1 to 3 threads under every tier.
+func TestDecodeRowsBits(t *testing.T) {
+	if !hasAVX2() {
+		t.Skip("no AVX2")
+	}
+	defer SetTier(Tier())
+	pools := []*Pool{NewPool(1), NewPool(2), NewPool(3)}
+	defer func() {
+		for _, p := range pools {
+			p.Close()
+		}
+	}()
+	r := rand.New(rand.NewPCG(51, 52))
+	for _, typ := range decodeTypes {
+		tt, err := quant.Lookup(typ)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kern := avx2Tier.kernels[typ]
+		for _, nb := range []int{1, 2, 3, 5, 8} {
+			cols := nb * typ.BlockSize()
+			if typ == quant.Q8_0 && nb == 8 {
+				cols = 4096 // a realistic width too
+			}
+			rowBytes, _ := quant.RowBytes(typ, cols)
+			for rows := 1; rows <= 13; rows++ {
+				t.Run(fmt.Sprintf("%v/%dx%d", typ, rows, cols), func(t *testing.T) {
+					w := randomRows(r, typ, rows, cols)
+					if typ == quant.Q8_0 && rows%2 == 1 {
+						extremeQ8_0(r, w)
+					}
+					act := randomRows(r, vecDotType[typ], 1, cols)
+					want := make([]float32, rows)
+					for i := range want {
+						want[i] = tt.Dot(cols, w[i*rowBytes:(i+1)*rowBytes], act)
+					}
+					same := func(how string, got []float32) {
+						t.Helper()
+						for i := range want {
+							if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+								t.Errorf("%s: row %d: got %g (%#x), want %g (%#x)", how, i, got[i], math.Float32bits(got[i]), want[i], math.Float32bits(want[i]))
+							}
+						}
+					}
+
+					aux := avx2Tier.prepare(typ, nil, act, cols)
+					out := make([]float32, rows+1)
+					out[rows] = 42 // sentinel: must not be written
+					kern(out[:rows], w, rowBytes, cols, act, aux)
+					same("avx2 kernel", out)
+					if out[rows] != 42 {
+						t.Errorf("avx2 kernel wrote past the end of out")
+					}
+					one := make([]float32, rows)
+					for i := range one {
+						kern(one[i:i+1], w[i*rowBytes:(i+1)*rowBytes], rowBytes, cols, act, aux)
+					}
+					same("avx2 kernel, one row per call", one)
+
+					for _, name := range Tiers() {
+						if err := SetTier(name); err != nil {
+							t.Fatal(err)
+						}
+						got := make([]float32, rows)
+						MatVec(typ, got, w, cols, act)
+						same(name+" MatVec", got)
+						for _, p := range pools {
+							clear(got)
+							p.MatVec(typ, got, w, cols, act)
+							same(fmt.Sprintf("%s Pool(%d).MatVec", name, p.threads), got)
+						}
+					}
+				})
+			}
+		}
+	}
+}
+
+// TestDecodeRowsPoolSplit checks, on matrices tall enough for the pool to
+// split (ranges start at multiples of rowAlign, the last one ragged), that
+// every thread count gives the bits of the one-row kernel.
+func TestDecodeRowsPoolSplit(t *testing.T) {
+	if !hasAVX2() {
+		t.Skip("no AVX2")
+	}
+	defer SetTier(Tier())
+	if err := SetTier("avx2"); err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(53, 54))
+	for _, typ := range decodeTypes {
+		tt, err := quant.Lookup(typ)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, sh := range []struct{ rows, cols int }{{61, 512}, {203, 768}, {1027, 256}} {
+			w := randomRows(r, typ, sh.rows, sh.cols)
+			act := randomRows(r, vecDotType[typ], 1, sh.cols)
+			rowBytes, _ := quant.RowBytes(typ, sh.cols)
+			for _, threads := range []int{1, 2, 3} {
+				p := NewPool(threads)
+				got := make([]float32, sh.rows)
+				p.MatVec(typ, got, w, sh.cols, act)
+				p.Close()
+				for i := range got {
+					want := tt.Dot(sh.cols, w[i*rowBytes:(i+1)*rowBytes], act)
+					if math.Float32bits(got[i]) != math.Float32bits(want) {
+						t.Errorf("%v %dx%d t%d row %d: got %g, want %g", typ, sh.rows, sh.cols, threads, i, got[i], want)
+					}
+				}
+			}
+		}
+	}
+}
