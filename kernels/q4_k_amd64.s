@@ -161,3 +161,152 @@ block:
 	JNZ  row
 	VZEROUPPER
 	RET
+
+// dotQ4_KRows2AVX2 is dotQ4_KAVX2 for two rows at a time, rows 2p and
+// 2p+1 of pair p starting at w + (2p+i)·rowBytes. The two rows' blocks
+// are independent work the core can overlap, and the activation's
+// bsums and scale are loaded and folded once per block for both. Each
+// row's arithmetic is exactly dotQ4_KAVX2's, so the bits are the same.
+//
+// Each row prefetches the lines of the same block of the next pair's row
+// (AX walks row 2 of the pair), ahead of DRAM latency without touching
+// lines the pair is reading.
+//
+// Registers: SI row 0 at the current block, BX row 1, AX the prefetch
+// pointer, R15 rowBytes, DI the activation block, Y0/X13 the accumulators
+// of row 0 (Σ da·d·sumi, Σ da·dmin·summ), Y9/X10 those of row 1, X15 the
+// block's bsums summed in 32s, X11 its scale da broadcast, Y14 the nibble
+// mask.
+
+// QUADR is QUAD for the row at ptr.
+#define QUADR(ptr, j) \
+	VMOVDQU (16+32*j)(ptr), Y1 \
+	VPSRLW $4, Y1, Y2 \
+	VPAND Y14, Y1, Y1 \
+	VPAND Y14, Y2, Y2 \
+	VPMADDUBSW (4+64*j)(DI), Y1, Y1 \
+	VPMADDUBSW (36+64*j)(DI), Y2, Y2 \
+	VPSHUFB ·k4ScaleShuf+(64*j)(SB), Y12, Y3 \
+	VPSHUFB ·k4ScaleShuf+(64*j+32)(SB), Y12, Y4 \
+	VPMADDWD Y3, Y1, Y1 \
+	VPMADDWD Y4, Y2, Y2 \
+	VPADDD Y1, Y7, Y7 \
+	VPADDD Y2, Y8, Y8
+
+// ROWK4 does one block of the row at ptr into accumulators acc and macc,
+// as one iteration of dotQ4_KAVX2's block loop does, with the bsums sums
+// in X15 and da in X11.
+#define ROWK4(ptr, acc, macc) \
+	MOVL 4(ptr), AX \
+	MOVL 8(ptr), R14 \
+	MOVL 12(ptr), DX \
+	MOVL DX, R12 \
+	SHRL $4, R12 \
+	ANDL $0x0f0f0f0f, R12 \
+	MOVL R14, R13 \
+	SHRL $6, R13 \
+	ANDL $0x03030303, R13 \
+	SHLL $4, R13 \
+	ORL  R13, R12 \
+	ANDL $0x3f3f3f3f, R14 \
+	ANDL $0x0f0f0f0f, DX \
+	MOVL AX, R13 \
+	SHRL $6, R13 \
+	ANDL $0x03030303, R13 \
+	SHLL $4, R13 \
+	ORL  R13, DX \
+	ANDL $0x3f3f3f3f, AX \
+	SHLQ $32, DX \
+	ORQ  DX, AX \
+	SHLQ $32, R12 \
+	ORQ  R12, R14 \
+	VMOVQ AX, X1 \
+	VPMOVZXBW X1, X1 \
+	VPERMQ $0x44, Y1, Y12 \
+	VMOVQ R14, X2 \
+	VPMOVZXBW X2, X2 \
+	VPMADDWD X15, X2, X2 \
+	VCVTDQ2PS X2, X2 \
+	VMOVD (ptr), X5 \
+	VCVTPH2PS X5, X5 \
+	VMULPS X11, X5, X5 \
+	VMOVSHDUP X5, X6 \
+	VBROADCASTSS X6, X6 \
+	VFMADD231PS X6, X2, macc \
+	VBROADCASTSS X5, Y5 \
+	VPXOR Y7, Y7, Y7 \
+	VPXOR Y8, Y8, Y8 \
+	QUADR(ptr, 0) \
+	QUADR(ptr, 1) \
+	QUADR(ptr, 2) \
+	QUADR(ptr, 3) \
+	VPADDD Y8, Y7, Y7 \
+	VCVTDQ2PS Y7, Y7 \
+	VFMADD231PS Y5, Y7, acc
+
+// HSUMK reduces acc and macc of one row as dotQ4_KAVX2 does and stores the
+// result at off(R8).
+#define HSUMK(yacc, xacc, xmacc, off) \
+	VEXTRACTF128 $1, yacc, X1 \
+	VADDPS X1, xacc, xacc \
+	VMOVHLPS xacc, X1, X1 \
+	VADDPS X1, xacc, xacc \
+	VMOVSHDUP xacc, X1 \
+	VADDSS X1, xacc, xacc \
+	VMOVHLPS xmacc, X2, X2 \
+	VADDPS X2, xmacc, xmacc \
+	VMOVSHDUP xmacc, X2 \
+	VADDSS X2, xmacc, xmacc \
+	VSUBSS xmacc, xacc, xacc \
+	VMOVSS xacc, off(R8)
+
+// func dotQ4_KRows2AVX2(out *float32, pairs int, w *byte, nb, rowBytes int, act *byte)
+TEXT ·dotQ4_KRows2AVX2(SB), NOSPLIT, $0-48
+	MOVQ out+0(FP), R8
+	MOVQ pairs+8(FP), R9
+	MOVQ w+16(FP), SI
+	MOVQ nb+24(FP), R10
+	MOVQ rowBytes+32(FP), R15
+	MOVQ act+40(FP), R11
+
+	MOVL $0x0f0f0f0f, AX
+	VMOVD AX, X14
+	VPBROADCASTD X14, Y14 // low nibble mask
+
+pair:
+	VXORPS Y0, Y0, Y0
+	VXORPS X13, X13, X13
+	VXORPS Y9, Y9, Y9
+	VXORPS X10, X10, X10
+	LEAQ (SI)(R15*1), BX
+	MOVQ R11, DI
+	MOVQ R10, CX
+
+block2:
+	LEAQ (SI)(R15*2), AX
+	PREFETCHT0 (AX)
+	PREFETCHT0 64(AX)
+	PREFETCHT0 128(AX)
+	PREFETCHT0 (AX)(R15*1)
+	PREFETCHT0 64(AX)(R15*1)
+	PREFETCHT0 128(AX)(R15*1)
+	VMOVDQU 260(DI), Y3
+	VEXTRACTI128 $1, Y3, X4
+	VPHADDW X4, X3, X15 // sums of 32
+	VBROADCASTSS (DI), X11
+	ROWK4(SI, Y0, X13)
+	ROWK4(BX, Y9, X10)
+	ADDQ $144, SI
+	ADDQ $144, BX
+	ADDQ $292, DI
+	DECQ CX
+	JNZ  block2
+
+	HSUMK(Y0, X0, X13, 0)
+	HSUMK(Y9, X9, X10, 4)
+	ADDQ $8, R8
+	MOVQ BX, SI // row 1 ends where the next pair starts
+	DECQ R9
+	JNZ  pair
+	VZEROUPPER
+	RET
