@@ -17,6 +17,7 @@ import (
 
 	"github.com/qsf-llm/qsf"
 	"github.com/qsf-llm/qsf/format"
+	"github.com/qsf-llm/qsf/kernels"
 	"github.com/qsf-llm/qsf/stream"
 )
 
@@ -364,25 +365,26 @@ func threadsPerCore() int {
 	return max(n, 1)
 }
 
-// measureMemBW sums a buffer of size bytes with one thread and with
-// threads threads, best of runs each, and returns the read bandwidths.
+// measureMemBW reads a buffer of size bytes with kernels.Touch (the
+// widest loads the machine has, nothing else) on one thread and on threads
+// threads, best of runs each, and returns the read bandwidths.
 func measureMemBW(size int64, threads, runs int) memBW {
-	buf := make([]uint64, size/8)
-	for i := range buf {
-		buf[i] = uint64(i) // touch every page so the reads hit memory
+	buf := make([]byte, size)
+	for i := 0; i < len(buf); i += 4096 {
+		buf[i] = byte(i >> 12) // touch every page so the reads hit memory
 	}
 	best := func(k int) float64 {
 		var b float64
 		for range runs {
 			t0 := time.Now()
-			sumParallel(buf, k)
-			if gbs := float64(len(buf)*8) / time.Since(t0).Seconds() / 1e9; gbs > b {
+			touchParallel(buf, k)
+			if gbs := float64(len(buf)) / time.Since(t0).Seconds() / 1e9; gbs > b {
 				b = gbs
 			}
 		}
 		return b
 	}
-	bw := memBW{Bytes: int64(len(buf) * 8), Threads: threads}
+	bw := memBW{Bytes: int64(len(buf)), Threads: threads}
 	bw.OneThreadGB = best(1)
 	bw.NThreadsGB = best(threads)
 	runtime.KeepAlive(buf)
@@ -392,38 +394,18 @@ func measureMemBW(size int64, threads, runs int) memBW {
 // sink keeps the sums alive so the compiler cannot drop the loads.
 var sink uint64
 
-// sumParallel sums buf split into k parts on k goroutines.
-func sumParallel(buf []uint64, k int) {
+// touchParallel reads buf split into k parts on k goroutines.
+func touchParallel(buf []byte, k int) {
 	var wg sync.WaitGroup
 	sums := make([]uint64, k)
 	for j := range k {
 		part := buf[len(buf)*j/k : len(buf)*(j+1)/k]
-		wg.Go(func() { sums[j] = sum8(part) })
+		wg.Go(func() { sums[j] = kernels.Touch(part) })
 	}
 	wg.Wait()
 	for _, s := range sums {
 		sink += s
 	}
-}
-
-// sum8 sums x with eight independent accumulators.
-func sum8(x []uint64) uint64 {
-	var a0, a1, a2, a3, a4, a5, a6, a7 uint64
-	for len(x) >= 8 {
-		a0 += x[0]
-		a1 += x[1]
-		a2 += x[2]
-		a3 += x[3]
-		a4 += x[4]
-		a5 += x[5]
-		a6 += x[6]
-		a7 += x[7]
-		x = x[8:]
-	}
-	for _, v := range x {
-		a0 += v
-	}
-	return a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7
 }
 
 func printBench(w io.Writer, r *benchResult) {
