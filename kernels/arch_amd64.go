@@ -132,8 +132,20 @@ func q4_KAVX2(out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
 //go:noescape
 func dotQ6_KAVX2(out *float32, rows int, w *byte, nb int, act, aux *byte)
 
+//go:noescape
+func dotQ6_KRows2AVX2(out *float32, pairs int, w *byte, nb, rowBytes int, act, aux *byte)
+
+// q6_KAVX2 runs whole pairs of rows through dotQ6_KRows2AVX2, which
+// overlaps their blocks, and a last odd row through the one-row kernel;
+// both compute a row alike, bit for bit.
 func q6_KAVX2(out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
-	dotQ6_KAVX2(&out[0], len(out), &w[0], cols/256, &act[0], &aux[0])
+	pairs := len(out) / 2
+	if pairs > 0 {
+		dotQ6_KRows2AVX2(&out[0], pairs, &w[0], cols/256, rowBytes, &act[0], &aux[0])
+	}
+	if r := 2 * pairs; r < len(out) {
+		dotQ6_KAVX2(&out[r], len(out)-r, &w[r*rowBytes], cols/256, &act[0], &aux[0])
+	}
 }
 
 //go:noescape
