@@ -5,6 +5,7 @@ package kernels
 import (
 	"encoding/binary"
 	"math"
+	"sync"
 
 	"github.com/qsf-llm/qsf/quant"
 )
@@ -107,15 +108,87 @@ func q6_Kx4AVX2(out []float32, ostride int, w []byte, rowBytes, cols, rows int, 
 	dotQ6_Kx4AVX2(&out[0], ostride, rows, &w[0], cols/256, &packed[0])
 }
 
+// useF32Blocks enables dotF32R3x4AVX2 for the F32 tiles; benchmarks
+// switch it off to measure dotF32x4AVX2 alone.
+var useF32Blocks = true
+
 //go:noescape
 func dotF32x4AVX2(out *float32, ostride, rows int, w *byte, chunks, rowBytes int, act *byte, actStride int)
 
+//go:noescape
+func dotF32R3x4AVX2(out *float32, ostride, blocks int, w *byte, chunks, rowBytes int, act *byte, actStride int, scratch *float32, sstride, flags int)
+
+// Flags of dotF32R3x4AVX2.
+const (
+	f32Resume = 1 << iota // start from the sums in scratch
+	f32Finish             // reduce the sums into out
+)
+
+const (
+	// f32SlabChunks bounds the chunks of 32 columns dotF32R3x4AVX2 takes
+	// at once, so that the four activations' slab (12 KiB) stays in the
+	// L1 cache while the blocks of rows pass over it.
+	f32SlabChunks = 24
+	// f32SlabBlocks is how many blocks of three rows go through a slab
+	// before the next slab when a row has several slabs: their sums wait
+	// in scratch meanwhile (1.5 KiB per block).
+	f32SlabBlocks = 6
+	// f32BlockScratch is the scratch of one block in float32.
+	f32BlockScratch = 4 * 12 * 8
+)
+
+// f32ScratchPool recycles the scratch of f32Slabs, which is too large to
+// zero on every call.
+var f32ScratchPool = sync.Pool{New: func() any { return new([f32SlabBlocks * f32BlockScratch]float32) }}
+
+// f32Slabs runs dotF32R3x4AVX2 on blocks of three rows of more than
+// f32SlabChunks chunks: f32SlabBlocks blocks at a time, slab by slab of
+// columns, the sums waiting in scratch from one slab to the next.
+func f32Slabs(out []float32, ostride int, w []byte, rowBytes, chunks, blocks int, packed []byte, actBytes int) {
+	scratch := f32ScratchPool.Get().(*[f32SlabBlocks * f32BlockScratch]float32)
+	slabs := (chunks + f32SlabChunks - 1) / f32SlabChunks
+	per := (chunks + slabs - 1) / slabs
+	for b0 := 0; b0 < blocks; b0 += f32SlabBlocks {
+		nb := min(f32SlabBlocks, blocks-b0)
+		for c0 := 0; c0 < chunks; c0 += per {
+			nc := min(per, chunks-c0)
+			flags := 0
+			if c0 > 0 {
+				flags |= f32Resume
+			}
+			if c0+nc == chunks {
+				flags |= f32Finish
+			}
+			dotF32R3x4AVX2(&out[3*b0], ostride, nb, &w[3*b0*rowBytes+128*c0], nc, rowBytes,
+				&packed[128*c0], actBytes, &scratch[0], 4*f32BlockScratch, flags)
+		}
+	}
+	f32ScratchPool.Put(scratch)
+}
+
+// f32x4AVX2 is the F32 tile kernel: blocks of three rows go through
+// dotF32R3x4AVX2, the one or two rows left over through dotF32x4AVX2;
+// both give the sums of dotF32AVX2 bit for bit.
 func f32x4AVX2(out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
 	_ = out[3*ostride+rows-1]
 	_ = w[rows*rowBytes-1]
 	actBytes := 4 * cols
 	_ = packed[tileTokens*actBytes-1]
-	dotF32x4AVX2(&out[0], ostride, rows, &w[0], cols/32, rowBytes, &packed[0], actBytes)
+	chunks := cols / 32
+	done := 0
+	if blocks := rows / 3; useF32Blocks && chunks > 0 && blocks > 0 {
+		if chunks <= f32SlabChunks {
+			var scratch [f32BlockScratch]float32
+			dotF32R3x4AVX2(&out[0], ostride, blocks, &w[0], chunks, rowBytes, &packed[0], actBytes,
+				&scratch[0], 0, f32Finish)
+		} else {
+			f32Slabs(out, ostride, w, rowBytes, chunks, blocks, packed, actBytes)
+		}
+		done = 3 * blocks
+	}
+	if done < rows {
+		dotF32x4AVX2(&out[done], ostride, rows-done, &w[done*rowBytes], chunks, rowBytes, &packed[0], actBytes)
+	}
 	if tail := cols &^ 31; tail < cols {
 		// ggml_vec_dot_f32's tail, as in f32AVX2.
 		for t := 0; t < tileTokens; t++ {

@@ -591,3 +591,165 @@ f32done:
 	JNZ  f32row
 	VZEROUPPER
 	RET
+
+// F32 in blocks of three rows: the same sums as dotF32x4AVX2, with the
+// loads shared by more multiply-adds. Accumulator j of a dot only ever
+// adds the 8-float chunks at 32i+8j, in the order of i, so it can be
+// formed in a pass of its own: pass j walks the rows and activations at
+// a stride of 128 bytes, from byte 32j, with one accumulator per (row,
+// activation), twelve in all, plus three registers of weights and one of
+// activation. A chunk index costs 7 loads for 12 FMAs (dotF32x4AVX2
+// spends 12 for 8). Each pass ends with its accumulators in scratch;
+// accumulator t·3+r (row r, activation t) is slot t·3+r of the pass's 384
+// bytes. A call may cover only a slab of the columns: the next slab's call
+// starts the accumulators from scratch instead of zero, so the sums go on
+// in the same order. After the last slab, each (row, activation) is
+// reduced exactly as ggml does: (a0+a2)+(a1+a3), the halves, two
+// horizontal adds. While a block is computed, the rows of the next block
+// are prefetched.
+
+// F32R3FMA multiplies the three rows' chunk (Y12..Y14) by the chunk of
+// one activation at src, into the accumulators a, b, c.
+#define F32R3FMA(src, a, b, c) \
+	VMOVUPS src, Y15 \
+	VFMADD231PS Y15, Y12, a \
+	VFMADD231PS Y15, Y13, b \
+	VFMADD231PS Y15, Y14, c
+
+// F32R3RED reduces slot off of the four passes at (DI) into dst.
+#define F32R3RED(off, dst) \
+	VMOVUPS off(DI), Y0 \
+	VADDPS (off+768)(DI), Y0, Y0 \
+	VMOVUPS (off+384)(DI), Y1 \
+	VADDPS (off+1152)(DI), Y1, Y1 \
+	VADDPS Y1, Y0, Y0 \
+	VEXTRACTF128 $1, Y0, X1 \
+	VADDPS X1, X0, X0 \
+	VHADDPS X0, X0, X0 \
+	VHADDPS X0, X0, X0 \
+	VMOVSS X0, dst
+
+// func dotF32R3x4AVX2(out *float32, ostride, blocks int, w *byte, chunks, rowBytes int, act *byte, actStride int, scratch *float32, sstride, flags int)
+//
+// blocks is the number of three-row blocks; chunks, at least 1, the
+// chunks of 32 columns of this call's slab. Block b's scratch is the
+// 4·12·8 float32 at scratch + b·sstride bytes. flags bit 0 (f32Resume)
+// starts the accumulators from scratch, bit 1 (f32Finish) reduces them
+// into out.
+TEXT ·dotF32R3x4AVX2(SB), NOSPLIT, $0-88
+	MOVQ out+0(FP), R8
+	MOVQ ostride+8(FP), R14
+	SHLQ $2, R14
+	MOVQ blocks+16(FP), R9
+	MOVQ w+24(FP), SI
+	MOVQ rowBytes+40(FP), R12
+	MOVQ act+48(FP), R11
+	MOVQ actStride+56(FP), R13
+	LEAQ (R13)(R13*2), DX
+	MOVQ scratch+64(FP), DI
+
+r3block:
+	XORQ R10, R10
+	LEAQ (SI)(R12*2), BX
+	ADDQ R12, BX
+
+r3pass:
+	TESTQ $1, flags+80(FP)
+	JNZ   r3resume
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+	JMP   r3start
+
+r3resume:
+	VMOVUPS 0(DI), Y0
+	VMOVUPS 32(DI), Y1
+	VMOVUPS 64(DI), Y2
+	VMOVUPS 96(DI), Y3
+	VMOVUPS 128(DI), Y4
+	VMOVUPS 160(DI), Y5
+	VMOVUPS 192(DI), Y6
+	VMOVUPS 224(DI), Y7
+	VMOVUPS 256(DI), Y8
+	VMOVUPS 288(DI), Y9
+	VMOVUPS 320(DI), Y10
+	VMOVUPS 352(DI), Y11
+
+r3start:
+	LEAQ (SI)(R10*1), AX
+	LEAQ (R11)(R10*1), R15
+	MOVQ chunks+32(FP), CX
+
+r3chunk:
+	PREFETCHT0 (BX)
+	PREFETCHT0 64(BX)
+	VMOVUPS (AX), Y12
+	VMOVUPS (AX)(R12*1), Y13
+	VMOVUPS (AX)(R12*2), Y14
+	F32R3FMA((R15), Y0, Y1, Y2)
+	F32R3FMA((R15)(R13*1), Y3, Y4, Y5)
+	F32R3FMA((R15)(R13*2), Y6, Y7, Y8)
+	F32R3FMA((R15)(DX*1), Y9, Y10, Y11)
+	ADDQ $128, AX
+	ADDQ $128, R15
+	ADDQ $128, BX
+	DECQ CX
+	JNZ  r3chunk
+
+	VMOVUPS Y0, 0(DI)
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS Y2, 64(DI)
+	VMOVUPS Y3, 96(DI)
+	VMOVUPS Y4, 128(DI)
+	VMOVUPS Y5, 160(DI)
+	VMOVUPS Y6, 192(DI)
+	VMOVUPS Y7, 224(DI)
+	VMOVUPS Y8, 256(DI)
+	VMOVUPS Y9, 288(DI)
+	VMOVUPS Y10, 320(DI)
+	VMOVUPS Y11, 352(DI)
+	// The next pass prefetches the next block's next row.
+	MOVQ chunks+32(FP), CX
+	SHLQ $7, CX
+	SUBQ CX, BX
+	ADDQ R12, BX
+	ADDQ $384, DI
+	ADDQ $32, R10
+	CMPQ R10, $128
+	JNE  r3pass
+
+	SUBQ  $1536, DI
+	TESTQ $2, flags+80(FP)
+	JZ    r3next
+	LEAQ  (R14)(R14*2), BX
+	F32R3RED(0, 0(R8))
+	F32R3RED(32, 4(R8))
+	F32R3RED(64, 8(R8))
+	F32R3RED(96, 0(R8)(R14*1))
+	F32R3RED(128, 4(R8)(R14*1))
+	F32R3RED(160, 8(R8)(R14*1))
+	F32R3RED(192, 0(R8)(R14*2))
+	F32R3RED(224, 4(R8)(R14*2))
+	F32R3RED(256, 8(R8)(R14*2))
+	F32R3RED(288, 0(R8)(BX*1))
+	F32R3RED(320, 4(R8)(BX*1))
+	F32R3RED(352, 8(R8)(BX*1))
+
+r3next:
+	ADDQ sstride+72(FP), DI
+	ADDQ $12, R8
+	LEAQ (SI)(R12*2), SI
+	ADDQ R12, SI
+	DECQ R9
+	JNZ  r3block
+	VZEROUPPER
+	RET

@@ -1,0 +1,75 @@
+//go:build amd64 && !purego
+
+package kernels
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"testing"
+
+	"github.com/qsf-llm/qsf/quant"
+)
+
+// BenchmarkMatMulF32 measures F32 MatMul of 32 activations on one thread
+// for the shapes of a 768-wide model's FFN (2048×768 gate/up, 768×2048
+// down) and attention (768×768): without tiles, with the two-pass tile
+// kernel alone (blocks=false) and with the three-row blocks.
+func BenchmarkMatMulF32(b *testing.B) {
+	defer func() { useTiles, useF32Blocks = true, true }()
+	const n = 32
+	for _, sh := range []struct{ rows, cols int }{{2048, 768}, {768, 2048}, {768, 768}} {
+		r := rand.New(rand.NewPCG(29, 30))
+		w := randomRows(r, quant.F32, sh.rows, sh.cols)
+		acts := randomRows(r, quant.F32, n, sh.cols)
+		out := make([]float32, n*sh.rows)
+		for _, v := range []struct {
+			name          string
+			tiles, blocks bool
+		}{{"tiles=false", false, false}, {"blocks=false", true, false}, {"blocks=true", true, true}} {
+			b.Run(fmt.Sprintf("%dx%d/%s", sh.rows, sh.cols, v.name), func(b *testing.B) {
+				useTiles, useF32Blocks = v.tiles, v.blocks
+				b.SetBytes(int64(n * len(w)))
+				runtime.LockOSThread()
+				defer runtime.UnlockOSThread()
+				c0 := threadCPU()
+				for i := 0; i < b.N; i++ {
+					MatMul(quant.F32, out, w, sh.cols, acts, n)
+				}
+				flops := 2 * float64(n) * float64(sh.rows) * float64(sh.cols) * float64(b.N)
+				if c0 >= 0 {
+					cpu := float64(threadCPU() - c0)
+					b.ReportMetric(cpu/float64(b.N)/1e6, "cpu-ms/op")
+					b.ReportMetric(flops/cpu, "cpu-GFLOP/s")
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkF32Tile measures the F32 tile kernel alone on a tile that stays
+// in cache: rows×cols weights against four activations, repeatedly.
+func BenchmarkF32Tile(b *testing.B) {
+	defer func() { useF32Blocks = true }()
+	for _, sh := range []struct{ rows, cols int }{{3, 256}, {6, 768}, {39, 768}, {15, 2048}} {
+		r := rand.New(rand.NewPCG(31, 32))
+		w := randomRows(r, quant.F32, sh.rows, sh.cols)
+		acts := randomRows(r, quant.F32, tileTokens, sh.cols)
+		out := make([]float32, tileTokens*sh.rows)
+		for _, blocks := range []bool{false, true} {
+			b.Run(fmt.Sprintf("%dx%d/blocks=%v", sh.rows, sh.cols, blocks), func(b *testing.B) {
+				useF32Blocks = blocks
+				runtime.LockOSThread()
+				defer runtime.UnlockOSThread()
+				c0 := threadCPU()
+				for i := 0; i < b.N; i++ {
+					f32x4AVX2(out, sh.rows, w, 4*sh.cols, sh.cols, sh.rows, acts)
+				}
+				flops := 2 * float64(tileTokens) * float64(sh.rows) * float64(sh.cols) * float64(b.N)
+				if c0 >= 0 {
+					b.ReportMetric(flops/float64(threadCPU()-c0), "cpu-GFLOP/s")
+				}
+			})
+		}
+	}
+}
