@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"testing"
 
 	"github.com/qsf-llm/qsf/quant"
@@ -151,6 +152,63 @@ func TestDecodeRowsPoolSplit(t *testing.T) {
 						t.Errorf("%v %dx%d t%d row %d: got %g, want %g", typ, sh.rows, sh.cols, threads, i, got[i], want)
 					}
 				}
+			}
+		}
+	}
+}
+
+// oneRowKernels are the avx2 tier's one-row kernels for decodeTypes, the
+// baseline BenchmarkDecodeRows compares the multi-row ones with.
+var oneRowKernels = map[quant.Type]rowsFunc{
+	quant.Q8_0: func(out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
+		dotQ8_0AVX2(&out[0], len(out), &w[0], cols/32, &act[0], &aux[0])
+	},
+	quant.Q4_K: func(out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
+		dotQ4_KAVX2(&out[0], len(out), &w[0], cols/256, &act[0])
+	},
+	quant.Q6_K: func(out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
+		dotQ6_KAVX2(&out[0], len(out), &w[0], cols/256, &act[0], &aux[0])
+	},
+}
+
+// BenchmarkDecodeRows compares, on one thread, the avx2 tier's kernel for
+// decodeTypes ("rows") with its one-row kernel ("one") on the matrix
+// shapes of a 768-wide model and a 4096-wide one, rotating through ≥ 256
+// MiB of copies so that the weights stream from memory as in decode.
+func BenchmarkDecodeRows(b *testing.B) {
+	if !hasAVX2() {
+		b.Skip("no AVX2")
+	}
+	for _, typ := range decodeTypes {
+		for _, sh := range []struct{ rows, cols int }{{768, 768}, {2048, 768}, {768, 2048}, {4096, 4096}} {
+			r := rand.New(rand.NewPCG(55, 56))
+			w := randomRows(r, typ, sh.rows, sh.cols)
+			act := randomRows(r, vecDotType[typ], 1, sh.cols)
+			rowBytes, _ := quant.RowBytes(typ, sh.cols)
+			aux := avx2Tier.prepare(typ, nil, act, sh.cols)
+			out := make([]float32, sh.rows)
+			n := max(1, (256<<20)/len(w))
+			buf := make([]byte, n*len(w))
+			for i := 0; i < n; i++ {
+				copy(buf[i*len(w):], w)
+			}
+			for _, k := range []struct {
+				name string
+				f    rowsFunc
+			}{{"one", oneRowKernels[typ]}, {"rows", avx2Tier.kernels[typ]}} {
+				b.Run(fmt.Sprintf("%v/%dx%d/%s", typ, sh.rows, sh.cols, k.name), func(b *testing.B) {
+					runtime.LockOSThread()
+					defer runtime.UnlockOSThread()
+					b.SetBytes(int64(len(w)))
+					cpu0 := threadCPU()
+					for i := 0; i < b.N; i++ {
+						o := i % n * len(w)
+						k.f(out, buf[o:o+len(w)], rowBytes, sh.cols, act, aux)
+					}
+					if cpu1 := threadCPU(); cpu0 >= 0 && cpu1 > cpu0 {
+						b.ReportMetric(float64(len(w))*float64(b.N)/float64(cpu1-cpu0)*1e3, "cpuMB/s")
+					}
+				})
 			}
 		}
 	}

@@ -168,11 +168,12 @@ block:
 // bsums and scale are loaded and folded once per block for both. Each
 // row's arithmetic is exactly dotQ4_KAVX2's, so the bits are the same.
 //
-// Each row prefetches the lines of the same block of the next pair's row
-// (AX walks row 2 of the pair), ahead of DRAM latency without touching
-// lines the pair is reading.
+// Two rows read at once are two interleaved streams, which the hardware
+// prefetcher follows worse than one; R10 walks the next pair, 2·rowBytes
+// contiguous bytes, as one stream at the pair's own pace, prefetching
+// every line of it a pair ahead (288 bytes per block).
 //
-// Registers: SI row 0 at the current block, BX row 1, AX the prefetch
+// Registers: SI row 0 at the current block, BX row 1, R10 the prefetch
 // pointer, R15 rowBytes, DI the activation block, Y0/X13 the accumulators
 // of row 0 (Σ da·d·sumi, Σ da·dmin·summ), Y9/X10 those of row 1, X15 the
 // block's bsums summed in 32s, X11 its scale da broadcast, Y14 the nibble
@@ -265,7 +266,6 @@ TEXT ·dotQ4_KRows2AVX2(SB), NOSPLIT, $0-48
 	MOVQ out+0(FP), R8
 	MOVQ pairs+8(FP), R9
 	MOVQ w+16(FP), SI
-	MOVQ nb+24(FP), R10
 	MOVQ rowBytes+32(FP), R15
 	MOVQ act+40(FP), R11
 
@@ -279,17 +279,17 @@ pair:
 	VXORPS Y9, Y9, Y9
 	VXORPS X10, X10, X10
 	LEAQ (SI)(R15*1), BX
+	LEAQ (SI)(R15*2), R10
 	MOVQ R11, DI
-	MOVQ R10, CX
+	MOVQ nb+24(FP), CX
 
 block2:
-	LEAQ (SI)(R15*2), AX
-	PREFETCHT0 (AX)
-	PREFETCHT0 64(AX)
-	PREFETCHT0 128(AX)
-	PREFETCHT0 (AX)(R15*1)
-	PREFETCHT0 64(AX)(R15*1)
-	PREFETCHT0 128(AX)(R15*1)
+	PREFETCHT0 (R10)
+	PREFETCHT0 64(R10)
+	PREFETCHT0 128(R10)
+	PREFETCHT0 192(R10)
+	PREFETCHT0 256(R10)
+	ADDQ $288, R10
 	VMOVDQU 260(DI), Y3
 	VEXTRACTI128 $1, Y3, X4
 	VPHADDW X4, X3, X15 // sums of 32

@@ -126,13 +126,13 @@ block:
 // dotQ6_KRows2AVX2 is dotQ6_KAVX2 for two rows at a time, rows 2p and
 // 2p+1 of pair p starting at w + (2p+i)·rowBytes: the two rows' blocks are
 // independent work the core overlaps. Each row's arithmetic is exactly
-// dotQ6_KAVX2's, so the bits are the same. Each row prefetches every line
-// of the same block of the next pair's row (AX walks row 2 of the pair),
-// ahead of DRAM latency without touching lines the pair is reading.
+// dotQ6_KAVX2's, so the bits are the same. As in dotQ4_KRows2AVX2, R13
+// walks the next pair as one stream, prefetching every line of it a pair
+// ahead (420 bytes per block).
 //
-// Registers: SI row 0 at the current block, BX row 1, R15 rowBytes, DI
-// the activation block, DX its prepared offsets, Y0 and Y6 the
-// accumulators of rows 0 and 1.
+// Registers: SI row 0 at the current block, BX row 1, R15 rowBytes, R13
+// the prefetch pointer, DI the activation block, DX its prepared offsets,
+// Y0 and Y6 the accumulators of rows 0 and 1.
 
 // QUANTSR, HALFR and ROWK6 are QUANTS, HALF and one iteration of
 // dotQ6_KAVX2's block loop for the row at ptr.
@@ -209,20 +209,20 @@ pair6:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y6, Y6, Y6
 	LEAQ (SI)(R15*1), BX
+	LEAQ (SI)(R15*2), R13
 	MOVQ R11, DI
 	MOVQ R12, DX
 	MOVQ R10, CX
 
 block6:
-	LEAQ (SI)(R15*2), AX
-	PREFETCHT0 (AX)
-	PREFETCHT0 64(AX)
-	PREFETCHT0 128(AX)
-	PREFETCHT0 192(AX)
-	PREFETCHT0 (AX)(R15*1)
-	PREFETCHT0 64(AX)(R15*1)
-	PREFETCHT0 128(AX)(R15*1)
-	PREFETCHT0 192(AX)(R15*1)
+	PREFETCHT0 (R13)
+	PREFETCHT0 64(R13)
+	PREFETCHT0 128(R13)
+	PREFETCHT0 192(R13)
+	PREFETCHT0 256(R13)
+	PREFETCHT0 320(R13)
+	PREFETCHT0 384(R13)
+	ADDQ $420, R13
 	ROWK6(SI, Y0)
 	ROWK6(BX, Y6)
 	ADDQ $210, SI
