@@ -75,7 +75,7 @@ func (m *Model) newStreamingSession(pool *kernels.Pool) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts := stream.Options{Prefetch: p.Prefetch, EmbedRows: p.EmbedRows, HeadResident: p.HeadResident,
+	opts := stream.Options{RingBytes: int(p.RingBytes), EmbedRows: p.EmbedRows, HeadResident: p.HeadResident,
 		DropPageCache: m.cfg.DropPageCache, VerifyCRC: true}
 	src, err := stream.Open(m.layout, m.file.Name(), a, opts)
 	if err != nil {

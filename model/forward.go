@@ -62,18 +62,23 @@ type State struct {
 }
 
 // WeightSource provides weights on demand to a State whose model does not
-// hold them all in memory. Forward calls Begin once per token, then
-// Block/Release for every layer in order and, when it computes logits,
-// Head/ReleaseHead for every chunk of the LM head in order. The State uses
-// a Block or head Tensor only between its acquisition and release.
+// hold them all in memory. Forward calls Begin once per token, then, for
+// every layer in order, Acquire and Release for each Stage in order and,
+// when it computes logits, Head/ReleaseHead for every chunk of the LM head
+// in order. The State uses a stage's matrices only between their
+// acquisition and release; it releases each stage as soon as its
+// products are computed, so the source may reuse that memory while the
+// rest of the layer computes.
 type WeightSource interface {
 	// Begin announces a token; logits says whether its LM head will be
-	// computed (so the source can prefetch what comes next).
+	// computed (so the source can read ahead what comes next).
 	Begin(logits bool)
-	// Block returns the weights of layer l.
-	Block(l int) (*Block, error)
-	// Release says that layer l is no longer used.
-	Release(l int)
+	// Acquire returns the weights of layer l with the matrices of stage
+	// st ready (those of stages already released may not be).
+	Acquire(l int, st Stage) (*Block, error)
+	// Release says that the matrices of stage st of layer l are no longer
+	// used.
+	Release(l int, st Stage)
 	// Embedding writes the (unscaled) embedding row of token to dst.
 	Embedding(dst []float32, token int) error
 	// HeadChunks is the number of row chunks the LM head is streamed in;
@@ -84,6 +89,25 @@ type WeightSource interface {
 	// ReleaseHead says that chunk c is no longer used.
 	ReleaseHead(c int)
 }
+
+// Stage is a group of a layer's matrices that the forward pass multiplies
+// by the same input, in the order it uses them.
+type Stage int
+
+// The stages of a layer, in order.
+const (
+	StageQKV    Stage = iota // Q, K and V, or the fused QKV
+	StageOut                 // the attention output O
+	StageGateUp              // gate and up, the fused gate_up, or up alone
+	StageDown                // down
+	NumStages                // the number of stages
+)
+
+// matrixStages is the stage of each entry of Block.Matrices.
+var matrixStages = [...]Stage{StageQKV, StageQKV, StageQKV, StageQKV, StageOut, StageGateUp, StageGateUp, StageGateUp, StageDown}
+
+// StageOf returns the stage of the matrix at index i of Block.Matrices.
+func StageOf(i int) Stage { return matrixStages[i] }
 
 // StateOptions control NewStateWith.
 type StateOptions struct {
@@ -200,21 +224,10 @@ func (s *State) Forward(token, pos int, logits bool) error {
 		return err
 	}
 	for l := range m.Blocks {
-		ly := &m.Blocks[l]
-		if src != nil {
-			var err error
-			if ly, err = src.Block(l); err != nil {
-				return err
-			}
+		if err := s.attention(l, pos); err != nil {
+			return err
 		}
-		err := s.attention(ly, l, pos)
-		if err == nil {
-			s.feedForward(ly)
-		}
-		if src != nil {
-			src.Release(l)
-		}
-		if err != nil {
+		if err := s.feedForward(l); err != nil {
 			return err
 		}
 	}
@@ -260,8 +273,28 @@ func (s *State) embed(token, pos int) error {
 	return nil
 }
 
-// attention is the first half of a block: x += Wo · attend(q, K, V).
-func (s *State) attention(ly *Block, l, pos int) error {
+// acquire returns layer l with the matrices of stage st ready: from the
+// Source when streaming, else the model's own.
+func (s *State) acquire(l int, st Stage) (*Block, error) {
+	if s.Source == nil {
+		return &s.m.Blocks[l], nil
+	}
+	return s.Source.Acquire(l, st)
+}
+
+// release hands the matrices of stage st of layer l back to the Source.
+func (s *State) release(l int, st Stage) {
+	if s.Source != nil {
+		s.Source.Release(l, st)
+	}
+}
+
+// attention is the first half of block l: x += Wo · attend(q, K, V).
+func (s *State) attention(l, pos int) error {
+	ly, err := s.acquire(l, StageQKV)
+	if err != nil {
+		return err
+	}
 	s.norm(s.xb, s.x, ly.AttnNorm, ly.AttnNormB)
 
 	// Project to queries, keys and values.
@@ -272,13 +305,18 @@ func (s *State) attention(ly *Block, l, pos int) error {
 	} else {
 		s.matVecs(s.q, &ly.Q, s.k, &ly.K, s.v, &ly.V)
 	}
+	s.release(l, StageQKV)
 	if err := s.attendToken(ly, l, pos); err != nil {
 		return err
 	}
 
 	// Output projection back into the residual stream.
+	if ly, err = s.acquire(l, StageOut); err != nil {
+		return err
+	}
 	s.input(s.att)
 	s.matVec(s.xb, &ly.O)
+	s.release(l, StageOut)
 	addBias(s.xb, ly.OB)
 	add(s.x, s.xb)
 	return nil
@@ -441,11 +479,15 @@ func (s *State) attendCoded(lo, hi int) {
 	}
 }
 
-// feedForward is the second half of a block: x += FFN(norm(x)).
-func (s *State) feedForward(ly *Block) {
+// feedForward is the second half of block l: x += FFN(norm(x)).
+func (s *State) feedForward(l int) error {
 	hp := &s.m.Hparams
 	f := hp.FFN
 
+	ly, err := s.acquire(l, StageGateUp)
+	if err != nil {
+		return err
+	}
 	s.norm(s.xb, s.x, ly.FFNNorm, ly.FFNNormB)
 
 	hidden := s.hb[:f]
@@ -462,11 +504,17 @@ func (s *State) feedForward(ly *Block) {
 		addBias(hidden, ly.UpB)
 		activate(hidden, hp.Act)
 	}
+	s.release(l, StageGateUp)
 
+	if ly, err = s.acquire(l, StageDown); err != nil {
+		return err
+	}
 	s.input(hidden)
 	s.matVec(s.xb, &ly.Down)
+	s.release(l, StageDown)
 	addBias(s.xb, ly.DownB)
 	add(s.x, s.xb)
+	return nil
 }
 
 // norm writes RMSNorm(x)·w, or LayerNorm(x)·w + b when the model uses

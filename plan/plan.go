@@ -35,7 +35,7 @@ type BudgetError struct {
 // Error states the smallest budget that works and the configuration it
 // buys, beside the budget given.
 func (e *BudgetError) Error() string {
-	return fmt.Sprintf("%v: %s needed at least (context %d, kv %s, single buffer), budget %s", ErrBudget,
+	return fmt.Sprintf("%v: %s needed at least (context %d, kv %s, smallest ring), budget %s", ErrBudget,
 		FormatBytes(e.Min), e.Ctx, e.KV, FormatBytes(e.Budget))
 }
 
@@ -45,7 +45,7 @@ func (e *BudgetError) Is(target error) bool { return target == ErrBudget }
 // Modes.
 const (
 	Resident  = "resident"  // weights memory-mapped, as without a budget
-	Streaming = "streaming" // layers read into buffers as needed
+	Streaming = "streaming" // layers read through a ring buffer as needed
 )
 
 // Fixed overheads, calibrated against /usr/bin/time -v on linux/amd64
@@ -59,6 +59,7 @@ const (
 	MarginFraction   = 0.02
 	MarginMin        = 1 << 20
 	DefaultEmbedRows = 256
+	ringStep         = 64 << 10 // the precision of the ring size search
 	MinEmbedRows     = 16
 	MinCtx           = 256 // the context is not shortened below this (or the request)
 )
@@ -71,7 +72,7 @@ type Request struct {
 	KV         kvcache.Type
 	KVFixed    bool // the KV type was set explicitly: do not change it
 	Threads    int
-	NoPrefetch bool // never use a second layer buffer
+	NoPrefetch bool // use the smallest ring (the reader is at most a piece ahead)
 }
 
 // Region is one named use of memory.
@@ -82,16 +83,21 @@ type Region struct {
 
 // Plan is the outcome.
 type Plan struct {
-	Mode           string   `json:"mode"`
-	Budget         int64    `json:"budget_bytes"`
-	PeakBytes      int64    `json:"peak_bytes"`
-	MinBudgetBytes int64    `json:"min_budget_bytes"`
-	Ctx            int      `json:"ctx"`
-	KVType         string   `json:"kv_type"`
-	Prefetch       bool     `json:"prefetch"`
-	EmbedRows      int      `json:"embed_rows"`
-	HeadResident   bool     `json:"head_resident"`
-	Degraded       []string `json:"degraded,omitempty"`
+	Mode           string `json:"mode"`
+	Budget         int64  `json:"budget_bytes"`
+	PeakBytes      int64  `json:"peak_bytes"`
+	MinBudgetBytes int64  `json:"min_budget_bytes"`
+	Ctx            int    `json:"ctx"`
+	KVType         string `json:"kv_type"`
+	// RingBytes is the capacity of the ring the streamed matrices and LM
+	// head chunks pass through (0 when resident); RingLayers is it in
+	// layers: from about 1 the reader loads each matrix of the next layer
+	// while the current one computes, 2 lets it work a whole layer ahead.
+	RingBytes    int64    `json:"ring_bytes"`
+	RingLayers   float64  `json:"ring_layers"`
+	EmbedRows    int      `json:"embed_rows"`
+	HeadResident bool     `json:"head_resident"`
+	Degraded     []string `json:"degraded,omitempty"`
 	// BytesPerToken is what one decoded token reads from the file when
 	// streaming (0 when resident).
 	BytesPerToken int64 `json:"bytes_per_token"`
@@ -111,7 +117,7 @@ type config struct {
 	ctx          int
 	kv           kvcache.Type
 	embedRows    int
-	prefetch     bool
+	ring         int64
 	headResident bool
 }
 
@@ -143,14 +149,13 @@ func Compute(f *format.File, hp *model.Hparams, lay *stream.Layout, req Request)
 		return p.finish()
 	}
 	streaming := func(c config) *Plan {
-		p := &Plan{Mode: Streaming, Ctx: c.ctx, kv: c.kv, KVType: c.kv.String(), Prefetch: c.prefetch, EmbedRows: c.embedRows, HeadResident: c.headResident}
-		nbuf := int64(1)
-		if c.prefetch {
-			nbuf = 2
-		}
+		opts := stream.Options{RingBytes: int(c.ring), EmbedRows: c.embedRows, HeadResident: c.headResident}
+		ring := int64(opts.Ring(lay))
+		p := &Plan{Mode: Streaming, Ctx: c.ctx, kv: c.kv, KVType: c.kv.String(), RingBytes: ring,
+			RingLayers: float64(ring) / float64(lay.LayerBytes()), EmbedRows: c.embedRows, HeadResident: c.headResident}
 		head, _ := lay.HeadBytes()
 		p.Regions = append(p.Regions,
-			Region{"layer buffers", nbuf * int64(lay.LayerBytes())},
+			Region{"ring buffer", ring},
 			Region{"decompression buffer", int64(lay.DecompressBytes())},
 			Region{"embedding rows", int64(c.embedRows*lay.EmbeddingRowBytes()) + int64(hp.Vocab)*4},
 			Region{"norms", norms},
@@ -161,7 +166,7 @@ func Compute(f *format.File, hp *model.Hparams, lay *stream.Layout, req Request)
 			p.Regions = append(p.Regions, Region{"lm head", head})
 		}
 		p.Regions = append(p.Regions, fixed...)
-		p.ArenaBytes = stream.BufferBytes(lay, stream.Options{Prefetch: c.prefetch, EmbedRows: c.embedRows, HeadResident: c.headResident}) +
+		p.ArenaBytes = stream.BufferBytes(lay, opts) +
 			kvBytes(c) + model.StateBytes(hp, c.ctx) + 64*64
 		p.BytesPerToken = lay.LayerBytesTotal() + int64(lay.EmbeddingRowBytes())
 		if !c.headResident {
@@ -170,7 +175,7 @@ func Compute(f *format.File, hp *model.Hparams, lay *stream.Layout, req Request)
 		return p.finish()
 	}
 
-	want := config{ctx: req.Ctx, kv: req.KV, embedRows: DefaultEmbedRows, prefetch: !req.NoPrefetch, headResident: true}
+	want := config{ctx: req.Ctx, kv: req.KV, embedRows: DefaultEmbedRows, headResident: true}
 	if req.Budget <= 0 {
 		return resident(want), nil
 	}
@@ -179,7 +184,12 @@ func Compute(f *format.File, hp *model.Hparams, lay *stream.Layout, req Request)
 		p.MinBudgetBytes = p.PeakBytes
 		return p, nil
 	}
-	// Degrade step by step: context, KV bits, embedding cache, prefetch;
+	minRing := int64(lay.MinRingBytes())
+	want.ring = 2 * int64(lay.LayerBytes())
+	if req.NoPrefetch {
+		want.ring = minRing
+	}
+	// Degrade step by step: context, KV bits, embedding cache, ring size;
 	// at each step try the LM head resident, then streamed.
 	var steps []string
 	c := want
@@ -208,14 +218,30 @@ func Compute(f *format.File, hp *model.Hparams, lay *stream.Layout, req Request)
 		steps = append(steps, "embedding rows "+strconv.Itoa(c.embedRows))
 		found = try()
 	}
-	if found == nil && c.prefetch {
-		c.prefetch = false
-		steps = append(steps, "single buffer (no prefetch)")
-		found = try()
+	if found == nil && c.ring > minRing {
+		// The largest ring that fits, with the LM head streamed (a
+		// resident head would leave a smaller ring).
+		c.headResident = false
+		lo, hi := minRing, c.ring
+		if p := streaming(config{c.ctx, c.kv, c.embedRows, lo, false}); p.PeakBytes <= req.Budget {
+			for hi-lo > ringStep {
+				mid := (lo + hi) / 2
+				if streaming(config{c.ctx, c.kv, c.embedRows, mid, false}).PeakBytes <= req.Budget {
+					lo = mid
+				} else {
+					hi = mid
+				}
+			}
+			c.ring = lo
+			found = streaming(c)
+		} else {
+			c.ring = minRing
+		}
+		steps = append(steps, "ring")
 	}
 	// The smallest budget that works is the fully degraded configuration,
 	// whichever step the search stopped at.
-	least := config{ctx: req.Ctx, kv: req.KV, embedRows: MinEmbedRows}
+	least := config{ctx: req.Ctx, kv: req.KV, embedRows: MinEmbedRows, ring: minRing}
 	if !req.CtxFixed {
 		least.ctx = min(MinCtx, req.Ctx)
 	}
@@ -227,9 +253,9 @@ func Compute(f *format.File, hp *model.Hparams, lay *stream.Layout, req Request)
 		return nil, &BudgetError{Budget: req.Budget, Min: floor, Ctx: c.ctx, KV: c.kv}
 	}
 	// Take back what the later steps made unnecessary, in the reverse
-	// order (prefetch, embedding rows, KV bits, context), so the plan is
-	// the best configuration in the order of what is given up last.
-	c = config{ctx: found.Ctx, kv: found.kv, embedRows: found.EmbedRows, prefetch: found.Prefetch}
+	// order (ring, embedding rows, KV bits, context), so the plan is the
+	// best configuration in the order of what is given up last.
+	c = config{ctx: found.Ctx, kv: found.kv, embedRows: found.EmbedRows, ring: found.RingBytes}
 	improve := func(change func() bool) {
 		for {
 			prev := c
@@ -245,10 +271,10 @@ func Compute(f *format.File, hp *model.Hparams, lay *stream.Layout, req Request)
 		}
 	}
 	improve(func() bool {
-		if c.prefetch || !want.prefetch {
+		if c.ring >= want.ring {
 			return false
 		}
-		c.prefetch = true
+		c.ring = want.ring
 		return true
 	})
 	improve(func() bool {
@@ -282,8 +308,8 @@ func Compute(f *format.File, hp *model.Hparams, lay *stream.Layout, req Request)
 	if found.EmbedRows < want.embedRows {
 		steps = append(steps, "embedding rows "+strconv.Itoa(found.EmbedRows))
 	}
-	if !found.Prefetch && want.prefetch {
-		steps = append(steps, "single buffer (no prefetch)")
+	if found.RingBytes < int64(stream.Options{RingBytes: int(want.ring)}.Ring(lay)) {
+		steps = append(steps, fmt.Sprintf("ring %s (%.2f layers)", FormatBytes(found.RingBytes), found.RingLayers))
 	}
 	found.Budget = req.Budget
 	found.MinBudgetBytes = floor
@@ -336,7 +362,7 @@ func normBytes(f *format.File) int64 {
 func (p *Plan) Print(w io.Writer) {
 	fmt.Fprintf(w, "plan: mode %s, context %d, kv %s", p.Mode, p.Ctx, p.KVType)
 	if p.Mode == Streaming {
-		fmt.Fprintf(w, ", prefetch %v, embedding rows %d, lm head resident %v", p.Prefetch, p.EmbedRows, p.HeadResident)
+		fmt.Fprintf(w, ", ring %s (%.2f layers), embedding rows %d, lm head resident %v", FormatBytes(p.RingBytes), p.RingLayers, p.EmbedRows, p.HeadResident)
 	}
 	fmt.Fprintln(w)
 	if len(p.Degraded) > 0 {

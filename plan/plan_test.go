@@ -139,7 +139,7 @@ func TestErrBudgetMinimum(t *testing.T) {
 // checks what each plan gives up: never an explicit context or KV type,
 // never a longer context or more KV bits than asked, and the first thing
 // given up is the first allowed step of the order context, KV bits,
-// embedding rows, prefetch.
+// embedding rows, ring size.
 func TestDegradation(t *testing.T) {
 	in := open(t)
 	for _, tc := range []struct {
@@ -176,7 +176,7 @@ func TestDegradation(t *testing.T) {
 					t.Fatalf("at the minimum: degraded %q, want %q first", p.Degraded, tc.first)
 				}
 				// More memory never yields a worse plan in the order of
-				// what is given up last: prefetch, embedding rows, KV bits,
+				// what is given up last: ring size, embedding rows, KV bits,
 				// context.
 				if prev != nil && p.Mode == Streaming && rank(p).less(rank(prev)) {
 					t.Fatalf("budget %d: %+v, worse than %+v with a smaller budget", req.Budget, rank(p), rank(prev))
@@ -199,20 +199,20 @@ func TestBadRequest(t *testing.T) {
 
 // ranking is what a streaming plan keeps, most valued first.
 type ranking struct {
-	prefetch bool
-	rows     int
-	kvBits   int
-	ctx      int
+	ring   int64
+	rows   int
+	kvBits int
+	ctx    int
 }
 
 func rank(p *Plan) ranking {
-	return ranking{p.Prefetch, p.EmbedRows, -int(p.KV()), p.Ctx}
+	return ranking{p.RingBytes, p.EmbedRows, -int(p.KV()), p.Ctx}
 }
 
 func (a ranking) less(b ranking) bool {
 	switch {
-	case a.prefetch != b.prefetch:
-		return !a.prefetch
+	case a.ring != b.ring:
+		return a.ring < b.ring
 	case a.rows != b.rows:
 		return a.rows < b.rows
 	case a.kvBits != b.kvBits:

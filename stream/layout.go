@@ -1,12 +1,13 @@
 // Package stream runs a model whose weights do not fit in memory: the
-// layers (and, when it does not fit either, the LM head) are read from the
-// file into one or two buffers as the forward pass needs them, an I/O
-// goroutine reading the next while the current one computes, and the
-// token embedding is read a row at a time through a small LRU.
+// layers' matrices (and, when it does not fit either, the LM head) are
+// read from the file into one ring buffer as the forward pass needs them,
+// an I/O goroutine filling the space each matrix group leaves as soon as
+// the forward pass is done with it, and the token embedding is read a row
+// at a time through a small LRU.
 //
 // A Layout, computed from the file's metadata alone, says where every
-// layer's tensors lie and how large the buffers must be; a Source, one per
-// session, owns the buffers (in an arena), the I/O goroutine and the
+// layer's tensors lie and how large the ring must be at least; a Source,
+// one per session, owns the ring (in an arena), the I/O goroutine and the
 // statistics, and implements model.WeightSource.
 package stream
 
@@ -26,8 +27,8 @@ import (
 // example a layer tensor outside the file).
 var ErrLayout = errors.New("stream: cannot stream this file")
 
-// span is one pread of a unit: size bytes at file offset off into the
-// buffer at bufOff.
+// span is one pread of a piece: size bytes at file offset off into the
+// piece at bufOff.
 type span struct {
 	off    int64
 	bufOff int
@@ -36,7 +37,7 @@ type span struct {
 
 type matRef struct {
 	field  int // index into model.Block.Matrices
-	bufOff int
+	bufOff int // in the piece
 	size   int
 }
 
@@ -47,25 +48,43 @@ type vecRef struct {
 	size   int
 }
 
-// layerUnit is how one layer is read.
+// piece is what one slot of the ring holds: the matrices of one or more
+// consecutive stages of a layer, a whole QSF layer record, or a chunk of
+// the LM head.
+type piece struct {
+	spans       []span // the preads, in the order they are issued
+	bytes       int    // ring bytes, a multiple of ringAlign
+	first, last model.Stage
+	mats        []matRef
+}
+
+// ringAlign is the alignment of every piece (and every matrix in it) in
+// the ring.
+const ringAlign = 64
+
+func alignUp(n int) int { return (n + ringAlign - 1) &^ (ringAlign - 1) }
+
+// layerUnit is how one layer is read: a piece per stage (GGUF and
+// uncompressed QSF, each matrix read at its own offset), or one piece for
+// an LZ4-compressed QSF record, which is decompressed whole.
 type layerUnit struct {
-	spans []span // the byte ranges read: GGUF tensors, or the QSF record
-	qsf   bool   // QSF: the layer record (possibly LZ4-compressed)
-	entry format.LayerEntry
-	bytes int // buffer bytes
-	mats  []matRef
-	vecs  []vecRef
-	once  sync.Once // decodes vecs into the template on first load
+	pieces []piece
+	stage  [model.NumStages]int8 // the piece holding each stage
+	record bool                  // pieces[0] is the compressed QSF record
+	entry  format.LayerEntry
+	vecs   []vecRef  // record layers: vectors decoded from the record
+	once   sync.Once // decodes vecs into the template on first load
+	bytes  int       // ring bytes of all pieces
 }
 
 // Layout is where the streamed weights lie in a file, computed from its
-// metadata without reading any weights. It is immutable after NewLayout
+// metadata without reading any matrix. It is immutable after NewLayout
 // and shared by the Sources of one model.
 type Layout struct {
 	Hparams model.Hparams
-	// Weights is the template: the resident vectors (norms, biases, filled
-	// for the layers as they are first read) and the matrices' shapes,
-	// whose Data is empty.
+	// Weights is the template: the resident vectors (norms, biases; those
+	// inside compressed QSF records are filled as the layers are first
+	// read) and the matrices' shapes, whose Data is empty.
 	Weights *model.Weights
 
 	layers []layerUnit
@@ -75,7 +94,9 @@ type Layout struct {
 	embdOff      int64
 	embdRowBytes int
 	maxStored    int // largest compressed QSF layer record (0 for GGUF)
-	maxLayer     int
+	maxLayer     int // ring bytes of the largest layer
+	maxPiece     int // ring bytes of the largest layer piece
+	readBytes    int64
 }
 
 var placeholder = make([]byte, 0, 1)
@@ -168,91 +189,128 @@ func NewLayout(f *format.File, hp *model.Hparams) (*Layout, error) {
 		}
 	}
 
+	var scratch []byte
 	for l := range lay.layers {
 		u := &lay.layers[l]
 		ts := perLayer[l]
 		if len(ts) == 0 {
 			return nil, fmt.Errorf("%w: layer %d has no tensors", ErrLayout, l)
 		}
-		bufOff := map[string]int{}
-		if q != nil {
-			u.qsf, u.entry = true, q.Layers[l]
-			u.bytes = int(u.entry.Size)
-			u.spans = []span{{off: int64(u.entry.Offset), size: int(u.entry.StoredSize)}}
-			if u.entry.Compression != format.CompressNone {
-				lay.maxStored = max(lay.maxStored, int(u.entry.StoredSize))
-			}
-			for _, t := range ts {
-				if int(t.off)+t.size > u.bytes {
-					return nil, fmt.Errorf("%w: %s lies outside its layer", ErrLayout, t.name)
-				}
-				bufOff[t.name] = int(t.off)
-			}
-		} else {
-			// One pread per run of adjacent tensors.
-			lo, hi, sum := ts[0].off, ts[0].off, 0
-			for _, t := range ts {
-				lo, hi = min(lo, t.off), max(hi, t.off+int64(t.size))
-				sum += t.size
-			}
-			if hi-lo <= int64(sum)+int64(sum)/16+65536 {
-				u.spans = []span{{off: lo, size: int(hi - lo)}}
-				u.bytes = int(hi - lo)
-				for _, t := range ts {
-					bufOff[t.name] = int(t.off - lo)
-				}
-			} else {
-				at := 0
-				for _, t := range ts {
-					u.spans = append(u.spans, span{off: t.off, bufOff: at, size: t.size})
-					bufOff[t.name] = at
-					at += (t.size + 63) &^ 63
-				}
-				u.bytes = at
-			}
-		}
-		lay.maxLayer = max(lay.maxLayer, u.bytes)
 		byName := map[string]tensor{}
 		for _, t := range ts {
 			byName[t.name] = t
 		}
-		for i, m := range w.Blocks[l].Matrices() {
-			if m.Data == nil {
-				continue
+		blk := &w.Blocks[l]
+		if q != nil && q.Layers[l].Compression != format.CompressNone {
+			// One piece: the record, decompressed into the ring.
+			u.record, u.entry = true, q.Layers[l]
+			size := int(u.entry.Size)
+			lay.maxStored = max(lay.maxStored, int(u.entry.StoredSize))
+			pc := piece{spans: []span{{off: int64(u.entry.Offset), size: int(u.entry.StoredSize)}}, bytes: alignUp(size),
+				first: model.StageQKV, last: model.NumStages - 1}
+			for _, t := range ts {
+				if int(t.off)+t.size > size {
+					return nil, fmt.Errorf("%w: %s lies outside its layer", ErrLayout, t.name)
+				}
+				if v, ok := vectors[t.name]; ok {
+					u.vecs = append(u.vecs, vecRef{dst: v, typ: t.typ, bufOff: int(t.off), size: t.size})
+				}
 			}
-			t, ok := byName[m.Name]
-			if !ok {
-				return nil, fmt.Errorf("%w: %s not in layer %d", ErrLayout, m.Name, l)
+			for i, m := range blk.Matrices() {
+				if m.Data == nil {
+					continue
+				}
+				t, ok := byName[m.Name]
+				if !ok {
+					return nil, fmt.Errorf("%w: %s not in layer %d", ErrLayout, m.Name, l)
+				}
+				pc.mats = append(pc.mats, matRef{field: i, bufOff: int(t.off), size: t.size})
 			}
-			u.mats = append(u.mats, matRef{field: i, bufOff: bufOff[t.name], size: t.size})
+			u.pieces = []piece{pc}
+			u.bytes = pc.bytes
+			lay.readBytes += int64(u.entry.StoredSize)
+		} else {
+			// The vectors are read now and stay resident; the matrices are
+			// read per stage, each at its own file offset.
+			base := int64(0)
+			if q != nil {
+				base = int64(q.Layers[l].Offset)
+			}
+			for _, t := range ts {
+				if q != nil && int(t.off)+t.size > int(q.Layers[l].Size) {
+					return nil, fmt.Errorf("%w: %s lies outside its layer", ErrLayout, t.name)
+				}
+				v, ok := vectors[t.name]
+				if !ok {
+					continue
+				}
+				if len(scratch) < t.size {
+					scratch = make([]byte, t.size)
+				}
+				if _, err := f.ReadAt(scratch[:t.size], base+t.off); err != nil {
+					return nil, fmt.Errorf("stream: %s: %w", t.name, err)
+				}
+				tr, err := quant.Lookup(t.typ)
+				if err != nil {
+					return nil, fmt.Errorf("stream: %s: %w", t.name, err)
+				}
+				tr.Dequantize(v, scratch[:t.size])
+			}
+			for i, m := range blk.Matrices() {
+				if m.Data == nil {
+					continue
+				}
+				t, ok := byName[m.Name]
+				if !ok {
+					return nil, fmt.Errorf("%w: %s not in layer %d", ErrLayout, m.Name, l)
+				}
+				st := model.StageOf(i)
+				if len(u.pieces) == 0 || u.pieces[len(u.pieces)-1].last != st {
+					u.pieces = append(u.pieces, piece{first: st, last: st})
+				}
+				pc := &u.pieces[len(u.pieces)-1]
+				pc.spans = append(pc.spans, span{off: base + t.off, bufOff: pc.bytes, size: t.size})
+				pc.mats = append(pc.mats, matRef{field: i, bufOff: pc.bytes, size: t.size})
+				pc.bytes += alignUp(t.size)
+				lay.readBytes += int64(t.size)
+			}
+			if len(u.pieces) == 0 {
+				return nil, fmt.Errorf("%w: layer %d has no matrices", ErrLayout, l)
+			}
+			// A stage without matrices belongs to the piece before it (or,
+			// for leading ones, the first piece).
+			u.pieces[0].first = model.StageQKV
+			for i := range u.pieces[:len(u.pieces)-1] {
+				u.pieces[i].last = u.pieces[i+1].first - 1
+			}
+			u.pieces[len(u.pieces)-1].last = model.NumStages - 1
+			for _, pc := range u.pieces {
+				u.bytes += pc.bytes
+			}
 		}
-		for _, t := range ts {
-			if v, ok := vectors[t.name]; ok {
-				u.vecs = append(u.vecs, vecRef{dst: v, typ: t.typ, bufOff: bufOff[t.name], size: t.size})
+		for i, pc := range u.pieces {
+			for st := pc.first; st <= pc.last; st++ {
+				u.stage[st] = int8(i)
 			}
+			lay.maxPiece = max(lay.maxPiece, pc.bytes)
 		}
+		lay.maxLayer = max(lay.maxLayer, u.bytes)
 	}
 	return lay, nil
 }
 
-// LayerBytes returns the buffer size a layer needs (the largest layer).
+// LayerBytes returns the ring bytes of the largest layer (all its
+// pieces): a ring of this size lets the reader load each matrix of the
+// next layer while the rest of the current one computes.
 func (lay *Layout) LayerBytes() int { return lay.maxLayer }
 
+// MinRingBytes returns the smallest ring that works: its largest piece
+// (the matrices of one stage of a layer, or a compressed QSF record) or
+// one LM head row, whichever is larger.
+func (lay *Layout) MinRingBytes() int { return max(lay.maxPiece, alignUp(lay.headRowBytes)) }
+
 // LayerBytesTotal returns the bytes read for one pass over all layers.
-func (lay *Layout) LayerBytesTotal() int64 {
-	var n int64
-	for i := range lay.layers {
-		u := &lay.layers[i]
-		if u.qsf {
-			n += int64(u.entry.StoredSize)
-		} else {
-			for _, s := range u.spans {
-				n += int64(s.size)
-			}
-		}
-	}
-	return n
-}
+func (lay *Layout) LayerBytesTotal() int64 { return lay.readBytes }
 
 // DecompressBytes returns the size of the buffer compressed QSF layers are
 // read into before decompression (0 when no layer is compressed).
@@ -266,5 +324,14 @@ func (lay *Layout) HeadBytes() (total int64, row int) {
 // EmbeddingRowBytes returns the size of one token embedding row.
 func (lay *Layout) EmbeddingRowBytes() int { return lay.embdRowBytes }
 
-// HeadChunkRows returns how many LM head rows fit in a buffer of n bytes.
-func (lay *Layout) HeadChunkRows(n int) int { return n / lay.headRowBytes }
+// HeadChunkRows returns how many LM head rows a chunk holds when streamed
+// through a ring of ring bytes: about a quarter of the ring, so that the
+// reader can fill the next chunks while one computes (at least one row; 0
+// when a row does not fit the ring).
+func (lay *Layout) HeadChunkRows(ring int) int {
+	rb := alignUp(lay.headRowBytes)
+	if rb > ring {
+		return 0
+	}
+	return min(max(ring/4/lay.headRowBytes, 1), lay.Hparams.Vocab)
+}

@@ -76,10 +76,11 @@ func sessionLogits(t *testing.T, path string, cfg qsf.Config, ids []int) [][]flo
 
 // TestStreamingDecodeAllocs checks that a warm streaming decode step
 // (layers and LM head read through the buffers, embedding rows through the
-// LRU) allocates nothing, with and without prefetch.
+// LRU) allocates nothing, with rings of two layers, one layer and the
+// smallest.
 func TestStreamingDecodeAllocs(t *testing.T) {
 	path := testdata(t)
-	for _, prefetch := range []bool{true, false} {
+	for _, ring := range []string{"two layers", "one layer", "smallest"} {
 		f, err := format.OpenWith(path, format.OpenOptions{NoMmap: true})
 		if err != nil {
 			t.Fatal(err)
@@ -95,7 +96,7 @@ func TestStreamingDecodeAllocs(t *testing.T) {
 			t.Fatal(err)
 		}
 		const ctx = 64
-		opts := stream.Options{Prefetch: prefetch, EmbedRows: 4}
+		opts := stream.Options{RingBytes: map[string]int{"two layers": 0, "one layer": lay.LayerBytes(), "smallest": 1}[ring], EmbedRows: 4}
 		a, err := arena.New(int(stream.BufferBytes(lay, opts) + model.StateBytes(&hp, ctx) + 1<<20))
 		if err != nil {
 			t.Fatal(err)
@@ -134,7 +135,7 @@ func TestStreamingDecodeAllocs(t *testing.T) {
 			step()
 		}
 		if n := testing.AllocsPerRun(20, step); n != 0 {
-			t.Errorf("prefetch %v: %v allocations per decode step, want 0", prefetch, n)
+			t.Errorf("ring %s: %v allocations per decode step, want 0", ring, n)
 		}
 		if src.Stats().BytesRead == 0 {
 			t.Fatal("nothing read")

@@ -9,101 +9,146 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/pierrec/lz4/v4"
 	"github.com/qsf-llm/qsf/arena"
-	"github.com/qsf-llm/qsf/format"
 	"github.com/qsf-llm/qsf/model"
 	"github.com/qsf-llm/qsf/quant"
 )
 
+// ErrClosed is returned by a Source used after Close.
+var ErrClosed = errors.New("stream: source closed")
+
 // Options control a Source.
 type Options struct {
-	// Prefetch uses two layer buffers: the I/O goroutine reads the next
-	// layer while the current one computes. Without it one buffer is used
-	// and every read is waited for.
-	Prefetch bool
+	// RingBytes is the capacity of the ring the layers' matrices and the
+	// LM head chunks are read into. 0 means two layers (2·LayerBytes),
+	// with which the reader works up to a whole layer ahead; the smallest
+	// ring is MinRingBytes. With about one layer (and alike layers) the
+	// reader loads each matrix of the next layer into the space the same
+	// matrix of the current one leaves, while the rest of it computes.
+	RingBytes int
 	// EmbedRows is the number of token embedding rows kept in the LRU
 	// (at least 1).
 	EmbedRows int
 	// HeadResident reads the LM head once into the arena instead of
-	// streaming it through the layer buffers every token.
+	// streaming it through the ring every token.
 	HeadResident bool
 	// DropPageCache calls posix_fadvise(DONTNEED) on every range read, so
 	// the file's pages do not stay in the page cache on our account.
 	DropPageCache bool
-	// VerifyCRC checks the CRC of every QSF layer record read.
+	// VerifyCRC checks the CRC of every compressed QSF layer record read.
+	// (Uncompressed records are read a matrix at a time, never whole, so
+	// their CRC is not checked.)
 	VerifyCRC bool
+}
+
+// Ring returns the ring capacity a Source opened with o on lay uses.
+func (o Options) Ring(lay *Layout) int {
+	n := o.RingBytes
+	if n <= 0 {
+		n = 2 * lay.maxLayer
+	}
+	return alignUp(max(n, lay.MinRingBytes()))
 }
 
 // Stats are a Source's I/O counters since it was opened (or ResetStats).
 type Stats struct {
 	BytesRead int64         // bytes read from the file
-	Reads     int64         // units (layers, head chunks) loaded
+	Reads     int64         // pieces loaded (a layer's stage, a compressed layer, a head chunk)
 	IOTime    time.Duration // time the I/O goroutine spent reading and decompressing
-	Wait      time.Duration // time the forward pass waited for a unit
-	Misses    int64         // units not prefetched (read on demand)
+	Wait      time.Duration // time the forward pass waited for a piece
+	Stalls    int64         // pieces the forward pass had to wait for
+	Misses    int64         // reads started on demand (the reader was not ahead: first use, after an error)
 }
 
-type buffer struct {
-	data    []byte
-	unit    int // unit held or being loaded, -1 for none
-	pending bool
-	done    chan error
-	block   model.Block
-	head    model.Tensor
-	row0    int
-}
-
-type request struct{ unit, buf int }
-
-// readJob is a share of a unit's reads handed to the read helper: the
-// bytes [lo, hi) of spans, concatenated, read into dst.
-type readJob struct {
-	dst    []byte
-	spans  []span
-	lo, hi int
-}
-
-// Parallel reads: a unit of at least 2*minSplit bytes whose pages are in
-// the page cache is read by the I/O goroutine and the read helper at
-// once, each taking half of its bytes (a page-cache copy is bound by one
-// core's copy speed). A unit on the disk is read with one sequential
-// pread, which the kernel's readahead serves best.
-var minSplit = 1 << 20
-
-// Source streams the weights of one Layout for one session. It
-// implements model.WeightSource. Its methods other than Stats must be
-// called from one goroutine.
+// Source streams the weights of one Layout for one session through a
+// ring buffer. It implements model.WeightSource. Its methods other than
+// Stats must be called from one goroutine.
+//
+// The I/O goroutine writes the pieces (see piece) in the order the
+// forward pass uses them into the ring, each contiguous (one that does not
+// fit before the ring's end starts at its beginning), and only into bytes
+// the forward pass has released; the forward pass releases pieces in order
+// as soon as it is done with them. Both sides count bytes monotonically
+// (written W, released R, W−R ≤ capacity) and publish them with atomics;
+// a side blocks on a channel only when it must wait.
 type Source struct {
 	lay  *Layout
 	opts Options
 	file *os.File
 	fd   int
 
-	bufs     [2]buffer
-	nbuf     int
-	inUse    int // buffer index held by the forward pass, -1
-	logits   bool
-	chunks   int // head chunks streamed (0 when resident)
-	rows     int // head rows per chunk
-	comp     []byte
-	headRes  model.Tensor
-	embd     []byte  // EmbedRows rows
-	slotOf   []int32 // per token: LRU slot + 1, 0 when absent
-	slotTok  []int32
-	lastUse  []uint64
-	clock    uint64
-	tmpRow   []byte
-	req      chan request
+	ring    []byte
+	chunks  int // head chunks streamed (0 when resident)
+	rows    int // head rows per chunk
+	heads   []model.Tensor
+	blocks  []model.Block // per layer: the template, with the acquired matrices' data
+	comp    []byte
+	headRes model.Tensor
+	embd    []byte  // EmbedRows rows
+	slotOf  []int32 // per token: LRU slot + 1, 0 when absent
+	slotTok []int32
+	lastUse []uint64
+	clock   uint64
+
+	// The forward pass's side.
+	logits     bool
+	tok        int64 // tokens begun
+	running    bool  // the I/O goroutine is producing
+	broken     bool  // a read failed: start over at the next acquisition
+	expU, expP int   // the piece expected next
+	taken      int64 // descriptors taken
+	held       [maxHeld]heldPiece
+	nheld      int
+	closed     bool
+
+	// Shared between the two sides.
+	descs     []desc       // published pieces, a ring of len(descs)
+	published atomic.Int64 // descriptors published
+	takenA    atomic.Int64 // = taken, for the I/O goroutine
+	released  atomic.Int64 // ring bytes released (R)
+	begun     atomic.Int64 // = tok
+	logitsOf  [2]atomic.Bool
+	epoch     atomic.Int64 // changed to stop the I/O goroutine
+	cWait     atomic.Bool  // the forward pass sleeps on cWake
+	pWait     atomic.Bool  // the I/O goroutine sleeps on pWake
+	cWake     chan struct{}
+	pWake     chan struct{}
+	start     chan startCmd
+	stopped   chan struct{}
+
+	// The I/O goroutine's side.
 	jobs     chan readJob // to the read helper
 	jobDone  chan error
-	headSpan [1]span    // the head chunk being read (I/O goroutine only)
-	probe    cacheProbe // I/O goroutine only
+	headSpan [1]span
+	probe    cacheProbe
 	wg       sync.WaitGroup
-	closed   bool
 	crcTable *crc32.Table
 
-	bytesRead, reads, ioNanos, waitNanos, misses atomic.Int64
+	bytesRead, reads, ioNanos, waitNanos, stalls, misses atomic.Int64
+}
+
+// desc says where a published piece lies in the ring.
+type desc struct {
+	unit, piece int32
+	off         int
+	end         int64 // W after the piece
+	err         error
+}
+
+// heldPiece is a piece the forward pass acquired.
+type heldPiece struct {
+	unit, piece int32
+	end         int64
+	done        bool // released, waiting for earlier pieces
+}
+
+// maxHeld bounds the pieces acquired and not released at once (the
+// forward pass holds one).
+const maxHeld = 8
+
+type startCmd struct {
+	unit, piece int
+	tok, epoch  int64
 }
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -115,7 +160,7 @@ func Open(lay *Layout, path string, a *arena.Arena, opts Options) (*Source, erro
 	if err != nil {
 		return nil, err
 	}
-	s := &Source{lay: lay, opts: opts, file: f, fd: int(f.Fd()), inUse: -1, crcTable: castagnoli}
+	s := &Source{lay: lay, opts: opts, file: f, fd: int(f.Fd()), crcTable: castagnoli}
 	if err := s.alloc(a); err != nil {
 		f.Close()
 		return nil, err
@@ -126,7 +171,17 @@ func Open(lay *Layout, path string, a *arena.Arena, opts Options) (*Source, erro
 			return nil, err
 		}
 	}
-	s.req = make(chan request, 2)
+	n := 1 + s.chunks
+	for i := range lay.layers {
+		n += len(lay.layers[i].pieces)
+	}
+	s.descs = make([]desc, n)
+	s.blocks = make([]model.Block, len(lay.layers))
+	copy(s.blocks, lay.Weights.Blocks)
+	s.cWake = make(chan struct{}, 1)
+	s.pWake = make(chan struct{}, 1)
+	s.start = make(chan startCmd)
+	s.stopped = make(chan struct{}, 1)
 	s.jobs = make(chan readJob, 1)
 	s.jobDone = make(chan error, 1)
 	s.wg.Add(2)
@@ -138,13 +193,9 @@ func Open(lay *Layout, path string, a *arena.Arena, opts Options) (*Source, erro
 // BufferBytes returns the arena space Open takes with these options.
 func BufferBytes(lay *Layout, opts Options) int64 {
 	r := func(n int64) int64 { return (n + arena.Align - 1) &^ (arena.Align - 1) }
-	nbuf := int64(1)
-	if opts.Prefetch {
-		nbuf = 2
-	}
 	rows := max(opts.EmbedRows, 1)
 	hp := &lay.Hparams
-	n := nbuf*r(int64(lay.maxLayer)) + r(int64(lay.maxStored)) +
+	n := r(int64(opts.Ring(lay))) + r(int64(lay.maxStored)) +
 		r(int64(rows*lay.embdRowBytes)) + r(int64(hp.Vocab)*4) + 2*r(int64(rows)*4) + r(int64(rows)*8)
 	if opts.HeadResident {
 		total, _ := lay.HeadBytes()
@@ -155,10 +206,6 @@ func BufferBytes(lay *Layout, opts Options) int64 {
 
 func (s *Source) alloc(a *arena.Arena) error {
 	lay := s.lay
-	s.nbuf = 1
-	if s.opts.Prefetch {
-		s.nbuf = 2
-	}
 	var err error
 	get := func(name string, n int) []byte {
 		if err != nil {
@@ -168,11 +215,7 @@ func (s *Source) alloc(a *arena.Arena) error {
 		b, err = a.Alloc(name, n)
 		return b
 	}
-	for i := range s.nbuf {
-		s.bufs[i].data = get(fmt.Sprintf("layer buffer %d", i), lay.maxLayer)
-		s.bufs[i].unit = -1
-		s.bufs[i].done = make(chan error, 1)
-	}
+	s.ring = get("ring buffer", s.opts.Ring(lay))
 	if lay.maxStored > 0 {
 		s.comp = get("decompression buffer", lay.maxStored)
 	}
@@ -185,11 +228,17 @@ func (s *Source) alloc(a *arena.Arena) error {
 		return err
 	}
 	if !s.opts.HeadResident {
-		s.rows = lay.HeadChunkRows(lay.maxLayer)
+		s.rows = lay.HeadChunkRows(len(s.ring))
 		if s.rows < 1 {
-			return fmt.Errorf("%w: an LM head row (%d bytes) is larger than a layer buffer", ErrLayout, lay.headRowBytes)
+			return fmt.Errorf("%w: an LM head row (%d bytes) is larger than the ring", ErrLayout, lay.headRowBytes)
 		}
 		s.chunks = (lay.Hparams.Vocab + s.rows - 1) / s.rows
+		s.heads = make([]model.Tensor, s.chunks)
+		for c := range s.heads {
+			lo, hi := s.headRange(c)
+			s.heads[c] = lay.Weights.Output
+			s.heads[c].Rows = hi - lo
+		}
 	}
 	return nil
 }
@@ -206,63 +255,7 @@ func (s *Source) readHead(a *arena.Arena) error {
 	}
 	s.headRes = s.lay.Weights.Output
 	s.headRes.Data = b
-	s.chunks = 1
-	s.rows = s.lay.Hparams.Vocab
 	return nil
-}
-
-// readSpans reads the bytes [lo, hi) of spans, taken end to end, into
-// dst at the spans' buffer offsets.
-func (s *Source) readSpans(dst []byte, spans []span, lo, hi int) error {
-	at := 0
-	for _, sp := range spans {
-		a, b := max(lo, at), min(hi, at+sp.size)
-		if a < b {
-			d := sp.bufOff + a - at
-			if err := s.pread(dst[d:d+b-a], sp.off+int64(a-at)); err != nil {
-				return err
-			}
-		}
-		at += sp.size
-	}
-	return nil
-}
-
-// readUnit reads spans into dst, the second half in parallel on the read
-// helper when they are large.
-func (s *Source) readUnit(dst []byte, spans []span) error {
-	total := 0
-	for _, sp := range spans {
-		total += sp.size
-	}
-	half := (total / 2) &^ 4095
-	if total < 2*minSplit || !s.cached(spans, total) {
-		return s.readSpans(dst, spans, 0, total)
-	}
-	s.jobs <- readJob{dst: dst, spans: spans, lo: half, hi: total}
-	err := s.readSpans(dst, spans, 0, half)
-	if herr := <-s.jobDone; err == nil {
-		err = herr
-	}
-	return err
-}
-
-// helper is the read helper goroutine.
-func (s *Source) helper() {
-	defer s.wg.Done()
-	for j := range s.jobs {
-		s.jobDone <- s.readSpans(j.dst, j.spans, j.lo, j.hi)
-	}
-}
-
-// cached reports whether nearly all of the total bytes of spans are in
-// the page cache.
-func (s *Source) cached(spans []span, total int) bool {
-	lo, hi := spans[0].off, spans[0].off
-	for _, sp := range spans {
-		lo, hi = min(lo, sp.off), max(hi, sp.off+int64(sp.size))
-	}
-	return s.probe.cachedBytes(s.fd, lo, hi-lo) >= int64(total)-int64(total)/16
 }
 
 // headRange returns the rows of head chunk c.
@@ -271,191 +264,148 @@ func (s *Source) headRange(c int) (lo, hi int) {
 	return lo, min(lo+s.rows, s.lay.Hparams.Vocab)
 }
 
-func (s *Source) pread(b []byte, off int64) error {
-	if _, err := s.file.ReadAt(b, off); err != nil {
-		return err
-	}
-	s.bytesRead.Add(int64(len(b)))
-	if s.opts.DropPageCache {
-		dropPages(s.fd, off, int64(len(b)))
-	}
-	return nil
-}
+// RingBytes returns the capacity of the ring.
+func (s *Source) RingBytes() int { return len(s.ring) }
 
-// units: layers 0..L-1, then head chunks L..L+chunks-1.
+// Units: layers 0..L-1, then head chunks L..L+chunks-1; a layer has the
+// pieces of its Layout, a head chunk one.
 func (s *Source) layers() int { return s.lay.Hparams.Layers }
 
-// loop is the I/O goroutine.
-func (s *Source) loop() {
-	defer s.wg.Done()
-	for r := range s.req {
-		t0 := time.Now()
-		err := s.load(r.unit, &s.bufs[r.buf])
-		s.ioNanos.Add(int64(time.Since(t0)))
-		s.reads.Add(1)
-		s.bufs[r.buf].done <- err
-	}
-}
-
-// load reads unit u into b (on the I/O goroutine).
-func (s *Source) load(u int, b *buffer) error {
-	lay := s.lay
-	if u >= s.layers() {
-		lo, hi := s.headRange(u - s.layers())
-		n := (hi - lo) * lay.headRowBytes
-		s.headSpan[0] = span{off: lay.headOff + int64(lo*lay.headRowBytes), size: n}
-		if err := s.readUnit(b.data, s.headSpan[:]); err != nil {
-			return fmt.Errorf("stream: LM head rows %d..%d: %w", lo, hi, err)
-		}
-		b.head = lay.Weights.Output
-		b.head.Rows = hi - lo
-		b.head.Data = b.data[:n:n]
-		b.row0 = lo
-		return nil
-	}
-	lu := &lay.layers[u]
-	if lu.qsf {
-		e := &lu.entry
-		stored := b.data[:e.StoredSize]
-		if e.Compression != format.CompressNone {
-			stored = s.comp[:e.StoredSize]
-		}
-		if err := s.readUnit(stored, lu.spans); err != nil {
-			return fmt.Errorf("stream: layer %d: %w", u, err)
-		}
-		if s.opts.VerifyCRC {
-			if crc := crc32.Checksum(stored, s.crcTable); crc != e.CRC {
-				return fmt.Errorf("stream: layer %d: %w: CRC %#08x, computed %#08x", u, format.ErrChecksum, e.CRC, crc)
-			}
-		}
-		if e.Compression != format.CompressNone {
-			n, err := lz4.UncompressBlock(stored, b.data[:e.Size])
-			if err != nil || n != int(e.Size) {
-				return fmt.Errorf("stream: layer %d: %w: LZ4 data does not decompress to %d bytes", u, format.ErrCorrupt, e.Size)
-			}
-		}
-	} else {
-		if err := s.readUnit(b.data, lu.spans); err != nil {
-			return fmt.Errorf("stream: layer %d: %w", u, err)
-		}
-	}
-	lu.once.Do(func() {
-		for _, v := range lu.vecs {
-			tr, err := quant.Lookup(v.typ)
-			if err == nil {
-				tr.Dequantize(v.dst, b.data[v.bufOff:v.bufOff+v.size])
-			}
-		}
-	})
-	b.block = lay.Weights.Blocks[u]
-	fields := b.block.Matrices()
-	for _, m := range lu.mats {
-		fields[m.field].Data = b.data[m.bufOff : m.bufOff+m.size : m.bufOff+m.size]
-	}
-	return nil
-}
-
-// next predicts the unit after u.
-func (s *Source) next(u int) int {
+// after returns the piece read after piece p of unit u; logits says
+// whether the token computes its LM head.
+func (s *Source) after(u, p int, logits bool) (int, int) {
 	L := s.layers()
 	switch {
+	case u < L && p+1 < len(s.lay.layers[u].pieces):
+		return u, p + 1
 	case u < L-1:
-		return u + 1
-	case u == L-1 && s.logits && s.opts.HeadResident == false && s.chunks > 0:
-		return L
-	case u >= L && u < L+s.chunks-1:
-		return u + 1
+		return u + 1, 0
+	case u == L-1 && logits && s.chunks > 0:
+		return L, 0
+	case u >= L && u+1 < L+s.chunks:
+		return u + 1, 0
 	}
-	return 0
+	return 0, 0
 }
 
-// acquire returns the buffer holding unit u, loading it if needed, and
-// starts the prefetch of the unit after it.
-func (s *Source) acquire(u int) (*buffer, error) {
-	if s.closed {
-		return nil, errors.New("stream: source closed")
+// pieceBytes returns the ring bytes of piece p of unit u.
+func (s *Source) pieceBytes(u, p int) int {
+	if u < s.layers() {
+		return s.lay.layers[u].pieces[p].bytes
 	}
-	bi := -1
-	for i := range s.nbuf {
-		if s.bufs[i].unit == u {
-			bi = i
-		}
+	lo, hi := s.headRange(u - s.layers())
+	return alignUp((hi - lo) * s.lay.headRowBytes)
+}
+
+// Begin implements model.WeightSource.
+func (s *Source) Begin(logits bool) {
+	s.logits = logits
+	s.tok++
+	s.logitsOf[s.tok&1].Store(logits)
+	s.begun.Store(s.tok)
+	s.wakeProducer()
+}
+
+// Acquire implements model.WeightSource.
+func (s *Source) Acquire(l int, st model.Stage) (*model.Block, error) {
+	if l < 0 || l >= s.layers() || st < 0 || st >= model.NumStages {
+		return nil, fmt.Errorf("stream: no stage %d of layer %d", st, l)
 	}
-	if bi < 0 {
-		s.misses.Add(1)
-		bi = 0
-		if s.nbuf == 2 && s.inUse == 0 {
-			bi = 1
-		}
-		s.request(u, bi)
+	lu := &s.lay.layers[l]
+	p := int(lu.stage[st])
+	b := &s.blocks[l]
+	if s.holds(l, p) {
+		return b, nil // acquired with an earlier stage
 	}
-	b := &s.bufs[bi]
-	if b.pending {
-		t0 := time.Now()
-		err := <-b.done
-		s.waitNanos.Add(int64(time.Since(t0)))
-		b.pending = false
-		if err != nil {
-			b.unit = -1
-			return nil, err
-		}
+	off, err := s.take(l, p)
+	if err != nil {
+		return nil, err
 	}
-	s.inUse = bi
-	if s.nbuf == 2 {
-		s.request(s.next(u), 1-bi)
+	fields := b.Matrices()
+	for _, m := range lu.pieces[p].mats {
+		fields[m.field].Data = s.ring[off+m.bufOff : off+m.bufOff+m.size : off+m.bufOff+m.size]
 	}
 	return b, nil
 }
 
-// request starts loading unit u into buffer bi (after any load pending on
-// it), unless it already holds u.
-func (s *Source) request(u, bi int) {
-	b := &s.bufs[bi]
-	if b.unit == u {
+// Release implements model.WeightSource.
+func (s *Source) Release(l int, st model.Stage) {
+	if l < 0 || l >= s.layers() || st < 0 || st >= model.NumStages {
 		return
 	}
-	if b.pending {
-		<-b.done
-		b.pending = false
+	lu := &s.lay.layers[l]
+	p := int(lu.stage[st])
+	if lu.pieces[p].last == st {
+		s.release(l, p)
 	}
-	b.unit, b.pending = u, true
-	s.req <- request{u, bi}
 }
 
-func (s *Source) release() { s.inUse = -1 }
-
-// Begin implements model.WeightSource.
-func (s *Source) Begin(logits bool) { s.logits = logits }
-
-// Block implements model.WeightSource.
-func (s *Source) Block(l int) (*model.Block, error) {
-	b, err := s.acquire(l)
-	if err != nil {
-		return nil, err
+// HeadChunks implements model.WeightSource: a resident head is one chunk.
+func (s *Source) HeadChunks() int {
+	if s.opts.HeadResident {
+		return 1
 	}
-	return &b.block, nil
+	return s.chunks
 }
-
-// Release implements model.WeightSource.
-func (s *Source) Release(int) { s.release() }
-
-// HeadChunks implements model.WeightSource.
-func (s *Source) HeadChunks() int { return s.chunks }
 
 // Head implements model.WeightSource.
 func (s *Source) Head(c int) (*model.Tensor, int, error) {
 	if s.opts.HeadResident {
 		return &s.headRes, 0, nil
 	}
-	b, err := s.acquire(s.layers() + c)
+	if c < 0 || c >= s.chunks {
+		return nil, 0, fmt.Errorf("stream: no LM head chunk %d", c)
+	}
+	off, err := s.take(s.layers()+c, 0)
 	if err != nil {
 		return nil, 0, err
 	}
-	return &b.head, b.row0, nil
+	t := &s.heads[c]
+	n := t.Rows * s.lay.headRowBytes
+	t.Data = s.ring[off : off+n : off+n]
+	lo, _ := s.headRange(c)
+	return t, lo, nil
 }
 
 // ReleaseHead implements model.WeightSource.
-func (s *Source) ReleaseHead(int) { s.release() }
+func (s *Source) ReleaseHead(c int) {
+	if !s.opts.HeadResident {
+		s.release(s.layers()+c, 0)
+	}
+}
+
+// Stats returns the I/O counters. It may be called from any goroutine.
+func (s *Source) Stats() Stats {
+	return Stats{
+		BytesRead: s.bytesRead.Load(), Reads: s.reads.Load(), Misses: s.misses.Load(), Stalls: s.stalls.Load(),
+		IOTime: time.Duration(s.ioNanos.Load()), Wait: time.Duration(s.waitNanos.Load()),
+	}
+}
+
+// ResetStats zeroes the I/O counters.
+func (s *Source) ResetStats() {
+	s.bytesRead.Store(0)
+	s.reads.Store(0)
+	s.misses.Store(0)
+	s.stalls.Store(0)
+	s.ioNanos.Store(0)
+	s.waitNanos.Store(0)
+}
+
+// Close stops the I/O goroutine (after the read it may be doing) and
+// closes the file. The arena's buffers are the caller's to release
+// afterwards.
+func (s *Source) Close() error {
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	s.stop()
+	close(s.start)
+	close(s.jobs)
+	s.wg.Wait()
+	return s.file.Close()
+}
 
 // Embedding implements model.WeightSource: the row comes from the LRU, or
 // from the file with one pread.
@@ -498,40 +448,4 @@ func (s *Source) Embedding(dst []float32, token int) error {
 	s.lastUse[slot] = s.clock
 	tr.Dequantize(dst[:lay.Hparams.Embd], s.embd[slot*rb:(slot+1)*rb])
 	return nil
-}
-
-// Stats returns the I/O counters. It may be called from any goroutine.
-func (s *Source) Stats() Stats {
-	return Stats{
-		BytesRead: s.bytesRead.Load(), Reads: s.reads.Load(), Misses: s.misses.Load(),
-		IOTime: time.Duration(s.ioNanos.Load()), Wait: time.Duration(s.waitNanos.Load()),
-	}
-}
-
-// ResetStats zeroes the I/O counters.
-func (s *Source) ResetStats() {
-	s.bytesRead.Store(0)
-	s.reads.Store(0)
-	s.misses.Store(0)
-	s.ioNanos.Store(0)
-	s.waitNanos.Store(0)
-}
-
-// Close stops the I/O goroutine and closes the file. The arena's buffers
-// are the caller's to release afterwards.
-func (s *Source) Close() error {
-	if s.closed {
-		return nil
-	}
-	s.closed = true
-	for i := range s.nbuf {
-		if s.bufs[i].pending {
-			<-s.bufs[i].done
-			s.bufs[i].pending = false
-		}
-	}
-	close(s.req)
-	close(s.jobs)
-	s.wg.Wait()
-	return s.file.Close()
 }

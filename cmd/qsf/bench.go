@@ -68,14 +68,16 @@ type memBW struct {
 type streamReport struct {
 	PlanPeakBytes     int64   `json:"plan_peak_bytes"`
 	PlanBytesPerToken int64   `json:"plan_bytes_per_token"`
-	Prefetch          bool    `json:"prefetch"`
+	RingBytes         int64   `json:"ring_bytes"`
+	RingLayers        float64 `json:"ring_layers"`
 	ReadBytesPerToken float64 `json:"read_bytes_per_token"`
-	IOMsPerToken      float64 `json:"io_ms_per_token"`      // reading and decompressing (I/O goroutine)
-	WaitMsPerToken    float64 `json:"io_wait_ms_per_token"` // the forward pass waiting for a layer
-	ComputeMsPerToken float64 `json:"compute_ms_per_token"` // decode time minus the wait
-	NotPrefetched     float64 `json:"not_prefetched_per_token"`
-	ReadGBs           float64 `json:"read_gb_s"`   // bytes read / I/O time
-	BoundTokS         float64 `json:"bound_tok_s"` // read bandwidth / planned bytes per token
+	IOMsPerToken      float64 `json:"io_ms_per_token"`          // reading and decompressing (I/O goroutine)
+	WaitMsPerToken    float64 `json:"io_wait_ms_per_token"`     // the forward pass waiting for a layer
+	ComputeMsPerToken float64 `json:"compute_ms_per_token"`     // decode time minus the wait
+	NotPrefetched     float64 `json:"not_prefetched_per_token"` // reads started on demand
+	StallsPerToken    float64 `json:"stalls_per_token"`         // pieces the forward pass waited for
+	ReadGBs           float64 `json:"read_gb_s"`                // bytes read / I/O time
+	BoundTokS         float64 `json:"bound_tok_s"`              // read bandwidth / planned bytes per token
 	BoundFraction     float64 `json:"bound_fraction"`
 
 	tokens int
@@ -90,6 +92,7 @@ func (r *streamReport) add(decode time.Duration, tokens int, io stream.Stats) {
 	r.io.IOTime += io.IOTime
 	r.io.Wait += io.Wait
 	r.io.Misses += io.Misses
+	r.io.Stalls += io.Stalls
 }
 
 func (r *streamReport) finish() {
@@ -101,6 +104,7 @@ func (r *streamReport) finish() {
 	r.ReadBytesPerToken = float64(r.io.BytesRead) / n
 	r.IOMsPerToken, r.WaitMsPerToken, r.ComputeMsPerToken = ms(r.io.IOTime), ms(r.io.Wait), ms(r.decode-r.io.Wait)
 	r.NotPrefetched = float64(r.io.Misses) / n
+	r.StallsPerToken = float64(r.io.Stalls) / n
 	if r.io.IOTime > 0 && r.PlanBytesPerToken > 0 {
 		r.ReadGBs = float64(r.io.BytesRead) / r.io.IOTime.Seconds() / 1e9
 		r.BoundTokS = r.ReadGBs * 1e9 / float64(r.PlanBytesPerToken)
@@ -185,7 +189,7 @@ func runBench(mf *modelFlags, p, n, reps int, stderr io.Writer, quiet bool) (ben
 	var sr *streamReport
 	if m.Streaming() {
 		p := m.Plan()
-		sr = &streamReport{PlanPeakBytes: p.PeakBytes, PlanBytesPerToken: p.BytesPerToken, Prefetch: p.Prefetch}
+		sr = &streamReport{PlanPeakBytes: p.PeakBytes, PlanBytesPerToken: p.BytesPerToken, RingBytes: p.RingBytes, RingLayers: p.RingLayers}
 	}
 
 	ids := make([]int, p)
@@ -256,7 +260,7 @@ func benchOnce(ctx context.Context, m *qsf.Model, ids []int, n int) (prefill, de
 	decode = time.Since(t1)
 	io1 := s.IOStats()
 	io = stream.Stats{BytesRead: io1.BytesRead - io0.BytesRead, Reads: io1.Reads - io0.Reads, IOTime: io1.IOTime - io0.IOTime,
-		Wait: io1.Wait - io0.Wait, Misses: io1.Misses - io0.Misses}
+		Wait: io1.Wait - io0.Wait, Misses: io1.Misses - io0.Misses, Stalls: io1.Stalls - io0.Stalls}
 	return t1.Sub(t0), decode, io, nil
 }
 
@@ -425,9 +429,9 @@ func printBench(w io.Writer, r *benchResult) {
 			fmt.Fprintf(w, "peak RSS: %.1f MiB\n", float64(r.PeakRSSBytes)/(1<<20))
 		}
 		if sr := r.Streaming; sr != nil {
-			fmt.Fprintf(w, "streaming (planned peak %.1f MiB, prefetch %v): decode reads %.1f MiB/token (planned %.1f), I/O %.2f ms/token, waited %.2f ms/token, compute %.2f ms/token, %.2f units/token not prefetched\n",
-				float64(sr.PlanPeakBytes)/(1<<20), sr.Prefetch, sr.ReadBytesPerToken/(1<<20), float64(sr.PlanBytesPerToken)/(1<<20),
-				sr.IOMsPerToken, sr.WaitMsPerToken, sr.ComputeMsPerToken, sr.NotPrefetched)
+			fmt.Fprintf(w, "streaming (planned peak %.1f MiB, ring %.1f MiB = %.2f layers): decode reads %.1f MiB/token (planned %.1f), I/O %.2f ms/token, waited %.2f ms/token (%.2f stalls), compute %.2f ms/token, %.2f reads/token started on demand\n",
+				float64(sr.PlanPeakBytes)/(1<<20), float64(sr.RingBytes)/(1<<20), sr.RingLayers, sr.ReadBytesPerToken/(1<<20), float64(sr.PlanBytesPerToken)/(1<<20),
+				sr.IOMsPerToken, sr.WaitMsPerToken, sr.StallsPerToken, sr.ComputeMsPerToken, sr.NotPrefetched)
 			if sr.BoundTokS > 0 {
 				fmt.Fprintf(w, "read bandwidth %.2f GB/s → bound %.2f tok/s; decode at %.0f%% of the bound\n", sr.ReadGBs, sr.BoundTokS, 100*sr.BoundFraction)
 			}

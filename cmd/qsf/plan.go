@@ -52,8 +52,10 @@ func printIO(w io.Writer, m *qsf.Model, s *qsf.Session, tokens int) {
 	st := s.Stats()
 	total := st.PrefillTime + st.DecodeTime
 	per := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 / float64(tokens) }
-	fmt.Fprintf(w, "streaming: %.1f MiB read per token (%d units, %d not prefetched), I/O %.2f ms/token, waited %.2f ms/token, compute %.2f ms/token\n",
-		float64(io.BytesRead)/float64(tokens)/(1<<20), io.Reads, io.Misses, per(io.IOTime), per(io.Wait), per(total-io.Wait))
+	p := m.Plan()
+	fmt.Fprintf(w, "streaming: ring %.1f MiB (%.2f layers); %.1f MiB read per token (%d pieces, %d started on demand), I/O %.2f ms/token, waited %.2f ms/token (%d stalls), compute %.2f ms/token\n",
+		float64(p.RingBytes)/(1<<20), p.RingLayers, float64(io.BytesRead)/float64(tokens)/(1<<20), io.Reads, io.Misses,
+		per(io.IOTime), per(io.Wait), io.Stalls, per(total-io.Wait))
 	if io.IOTime > 0 {
 		// The bound is the read bandwidth over the bytes a token
 		// reads; a pipeline that overlaps reads with compute cannot beat

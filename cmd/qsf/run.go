@@ -45,7 +45,7 @@ func (mf *modelFlags) register(fs interface {
 	fs.StringVar(&mf.budget, "ram-budget", "", "peak memory budget, e.g. 200MB or 1.5GiB (streams the layers when the model does not fit)")
 	fs.StringVar(&mf.kvType, "kv-type", "", "KV cache type: f32, f16, q8, q4 or q2 (default f32, less under a tight budget)")
 	fs.StringVar(&mf.kvEvict, "kv-evict", "", "run past the context: window (sliding) or h2o (heavy hitters + recent)")
-	fs.BoolVar(&mf.noPrefetch, "no-prefetch", false, "streaming: read each layer when needed instead of prefetching the next")
+	fs.BoolVar(&mf.noPrefetch, "no-prefetch", false, "streaming: use the smallest ring buffer (read at most about one matrix group ahead)")
 	fs.BoolVar(&mf.dropCache, "drop-cache", false, "streaming: drop the file's pages from the page cache after reading them")
 }
 

@@ -1,0 +1,134 @@
+package stream
+
+import (
+	"fmt"
+	"hash/crc32"
+
+	"github.com/pierrec/lz4/v4"
+	"github.com/qsf-llm/qsf/format"
+	"github.com/qsf-llm/qsf/quant"
+)
+
+// readJob is a share of a piece's reads handed to the read helper: the
+// bytes [lo, hi) of spans, concatenated, read into dst.
+type readJob struct {
+	dst    []byte
+	spans  []span
+	lo, hi int
+}
+
+// Parallel reads: a piece of at least 2*minSplit bytes whose pages are in
+// the page cache is read by the I/O goroutine and the read helper at
+// once, each taking half of its bytes (a page-cache copy is bound by one
+// core's copy speed). A piece on the disk is read with sequential preads,
+// which the kernel's readahead serves best.
+var minSplit = 1 << 20
+
+// load reads piece p of unit u into dst, its slot of the ring (on the I/O
+// goroutine).
+func (s *Source) load(u, p int, dst []byte) error {
+	lay := s.lay
+	if u >= s.layers() {
+		lo, hi := s.headRange(u - s.layers())
+		n := (hi - lo) * lay.headRowBytes
+		s.headSpan[0] = span{off: lay.headOff + int64(lo*lay.headRowBytes), size: n}
+		if err := s.readUnit(dst[:n], s.headSpan[:]); err != nil {
+			return fmt.Errorf("stream: LM head rows %d..%d: %w", lo, hi, err)
+		}
+		return nil
+	}
+	lu := &lay.layers[u]
+	pc := &lu.pieces[p]
+	if !lu.record {
+		if err := s.readUnit(dst, pc.spans); err != nil {
+			return fmt.Errorf("stream: layer %d: %w", u, err)
+		}
+		return nil
+	}
+	e := &lu.entry
+	stored := s.comp[:e.StoredSize]
+	if err := s.readUnit(stored, pc.spans); err != nil {
+		return fmt.Errorf("stream: layer %d: %w", u, err)
+	}
+	if s.opts.VerifyCRC {
+		if crc := crc32.Checksum(stored, s.crcTable); crc != e.CRC {
+			return fmt.Errorf("stream: layer %d: %w: CRC %#08x, computed %#08x", u, format.ErrChecksum, e.CRC, crc)
+		}
+	}
+	if n, err := lz4.UncompressBlock(stored, dst[:e.Size]); err != nil || n != int(e.Size) {
+		return fmt.Errorf("stream: layer %d: %w: LZ4 data does not decompress to %d bytes", u, format.ErrCorrupt, e.Size)
+	}
+	lu.once.Do(func() {
+		for _, v := range lu.vecs {
+			if tr, err := quant.Lookup(v.typ); err == nil {
+				tr.Dequantize(v.dst, dst[v.bufOff:v.bufOff+v.size])
+			}
+		}
+	})
+	return nil
+}
+
+// readSpans reads the bytes [lo, hi) of spans, taken end to end, into
+// dst at the spans' buffer offsets.
+func (s *Source) readSpans(dst []byte, spans []span, lo, hi int) error {
+	at := 0
+	for _, sp := range spans {
+		a, b := max(lo, at), min(hi, at+sp.size)
+		if a < b {
+			d := sp.bufOff + a - at
+			if err := s.pread(dst[d:d+b-a], sp.off+int64(a-at)); err != nil {
+				return err
+			}
+		}
+		at += sp.size
+	}
+	return nil
+}
+
+// readUnit reads spans into dst, the second half in parallel on the read
+// helper when they are large and in the page cache.
+func (s *Source) readUnit(dst []byte, spans []span) error {
+	total := 0
+	for _, sp := range spans {
+		total += sp.size
+	}
+	half := (total / 2) &^ 4095
+	if total < 2*minSplit || !s.cached(spans, total) {
+		return s.readSpans(dst, spans, 0, total)
+	}
+	s.jobs <- readJob{dst: dst, spans: spans, lo: half, hi: total}
+	err := s.readSpans(dst, spans, 0, half)
+	if herr := <-s.jobDone; err == nil {
+		err = herr
+	}
+	return err
+}
+
+// helper is the read helper goroutine.
+func (s *Source) helper() {
+	defer s.wg.Done()
+	for j := range s.jobs {
+		s.jobDone <- s.readSpans(j.dst, j.spans, j.lo, j.hi)
+	}
+}
+
+// cached reports whether nearly all of the total bytes of spans are in
+// the page cache.
+func (s *Source) cached(spans []span, total int) bool {
+	var in int64
+	for _, sp := range spans {
+		in += s.probe.cachedBytes(s.fd, sp.off, int64(sp.size))
+	}
+	return in >= int64(total)-int64(total)/16
+}
+
+func (s *Source) pread(b []byte, off int64) error {
+	if _, err := s.file.ReadAt(b, off); err != nil {
+		return err
+	}
+	s.bytesRead.Add(int64(len(b)))
+	if s.opts.DropPageCache {
+		dropPages(s.fd, off, int64(len(b)))
+	}
+	return nil
+}
