@@ -171,13 +171,19 @@ func Open(lay *Layout, path string, a *arena.Arena, opts Options) (*Source, erro
 			return nil, err
 		}
 	}
-	n := 1 + s.chunks
-	for i := range lay.layers {
-		n += len(lay.layers[i].pieces)
-	}
-	s.descs = make([]desc, n)
 	s.blocks = make([]model.Block, len(lay.layers))
 	copy(s.blocks, lay.Weights.Blocks)
+	s.startIO()
+	return s, nil
+}
+
+// startIO starts the I/O goroutine and the read helper.
+func (s *Source) startIO() {
+	n := 1 + s.chunks
+	for i := range s.lay.layers {
+		n += len(s.lay.layers[i].pieces)
+	}
+	s.descs = make([]desc, n)
 	s.cWake = make(chan struct{}, 1)
 	s.pWake = make(chan struct{}, 1)
 	s.start = make(chan startCmd)
@@ -187,7 +193,6 @@ func Open(lay *Layout, path string, a *arena.Arena, opts Options) (*Source, erro
 	s.wg.Add(2)
 	go s.loop()
 	go s.helper()
-	return s, nil
 }
 
 // BufferBytes returns the arena space Open takes with these options.
