@@ -172,8 +172,8 @@ func f32Slabs(out []float32, ostride int, w []byte, rowBytes, chunks, blocks int
 func f32x4AVX2(out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
 	_ = out[3*ostride+rows-1]
 	_ = w[rows*rowBytes-1]
-	actBytes := 4 * cols
-	_ = packed[tileTokens*actBytes-1]
+	actBytes := f32ActStride(cols)
+	_ = packed[(tileTokens-1)*actBytes+4*cols-1]
 	chunks := cols / 32
 	done := 0
 	if blocks := rows / 3; useF32Blocks && chunks > 0 && blocks > 0 {
@@ -192,7 +192,7 @@ func f32x4AVX2(out []float32, ostride int, w []byte, rowBytes, cols, rows int, p
 	if tail := cols &^ 31; tail < cols {
 		// ggml_vec_dot_f32's tail, as in f32AVX2.
 		for t := 0; t < tileTokens; t++ {
-			act := packed[t*actBytes : (t+1)*actBytes]
+			act := packed[t*actBytes : t*actBytes+4*cols]
 			for r := 0; r < rows; r++ {
 				row := w[r*rowBytes:]
 				sum := out[t*ostride+r]

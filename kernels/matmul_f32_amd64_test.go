@@ -55,6 +55,8 @@ func BenchmarkF32Tile(b *testing.B) {
 		r := rand.New(rand.NewPCG(31, 32))
 		w := randomRows(r, quant.F32, sh.rows, sh.cols)
 		acts := randomRows(r, quant.F32, tileTokens, sh.cols)
+		packed := make([]byte, packBytesF32x4(sh.cols))
+		packF32x4(packed, acts, 4*sh.cols, sh.cols)
 		out := make([]float32, tileTokens*sh.rows)
 		for _, blocks := range []bool{false, true} {
 			b.Run(fmt.Sprintf("%dx%d/blocks=%v", sh.rows, sh.cols, blocks), func(b *testing.B) {
@@ -63,7 +65,7 @@ func BenchmarkF32Tile(b *testing.B) {
 				defer runtime.UnlockOSThread()
 				c0 := threadCPU()
 				for i := 0; i < b.N; i++ {
-					f32x4AVX2(out, sh.rows, w, 4*sh.cols, sh.cols, sh.rows, acts)
+					f32x4AVX2(out, sh.rows, w, 4*sh.cols, sh.cols, sh.rows, packed)
 				}
 				flops := 2 * float64(tileTokens) * float64(sh.rows) * float64(sh.cols) * float64(b.N)
 				if c0 >= 0 {

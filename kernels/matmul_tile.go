@@ -127,7 +127,26 @@ func packQ6_Kx4(dst, acts []byte, actBytes, cols int) {
 	}
 }
 
-func packBytesF32x4(cols int) int { return tileTokens * 4 * cols }
+// f32ActStride is the distance in bytes between the activations in the
+// packed form of packF32x4: their 4·cols bytes, padded when that is within
+// 512 bytes of a multiple of 4 KiB. The F32 tile kernel walks the four
+// activations side by side; at such strides they would all fall in the
+// same sets of the L1 cache and evict each other.
+func f32ActStride(cols int) int {
+	s := 4 * cols
+	if m := s % 4096; m < 512 || m > 4096-512 {
+		s += 1024 + 64
+	}
+	return s
+}
 
-// packF32x4 copies tileTokens float32 activations, back to back.
-func packF32x4(dst, acts []byte, actBytes, cols int) { copy(dst, acts[:tileTokens*actBytes]) }
+func packBytesF32x4(cols int) int { return tileTokens * f32ActStride(cols) }
+
+// packF32x4 copies tileTokens float32 activations, f32ActStride(cols)
+// bytes apart.
+func packF32x4(dst, acts []byte, actBytes, cols int) {
+	stride := f32ActStride(cols)
+	for t := 0; t < tileTokens; t++ {
+		copy(dst[t*stride:t*stride+actBytes], acts[t*actBytes:(t+1)*actBytes])
+	}
+}

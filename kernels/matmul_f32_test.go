@@ -1,0 +1,92 @@
+package kernels
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/qsf-llm/qsf/quant"
+)
+
+// TestMatMulF32 checks F32 MatMul against MatVec bit for bit on the shapes
+// that exercise the tile kernel's edges: row counts that are not a
+// multiple of its blocks of three rows (in one row tile and in several),
+// every tail of 1..31 columns past the last whole chunk of 32, rows
+// shorter than a chunk, rows of several column slabs, rows whose size is a
+// multiple of 4 KiB (the activations are then packed apart), token counts
+// around the tiles of four, and one to three threads, on every tier.
+func TestMatMulF32(t *testing.T) {
+	defer SetTier(Tier())
+	type shape struct{ rows, cols, n int }
+	var shapes []shape
+	for rows := 1; rows <= 8; rows++ {
+		shapes = append(shapes, shape{rows, 64, 4})
+	}
+	for tail := 0; tail < 32; tail++ {
+		shapes = append(shapes, shape{7, 96 + tail, 5})
+	}
+	shapes = append(shapes,
+		shape{5, 1, 4}, shape{4, 17, 8}, shape{6, 31, 4}, // no whole chunk
+		shape{40, 768, 4}, shape{41, 768, 9}, shape{47, 768 + 5, 8}, // one slab
+		shape{9, 800, 4}, shape{20, 1024, 5}, shape{41, 2048, 8}, // several slabs, padded activations
+		shape{23, 2048 + 31, 4}, shape{3, 4096, 4}, shape{61, 3000, 6}, // more blocks than a slab group
+		shape{130, 96, 13}, // several row tiles
+	)
+	r := rand.New(rand.NewPCG(41, 42))
+	for _, sh := range shapes {
+		w := randomRows(r, quant.F32, sh.rows, sh.cols)
+		acts := randomRows(r, quant.F32, sh.n, sh.cols)
+		actBytes := 4 * sh.cols
+		for _, name := range Tiers() {
+			if err := SetTier(name); err != nil {
+				t.Fatal(err)
+			}
+			want := make([]float32, sh.n*sh.rows)
+			for i := 0; i < sh.n; i++ {
+				MatVec(quant.F32, want[i*sh.rows:(i+1)*sh.rows], w, sh.cols, acts[i*actBytes:(i+1)*actBytes])
+			}
+			for _, threads := range []int{0, 1, 2, 3} {
+				got := make([]float32, sh.n*sh.rows)
+				if threads == 0 {
+					MatMul(quant.F32, got, w, sh.cols, acts, sh.n)
+				} else {
+					p := NewPool(threads)
+					p.MatMul(quant.F32, got, w, sh.cols, acts, sh.n)
+					p.Close()
+				}
+				for i := range got {
+					if got[i] != want[i] {
+						t.Fatalf("%s/%dx%d/n%d/t%d: out[%d] (token %d, row %d) = %g, MatVec gives %g",
+							name, sh.rows, sh.cols, sh.n, threads, i, i/sh.rows, i%sh.rows, got[i], want[i])
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestPackF32x4 checks the packed activations of the F32 tiles: each
+// activation whole at its stride, the strides never a multiple of 4 KiB
+// give or take 512 bytes.
+func TestPackF32x4(t *testing.T) {
+	for _, cols := range []int{1, 31, 32, 768, 1024, 1100, 2048, 3000, 4096, 4200} {
+		t.Run(fmt.Sprint(cols), func(t *testing.T) {
+			stride := f32ActStride(cols)
+			if stride < 4*cols {
+				t.Fatalf("stride %d < %d bytes of activation", stride, 4*cols)
+			}
+			if m := stride % 4096; m < 512 || m > 4096-512 {
+				t.Errorf("stride %d is %d bytes off a multiple of 4 KiB", stride, m)
+			}
+			r := rand.New(rand.NewPCG(uint64(cols), 43))
+			acts := randomRows(r, quant.F32, tileTokens, cols)
+			dst := make([]byte, packBytesF32x4(cols))
+			packF32x4(dst, acts, 4*cols, cols)
+			for tok := 0; tok < tileTokens; tok++ {
+				if got, want := string(dst[tok*stride:tok*stride+4*cols]), string(acts[tok*4*cols:(tok+1)*4*cols]); got != want {
+					t.Fatalf("activation %d differs in the packed form", tok)
+				}
+			}
+		})
+	}
+}
