@@ -118,22 +118,37 @@ func dotF32x4AVX2(out *float32, ostride, rows int, w *byte, chunks, rowBytes int
 //go:noescape
 func dotF32R3x4AVX2(out *float32, ostride, blocks int, w *byte, chunks, rowBytes int, act *byte, actStride int, scratch *float32, sstride, flags int)
 
-// Flags of dotF32R3x4AVX2.
+//go:noescape
+func dotF32R2x4AVX2(out *float32, ostride, blocks int, w *byte, chunks, rowBytes int, act *byte, actStride int, scratch *float32, sstride, flags int)
+
+// f32Dot calls dotF32R3x4AVX2 for blocks of k = 3 rows, else
+// dotF32R2x4AVX2. (Direct calls: through a func value, scratch would
+// escape to the heap.)
+func f32Dot(k int, out *float32, ostride, blocks int, w *byte, chunks, rowBytes int, act *byte, actStride int, scratch *float32, sstride, flags int) {
+	if k == 3 {
+		dotF32R3x4AVX2(out, ostride, blocks, w, chunks, rowBytes, act, actStride, scratch, sstride, flags)
+	} else {
+		dotF32R2x4AVX2(out, ostride, blocks, w, chunks, rowBytes, act, actStride, scratch, sstride, flags)
+	}
+}
+
+// Flags of the F32 block kernels.
 const (
 	f32Resume = 1 << iota // start from the sums in scratch
 	f32Finish             // reduce the sums into out
 )
 
 const (
-	// f32SlabChunks bounds the chunks of 32 columns dotF32R3x4AVX2 takes
+	// f32SlabChunks bounds the chunks of 32 columns a block kernel takes
 	// at once, so that the four activations' slab (12 KiB) stays in the
 	// L1 cache while the blocks of rows pass over it.
 	f32SlabChunks = 24
-	// f32SlabBlocks is how many blocks of three rows go through a slab
-	// before the next slab when a row has several slabs: their sums wait
-	// in scratch meanwhile (1.5 KiB per block).
+	// f32SlabBlocks is how many blocks of rows go through a slab before
+	// the next slab when a row has several slabs: their sums wait in
+	// scratch meanwhile (0.5 KiB per row).
 	f32SlabBlocks = 6
-	// f32BlockScratch is the scratch of one block in float32.
+	// f32BlockScratch is the scratch of a block of three rows in
+	// float32: four passes of 4·3 accumulators of 8 lanes.
 	f32BlockScratch = 4 * 12 * 8
 )
 
@@ -141,10 +156,16 @@ const (
 // zero on every call.
 var f32ScratchPool = sync.Pool{New: func() any { return new([f32SlabBlocks * f32BlockScratch]float32) }}
 
-// f32Slabs runs dotF32R3x4AVX2 on blocks of three rows of more than
-// f32SlabChunks chunks: f32SlabBlocks blocks at a time, slab by slab of
+// f32Blocks runs f32Dot on blocks blocks of k rows each (k is 3 or 2),
+// from the first row of w and out. Rows of more than
+// f32SlabChunks chunks go f32SlabBlocks blocks at a time, slab by slab of
 // columns, the sums waiting in scratch from one slab to the next.
-func f32Slabs(out []float32, ostride int, w []byte, rowBytes, chunks, blocks int, packed []byte, actBytes int) {
+func f32Blocks(k, blocks int, out []float32, ostride int, w []byte, rowBytes, chunks int, packed []byte, actStride int) {
+	if chunks <= f32SlabChunks {
+		var scratch [f32BlockScratch]float32
+		f32Dot(k, &out[0], ostride, blocks, &w[0], chunks, rowBytes, &packed[0], actStride, &scratch[0], 0, f32Finish)
+		return
+	}
 	scratch := f32ScratchPool.Get().(*[f32SlabBlocks * f32BlockScratch]float32)
 	slabs := (chunks + f32SlabChunks - 1) / f32SlabChunks
 	per := (chunks + slabs - 1) / slabs
@@ -159,16 +180,16 @@ func f32Slabs(out []float32, ostride int, w []byte, rowBytes, chunks, blocks int
 			if c0+nc == chunks {
 				flags |= f32Finish
 			}
-			dotF32R3x4AVX2(&out[3*b0], ostride, nb, &w[3*b0*rowBytes+128*c0], nc, rowBytes,
-				&packed[128*c0], actBytes, &scratch[0], 4*f32BlockScratch, flags)
+			f32Dot(k, &out[k*b0], ostride, nb, &w[k*b0*rowBytes+128*c0], nc, rowBytes,
+				&packed[128*c0], actStride, &scratch[0], 512*k, flags)
 		}
 	}
 	f32ScratchPool.Put(scratch)
 }
 
-// f32x4AVX2 is the F32 tile kernel: blocks of three rows go through
-// dotF32R3x4AVX2, the one or two rows left over through dotF32x4AVX2;
-// both give the sums of dotF32AVX2 bit for bit.
+// f32x4AVX2 is the F32 tile kernel: the rows go through dotF32R3x4AVX2
+// and dotF32R2x4AVX2 in blocks of three and two, a single row through
+// dotF32x4AVX2; all give the sums of dotF32AVX2 bit for bit.
 func f32x4AVX2(out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
 	_ = out[3*ostride+rows-1]
 	_ = w[rows*rowBytes-1]
@@ -176,15 +197,23 @@ func f32x4AVX2(out []float32, ostride int, w []byte, rowBytes, cols, rows int, p
 	_ = packed[(tileTokens-1)*actBytes+4*cols-1]
 	chunks := cols / 32
 	done := 0
-	if blocks := rows / 3; useF32Blocks && chunks > 0 && blocks > 0 {
-		if chunks <= f32SlabChunks {
-			var scratch [f32BlockScratch]float32
-			dotF32R3x4AVX2(&out[0], ostride, blocks, &w[0], chunks, rowBytes, &packed[0], actBytes,
-				&scratch[0], 0, f32Finish)
-		} else {
-			f32Slabs(out, ostride, w, rowBytes, chunks, blocks, packed, actBytes)
+	if useF32Blocks && chunks > 0 && rows >= 2 {
+		// Blocks of three rows, and of two for the rest: 3·n3 + 2·n2 =
+		// rows.
+		n3, n2 := rows/3, 0
+		switch rows % 3 {
+		case 1:
+			n3, n2 = n3-1, 2
+		case 2:
+			n2 = 1
 		}
-		done = 3 * blocks
+		if n3 > 0 {
+			f32Blocks(3, n3, out, ostride, w, rowBytes, chunks, packed, actBytes)
+		}
+		if n2 > 0 {
+			f32Blocks(2, n2, out[3*n3:], ostride, w[3*n3*rowBytes:], rowBytes, chunks, packed, actBytes)
+		}
+		done = rows
 	}
 	if done < rows {
 		dotF32x4AVX2(&out[done], ostride, rows-done, &w[done*rowBytes], chunks, rowBytes, &packed[0], actBytes)

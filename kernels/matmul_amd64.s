@@ -616,12 +616,13 @@ f32done:
 	VFMADD231PS Y15, Y13, b \
 	VFMADD231PS Y15, Y14, c
 
-// F32R3RED reduces slot off of the four passes at (DI) into dst.
-#define F32R3RED(off, dst) \
+// F32RED reduces slot off of the four passes at (DI), P bytes apart,
+// into dst.
+#define F32SRED(off, P, dst) \
 	VMOVUPS off(DI), Y0 \
-	VADDPS (off+768)(DI), Y0, Y0 \
-	VMOVUPS (off+384)(DI), Y1 \
-	VADDPS (off+1152)(DI), Y1, Y1 \
+	VADDPS (off+2*P)(DI), Y0, Y0 \
+	VMOVUPS (off+P)(DI), Y1 \
+	VADDPS (off+3*P)(DI), Y1, Y1 \
 	VADDPS Y1, Y0, Y0 \
 	VEXTRACTF128 $1, Y0, X1 \
 	VADDPS X1, X0, X0 \
@@ -731,18 +732,18 @@ r3chunk:
 	TESTQ $2, flags+80(FP)
 	JZ    r3next
 	LEAQ  (R14)(R14*2), BX
-	F32R3RED(0, 0(R8))
-	F32R3RED(32, 4(R8))
-	F32R3RED(64, 8(R8))
-	F32R3RED(96, 0(R8)(R14*1))
-	F32R3RED(128, 4(R8)(R14*1))
-	F32R3RED(160, 8(R8)(R14*1))
-	F32R3RED(192, 0(R8)(R14*2))
-	F32R3RED(224, 4(R8)(R14*2))
-	F32R3RED(256, 8(R8)(R14*2))
-	F32R3RED(288, 0(R8)(BX*1))
-	F32R3RED(320, 4(R8)(BX*1))
-	F32R3RED(352, 8(R8)(BX*1))
+	F32SRED(0, 384, 0(R8))
+	F32SRED(32, 384, 4(R8))
+	F32SRED(64, 384, 8(R8))
+	F32SRED(96, 384, 0(R8)(R14*1))
+	F32SRED(128, 384, 4(R8)(R14*1))
+	F32SRED(160, 384, 8(R8)(R14*1))
+	F32SRED(192, 384, 0(R8)(R14*2))
+	F32SRED(224, 384, 4(R8)(R14*2))
+	F32SRED(256, 384, 8(R8)(R14*2))
+	F32SRED(288, 384, 0(R8)(BX*1))
+	F32SRED(320, 384, 4(R8)(BX*1))
+	F32SRED(352, 384, 8(R8)(BX*1))
 
 r3next:
 	ADDQ sstride+72(FP), DI
@@ -751,5 +752,117 @@ r3next:
 	ADDQ R12, SI
 	DECQ R9
 	JNZ  r3block
+	VZEROUPPER
+	RET
+
+// F32R2FMA multiplies the two rows' chunk (Y12, Y13) by the chunk of one
+// activation at src, into the accumulators a, b.
+#define F32R2FMA(src, a, b) \
+	VMOVUPS src, Y15 \
+	VFMADD231PS Y15, Y12, a \
+	VFMADD231PS Y15, Y13, b
+
+// func dotF32R2x4AVX2(out *float32, ostride, blocks int, w *byte, chunks, rowBytes int, act *byte, actStride int, scratch *float32, sstride, flags int)
+//
+// dotF32R3x4AVX2 for blocks of two rows, for the rows a tile has past its
+// blocks of three: eight accumulators, 6 loads for 8 FMAs. Accumulator
+// t·2+r (row r, activation t) is slot t·2+r of a pass's 256 bytes of
+// scratch; a block's scratch is 4·8·8 float32.
+TEXT ·dotF32R2x4AVX2(SB), NOSPLIT, $0-88
+	MOVQ out+0(FP), R8
+	MOVQ ostride+8(FP), R14
+	SHLQ $2, R14
+	MOVQ blocks+16(FP), R9
+	MOVQ w+24(FP), SI
+	MOVQ rowBytes+40(FP), R12
+	MOVQ act+48(FP), R11
+	MOVQ actStride+56(FP), R13
+	LEAQ (R13)(R13*2), DX
+	MOVQ scratch+64(FP), DI
+
+r2block:
+	XORQ R10, R10
+	LEAQ (SI)(R12*2), BX
+
+r2pass:
+	TESTQ $1, flags+80(FP)
+	JNZ   r2resume
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	JMP   r2start
+
+r2resume:
+	VMOVUPS 0(DI), Y0
+	VMOVUPS 32(DI), Y1
+	VMOVUPS 64(DI), Y2
+	VMOVUPS 96(DI), Y3
+	VMOVUPS 128(DI), Y4
+	VMOVUPS 160(DI), Y5
+	VMOVUPS 192(DI), Y6
+	VMOVUPS 224(DI), Y7
+
+r2start:
+	LEAQ (SI)(R10*1), AX
+	LEAQ (R11)(R10*1), R15
+	MOVQ chunks+32(FP), CX
+
+r2chunk:
+	PREFETCHT0 (BX)
+	PREFETCHT0 64(BX)
+	VMOVUPS (AX), Y12
+	VMOVUPS (AX)(R12*1), Y13
+	F32R2FMA((R15), Y0, Y1)
+	F32R2FMA((R15)(R13*1), Y2, Y3)
+	F32R2FMA((R15)(R13*2), Y4, Y5)
+	F32R2FMA((R15)(DX*1), Y6, Y7)
+	ADDQ $128, AX
+	ADDQ $128, R15
+	ADDQ $128, BX
+	DECQ CX
+	JNZ  r2chunk
+
+	VMOVUPS Y0, 0(DI)
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS Y2, 64(DI)
+	VMOVUPS Y3, 96(DI)
+	VMOVUPS Y4, 128(DI)
+	VMOVUPS Y5, 160(DI)
+	VMOVUPS Y6, 192(DI)
+	VMOVUPS Y7, 224(DI)
+	// The next pass prefetches the next block's next row.
+	MOVQ chunks+32(FP), CX
+	SHLQ $7, CX
+	SUBQ CX, BX
+	ADDQ R12, BX
+	ADDQ $256, DI
+	ADDQ $32, R10
+	CMPQ R10, $128
+	JNE  r2pass
+
+	SUBQ  $1024, DI
+	TESTQ $2, flags+80(FP)
+	JZ    r2next
+	LEAQ  (R14)(R14*2), BX
+	F32SRED(0, 256, 0(R8))
+	F32SRED(32, 256, 4(R8))
+	F32SRED(64, 256, 0(R8)(R14*1))
+	F32SRED(96, 256, 4(R8)(R14*1))
+	F32SRED(128, 256, 0(R8)(R14*2))
+	F32SRED(160, 256, 4(R8)(R14*2))
+	F32SRED(192, 256, 0(R8)(BX*1))
+	F32SRED(224, 256, 4(R8)(BX*1))
+
+r2next:
+	ADDQ sstride+72(FP), DI
+	ADDQ $8, R8
+	LEAQ (SI)(R12*2), SI
+	DECQ R9
+	JNZ  r2block
 	VZEROUPPER
 	RET
