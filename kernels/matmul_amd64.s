@@ -616,19 +616,33 @@ f32done:
 	VFMADD231PS Y15, Y13, b \
 	VFMADD231PS Y15, Y14, c
 
-// F32RED reduces slot off of the four passes at (DI), P bytes apart,
-// into dst.
-#define F32SRED(off, P, dst) \
-	VMOVUPS off(DI), Y0 \
-	VADDPS (off+2*P)(DI), Y0, Y0 \
-	VMOVUPS (off+P)(DI), Y1 \
-	VADDPS (off+3*P)(DI), Y1, Y1 \
-	VADDPS Y1, Y0, Y0 \
-	VEXTRACTF128 $1, Y0, X1 \
-	VADDPS X1, X0, X0 \
-	VHADDPS X0, X0, X0 \
-	VHADDPS X0, X0, X0 \
-	VMOVSS X0, dst
+// F32SUM sets y to (a0+a2)+(a1+a3) of slot off of the four passes at
+// (DI), P bytes apart, with t for a temporary.
+#define F32SUM(off, P, y, t) \
+	VMOVUPS off(DI), y \
+	VADDPS (off+2*P)(DI), y, y \
+	VMOVUPS (off+P)(DI), t \
+	VADDPS (off+3*P)(DI), t, t \
+	VADDPS t, y, y
+
+// F32QUAD reduces four slots x, y, z, w of the four passes at (DI), P
+// bytes apart, each as ggml reduces its four accumulators: the halves of x and y are added in one
+// 8-lane add, those of z and w in another, and two horizontal adds of
+// both 128-bit lanes finish the four. The sums of x and z end in lanes 0
+// and 1 of Y4, those of y and w in lanes 4 and 5.
+#define F32QUAD(P, x, y, z, w) \
+	F32SUM(x, P, Y0, Y5) \
+	F32SUM(y, P, Y1, Y6) \
+	F32SUM(z, P, Y2, Y7) \
+	F32SUM(w, P, Y3, Y8) \
+	VPERM2F128 $0x20, Y1, Y0, Y4 \
+	VPERM2F128 $0x31, Y1, Y0, Y5 \
+	VADDPS Y5, Y4, Y4 \
+	VPERM2F128 $0x20, Y3, Y2, Y6 \
+	VPERM2F128 $0x31, Y3, Y2, Y7 \
+	VADDPS Y7, Y6, Y6 \
+	VHADDPS Y6, Y4, Y4 \
+	VHADDPS Y4, Y4, Y4
 
 // func dotF32R3x4AVX2(out *float32, ostride, blocks int, w *byte, chunks, rowBytes int, act *byte, actStride int, scratch *float32, sstride, flags int)
 //
@@ -732,18 +746,20 @@ r3chunk:
 	TESTQ $2, flags+80(FP)
 	JZ    r3next
 	LEAQ  (R14)(R14*2), BX
-	F32SRED(0, 384, 0(R8))
-	F32SRED(32, 384, 4(R8))
-	F32SRED(64, 384, 8(R8))
-	F32SRED(96, 384, 0(R8)(R14*1))
-	F32SRED(128, 384, 4(R8)(R14*1))
-	F32SRED(160, 384, 8(R8)(R14*1))
-	F32SRED(192, 384, 0(R8)(R14*2))
-	F32SRED(224, 384, 4(R8)(R14*2))
-	F32SRED(256, 384, 8(R8)(R14*2))
-	F32SRED(288, 384, 0(R8)(BX*1))
-	F32SRED(320, 384, 4(R8)(BX*1))
-	F32SRED(352, 384, 8(R8)(BX*1))
+	F32QUAD(384, 0, 96, 32, 128)
+	VMOVSD       X4, 0(R8)
+	VEXTRACTF128 $1, Y4, X5
+	VMOVSD       X5, 0(R8)(R14*1)
+	F32QUAD(384, 192, 288, 224, 320)
+	VMOVSD       X4, 0(R8)(R14*2)
+	VEXTRACTF128 $1, Y4, X5
+	VMOVSD       X5, 0(R8)(BX*1)
+	F32QUAD(384, 64, 256, 160, 352)
+	VMOVSS       X4, 8(R8)
+	VEXTRACTPS   $1, X4, 8(R8)(R14*1)
+	VEXTRACTF128 $1, Y4, X5
+	VMOVSS       X5, 8(R8)(R14*2)
+	VEXTRACTPS   $1, X5, 8(R8)(BX*1)
 
 r3next:
 	ADDQ sstride+72(FP), DI
@@ -849,14 +865,14 @@ r2chunk:
 	TESTQ $2, flags+80(FP)
 	JZ    r2next
 	LEAQ  (R14)(R14*2), BX
-	F32SRED(0, 256, 0(R8))
-	F32SRED(32, 256, 4(R8))
-	F32SRED(64, 256, 0(R8)(R14*1))
-	F32SRED(96, 256, 4(R8)(R14*1))
-	F32SRED(128, 256, 0(R8)(R14*2))
-	F32SRED(160, 256, 4(R8)(R14*2))
-	F32SRED(192, 256, 0(R8)(BX*1))
-	F32SRED(224, 256, 4(R8)(BX*1))
+	F32QUAD(256, 0, 64, 32, 96)
+	VMOVSD       X4, 0(R8)
+	VEXTRACTF128 $1, Y4, X5
+	VMOVSD       X5, 0(R8)(R14*1)
+	F32QUAD(256, 128, 192, 160, 224)
+	VMOVSD       X4, 0(R8)(R14*2)
+	VEXTRACTF128 $1, Y4, X5
+	VMOVSD       X5, 0(R8)(BX*1)
 
 r2next:
 	ADDQ sstride+72(FP), DI
