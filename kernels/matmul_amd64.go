@@ -7,6 +7,8 @@ import (
 	"math"
 	"sync"
 
+	"github.com/x448/float16"
+
 	"github.com/qsf-llm/qsf/quant"
 )
 
@@ -30,6 +32,8 @@ func tileFor(tr *tier, tt *quant.Traits) *tileKernel {
 		return &tileQ6_K
 	case quant.F32:
 		return &tileF32
+	case quant.F16:
+		return &tileF16
 	}
 	return nil
 }
@@ -58,6 +62,12 @@ var (
 		rowStep:   1,
 		packBytes: packBytesF32x4,
 		pack:      packF32x4,
+	}
+	tileF16 = tileKernel{
+		run:       f16x4AVX2,
+		rowStep:   1,
+		packBytes: packBytesF32x4,
+		pack:      packF16x4,
 	}
 	tileQ4_0Gemv = tileKernel{
 		run:       q4_0Gemvx4AVX2,
@@ -121,13 +131,24 @@ func dotF32R3x4AVX2(out *float32, ostride, blocks int, w *byte, chunks, rowBytes
 //go:noescape
 func dotF32R2x4AVX2(out *float32, ostride, blocks int, w *byte, chunks, rowBytes int, act *byte, actStride int, scratch *float32, sstride, flags int)
 
-// f32Dot calls dotF32R3x4AVX2 for blocks of k = 3 rows, else
-// dotF32R2x4AVX2. (Direct calls: through a func value, scratch would
-// escape to the heap.)
-func f32Dot(k int, out *float32, ostride, blocks int, w *byte, chunks, rowBytes int, act *byte, actStride int, scratch *float32, sstride, flags int) {
-	if k == 3 {
+//go:noescape
+func dotF16R3x4AVX2(out *float32, ostride, blocks int, w *byte, chunks, rowBytes int, act *byte, actStride int, scratch *float32, sstride, flags int)
+
+//go:noescape
+func dotF16R2x4AVX2(out *float32, ostride, blocks int, w *byte, chunks, rowBytes int, act *byte, actStride int, scratch *float32, sstride, flags int)
+
+// f32Dot calls the block kernel for blocks of k = 3 or 2 rows of F32
+// weights, or of F16 ones when half. (Direct calls: through a func value,
+// scratch would escape to the heap.)
+func f32Dot(half bool, k int, out *float32, ostride, blocks int, w *byte, chunks, rowBytes int, act *byte, actStride int, scratch *float32, sstride, flags int) {
+	switch {
+	case half && k == 3:
+		dotF16R3x4AVX2(out, ostride, blocks, w, chunks, rowBytes, act, actStride, scratch, sstride, flags)
+	case half:
+		dotF16R2x4AVX2(out, ostride, blocks, w, chunks, rowBytes, act, actStride, scratch, sstride, flags)
+	case k == 3:
 		dotF32R3x4AVX2(out, ostride, blocks, w, chunks, rowBytes, act, actStride, scratch, sstride, flags)
-	} else {
+	default:
 		dotF32R2x4AVX2(out, ostride, blocks, w, chunks, rowBytes, act, actStride, scratch, sstride, flags)
 	}
 }
@@ -156,17 +177,21 @@ const (
 // zero on every call.
 var f32ScratchPool = sync.Pool{New: func() any { return new([f32SlabBlocks * f32BlockScratch]float32) }}
 
-// f32Blocks runs f32Dot on blocks blocks of k rows each (k is 3 or 2),
-// from the first row of w and out. Rows of more than
+// f32Blocks runs f32Dot on blocks blocks of k rows each (k is 3 or 2) of
+// F32 weights, or F16 when half, from the first row of w and out. Rows of more than
 // f32SlabChunks chunks go f32SlabBlocks blocks at a time, slab by slab of
 // columns, the sums waiting in scratch from one slab to the next.
-func f32Blocks(k, blocks int, out []float32, ostride int, w []byte, rowBytes, chunks int, packed []byte, actStride int) {
+func f32Blocks(half bool, k, blocks int, out []float32, ostride int, w []byte, rowBytes, chunks int, packed []byte, actStride int) {
 	if chunks <= f32SlabChunks {
 		var scratch [f32BlockScratch]float32
-		f32Dot(k, &out[0], ostride, blocks, &w[0], chunks, rowBytes, &packed[0], actStride, &scratch[0], 0, f32Finish)
+		f32Dot(half, k, &out[0], ostride, blocks, &w[0], chunks, rowBytes, &packed[0], actStride, &scratch[0], 0, f32Finish)
 		return
 	}
 	scratch := f32ScratchPool.Get().(*[f32SlabBlocks * f32BlockScratch]float32)
+	chunkBytes := 128 // of weights
+	if half {
+		chunkBytes = 64
+	}
 	slabs := (chunks + f32SlabChunks - 1) / f32SlabChunks
 	per := (chunks + slabs - 1) / slabs
 	for b0 := 0; b0 < blocks; b0 += f32SlabBlocks {
@@ -180,11 +205,30 @@ func f32Blocks(k, blocks int, out []float32, ostride int, w []byte, rowBytes, ch
 			if c0+nc == chunks {
 				flags |= f32Finish
 			}
-			f32Dot(k, &out[k*b0], ostride, nb, &w[k*b0*rowBytes+128*c0], nc, rowBytes,
+			f32Dot(half, k, &out[k*b0], ostride, nb, &w[k*b0*rowBytes+chunkBytes*c0], nc, rowBytes,
 				&packed[128*c0], actStride, &scratch[0], 512*k, flags)
 		}
 	}
 	f32ScratchPool.Put(scratch)
+}
+
+// f32RowBlocks runs rows ≥ 2 rows of F32 weights, or F16 when half,
+// through the block kernels: blocks of three rows, and of two for the
+// rest (3·n3 + 2·n2 = rows).
+func f32RowBlocks(half bool, out []float32, ostride int, w []byte, rowBytes, chunks, rows int, packed []byte, actStride int) {
+	n3, n2 := rows/3, 0
+	switch rows % 3 {
+	case 1:
+		n3, n2 = n3-1, 2
+	case 2:
+		n2 = 1
+	}
+	if n3 > 0 {
+		f32Blocks(half, 3, n3, out, ostride, w, rowBytes, chunks, packed, actStride)
+	}
+	if n2 > 0 {
+		f32Blocks(half, 2, n2, out[3*n3:], ostride, w[3*n3*rowBytes:], rowBytes, chunks, packed, actStride)
+	}
 }
 
 // f32x4AVX2 is the F32 tile kernel: the rows go through dotF32R3x4AVX2
@@ -198,21 +242,7 @@ func f32x4AVX2(out []float32, ostride int, w []byte, rowBytes, cols, rows int, p
 	chunks := cols / 32
 	done := 0
 	if useF32Blocks && chunks > 0 && rows >= 2 {
-		// Blocks of three rows, and of two for the rest: 3·n3 + 2·n2 =
-		// rows.
-		n3, n2 := rows/3, 0
-		switch rows % 3 {
-		case 1:
-			n3, n2 = n3-1, 2
-		case 2:
-			n2 = 1
-		}
-		if n3 > 0 {
-			f32Blocks(3, n3, out, ostride, w, rowBytes, chunks, packed, actBytes)
-		}
-		if n2 > 0 {
-			f32Blocks(2, n2, out[3*n3:], ostride, w[3*n3*rowBytes:], rowBytes, chunks, packed, actBytes)
-		}
+		f32RowBlocks(false, out, ostride, w, rowBytes, chunks, rows, packed, actBytes)
 		done = rows
 	}
 	if done < rows {
@@ -231,6 +261,51 @@ func f32x4AVX2(out []float32, ostride int, w []byte, rowBytes, cols, rows int, p
 					sum += float32(a * b)
 				}
 				out[t*ostride+r] = sum
+			}
+		}
+	}
+}
+
+// f16x4AVX2 is the F16 tile kernel: the rows go through dotF16R3x4AVX2
+// and dotF16R2x4AVX2 in blocks of three and two, a single row through
+// dotF16R2x4AVX2 as a block of that row twice; the activations come
+// widened to float32 by packF16x4. The sums are those of dotF16AVX2 bit
+// for bit, and the tail past the last whole chunk is added as f16AVX2
+// does.
+func f16x4AVX2(out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
+	_ = out[3*ostride+rows-1]
+	_ = w[rows*rowBytes-1]
+	actStride := f32ActStride(cols)
+	_ = packed[(tileTokens-1)*actStride+4*cols-1]
+	chunks := cols / 32
+	switch {
+	case chunks == 0:
+		for t := 0; t < tileTokens; t++ {
+			clear(out[t*ostride : t*ostride+rows])
+		}
+	case rows >= 2:
+		f32RowBlocks(true, out, ostride, w, rowBytes, chunks, rows, packed, actStride)
+	default:
+		var o [2 * tileTokens]float32
+		f32Blocks(true, 2, 1, o[:], 2, w, 0, chunks, packed, actStride)
+		for t := 0; t < tileTokens; t++ {
+			out[t*ostride] = o[2*t]
+		}
+	}
+	if tail := cols &^ 31; tail < cols {
+		// ggml_vec_dot_f16's tail, as in f16AVX2: products in float32,
+		// summed in float64.
+		for t := 0; t < tileTokens; t++ {
+			act := packed[t*actStride : t*actStride+4*cols]
+			for r := 0; r < rows; r++ {
+				row := w[r*rowBytes:]
+				sum := float64(out[t*ostride+r])
+				for i := tail; i < cols; i++ {
+					a := float16.Frombits(binary.LittleEndian.Uint16(row[2*i:])).Float32()
+					b := math.Float32frombits(binary.LittleEndian.Uint32(act[4*i:]))
+					sum += float64(a * b)
+				}
+				out[t*ostride+r] = float32(sum)
 			}
 		}
 	}

@@ -882,3 +882,240 @@ r2next:
 	JNZ  r2block
 	VZEROUPPER
 	RET
+
+// F16, as dotF16AVX2 per (row, activation): the arithmetic of the F32
+// blocks (ggml_vec_dot_f16 on AVX2 widens both vectors and sums them as
+// ggml_vec_dot_f32 does), on F16 weights widened as they are loaded.
+
+// func dotF16R3x4AVX2(out *float32, ostride, blocks int, w *byte, chunks, rowBytes int, act *byte, actStride int, scratch *float32, sstride, flags int)
+//
+// dotF32R3x4AVX2 for F16 rows, as dotF16AVX2 per (row, activation): the
+// weights are widened to float32 as they are loaded, the activations come
+// widened already; pass j reads 16 bytes of weights at 16j of each chunk
+// of 64.
+TEXT ·dotF16R3x4AVX2(SB), NOSPLIT, $0-88
+	MOVQ out+0(FP), R8
+	MOVQ ostride+8(FP), R14
+	SHLQ $2, R14
+	MOVQ blocks+16(FP), R9
+	MOVQ w+24(FP), SI
+	MOVQ rowBytes+40(FP), R12
+	MOVQ act+48(FP), R11
+	MOVQ actStride+56(FP), R13
+	LEAQ (R13)(R13*2), DX
+	MOVQ scratch+64(FP), DI
+
+h3block:
+	XORQ R10, R10
+	LEAQ (SI)(R12*2), BX
+	ADDQ R12, BX
+
+h3pass:
+	TESTQ $1, flags+80(FP)
+	JNZ   h3resume
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+	JMP   h3start
+
+h3resume:
+	VMOVUPS 0(DI), Y0
+	VMOVUPS 32(DI), Y1
+	VMOVUPS 64(DI), Y2
+	VMOVUPS 96(DI), Y3
+	VMOVUPS 128(DI), Y4
+	VMOVUPS 160(DI), Y5
+	VMOVUPS 192(DI), Y6
+	VMOVUPS 224(DI), Y7
+	VMOVUPS 256(DI), Y8
+	VMOVUPS 288(DI), Y9
+	VMOVUPS 320(DI), Y10
+	VMOVUPS 352(DI), Y11
+
+h3start:
+	MOVQ R10, AX
+	SHRQ $1, AX
+	ADDQ SI, AX
+	LEAQ (R11)(R10*1), R15
+	MOVQ chunks+32(FP), CX
+
+h3chunk:
+	PREFETCHT0 (BX)
+	VCVTPH2PS (AX), Y12
+	VCVTPH2PS (AX)(R12*1), Y13
+	VCVTPH2PS (AX)(R12*2), Y14
+	F32R3FMA((R15), Y0, Y1, Y2)
+	F32R3FMA((R15)(R13*1), Y3, Y4, Y5)
+	F32R3FMA((R15)(R13*2), Y6, Y7, Y8)
+	F32R3FMA((R15)(DX*1), Y9, Y10, Y11)
+	ADDQ $64, AX
+	ADDQ $128, R15
+	ADDQ $64, BX
+	DECQ CX
+	JNZ  h3chunk
+
+	VMOVUPS Y0, 0(DI)
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS Y2, 64(DI)
+	VMOVUPS Y3, 96(DI)
+	VMOVUPS Y4, 128(DI)
+	VMOVUPS Y5, 160(DI)
+	VMOVUPS Y6, 192(DI)
+	VMOVUPS Y7, 224(DI)
+	VMOVUPS Y8, 256(DI)
+	VMOVUPS Y9, 288(DI)
+	VMOVUPS Y10, 320(DI)
+	VMOVUPS Y11, 352(DI)
+	// The next pass prefetches the next block's next row.
+	MOVQ chunks+32(FP), CX
+	SHLQ $6, CX
+	SUBQ CX, BX
+	ADDQ R12, BX
+	ADDQ $384, DI
+	ADDQ $32, R10
+	CMPQ R10, $128
+	JNE  h3pass
+
+	SUBQ  $1536, DI
+	TESTQ $2, flags+80(FP)
+	JZ    h3next
+	LEAQ  (R14)(R14*2), BX
+	F32QUAD(384, 0, 96, 32, 128)
+	VMOVSD       X4, 0(R8)
+	VEXTRACTF128 $1, Y4, X5
+	VMOVSD       X5, 0(R8)(R14*1)
+	F32QUAD(384, 192, 288, 224, 320)
+	VMOVSD       X4, 0(R8)(R14*2)
+	VEXTRACTF128 $1, Y4, X5
+	VMOVSD       X5, 0(R8)(BX*1)
+	F32QUAD(384, 64, 256, 160, 352)
+	VMOVSS       X4, 8(R8)
+	VEXTRACTPS   $1, X4, 8(R8)(R14*1)
+	VEXTRACTF128 $1, Y4, X5
+	VMOVSS       X5, 8(R8)(R14*2)
+	VEXTRACTPS   $1, X5, 8(R8)(BX*1)
+
+h3next:
+	ADDQ sstride+72(FP), DI
+	ADDQ $12, R8
+	LEAQ (SI)(R12*2), SI
+	ADDQ R12, SI
+	DECQ R9
+	JNZ  h3block
+	VZEROUPPER
+	RET
+
+// func dotF16R2x4AVX2(out *float32, ostride, blocks int, w *byte, chunks, rowBytes int, act *byte, actStride int, scratch *float32, sstride, flags int)
+//
+// dotF32R2x4AVX2 for F16 rows, as dotF16AVX2 per (row, activation): the
+// weights are widened to float32 as they are loaded, the activations come
+// widened already; pass j reads 16 bytes of weights at 16j of each chunk
+// of 64.
+TEXT ·dotF16R2x4AVX2(SB), NOSPLIT, $0-88
+	MOVQ out+0(FP), R8
+	MOVQ ostride+8(FP), R14
+	SHLQ $2, R14
+	MOVQ blocks+16(FP), R9
+	MOVQ w+24(FP), SI
+	MOVQ rowBytes+40(FP), R12
+	MOVQ act+48(FP), R11
+	MOVQ actStride+56(FP), R13
+	LEAQ (R13)(R13*2), DX
+	MOVQ scratch+64(FP), DI
+
+h2block:
+	XORQ R10, R10
+	LEAQ (SI)(R12*2), BX
+
+h2pass:
+	TESTQ $1, flags+80(FP)
+	JNZ   h2resume
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	JMP   h2start
+
+h2resume:
+	VMOVUPS 0(DI), Y0
+	VMOVUPS 32(DI), Y1
+	VMOVUPS 64(DI), Y2
+	VMOVUPS 96(DI), Y3
+	VMOVUPS 128(DI), Y4
+	VMOVUPS 160(DI), Y5
+	VMOVUPS 192(DI), Y6
+	VMOVUPS 224(DI), Y7
+
+h2start:
+	MOVQ R10, AX
+	SHRQ $1, AX
+	ADDQ SI, AX
+	LEAQ (R11)(R10*1), R15
+	MOVQ chunks+32(FP), CX
+
+h2chunk:
+	PREFETCHT0 (BX)
+	VCVTPH2PS (AX), Y12
+	VCVTPH2PS (AX)(R12*1), Y13
+	F32R2FMA((R15), Y0, Y1)
+	F32R2FMA((R15)(R13*1), Y2, Y3)
+	F32R2FMA((R15)(R13*2), Y4, Y5)
+	F32R2FMA((R15)(DX*1), Y6, Y7)
+	ADDQ $64, AX
+	ADDQ $128, R15
+	ADDQ $64, BX
+	DECQ CX
+	JNZ  h2chunk
+
+	VMOVUPS Y0, 0(DI)
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS Y2, 64(DI)
+	VMOVUPS Y3, 96(DI)
+	VMOVUPS Y4, 128(DI)
+	VMOVUPS Y5, 160(DI)
+	VMOVUPS Y6, 192(DI)
+	VMOVUPS Y7, 224(DI)
+	// The next pass prefetches the next block's next row.
+	MOVQ chunks+32(FP), CX
+	SHLQ $6, CX
+	SUBQ CX, BX
+	ADDQ R12, BX
+	ADDQ $256, DI
+	ADDQ $32, R10
+	CMPQ R10, $128
+	JNE  h2pass
+
+	SUBQ  $1024, DI
+	TESTQ $2, flags+80(FP)
+	JZ    h2next
+	LEAQ  (R14)(R14*2), BX
+	F32QUAD(256, 0, 64, 32, 96)
+	VMOVSD       X4, 0(R8)
+	VEXTRACTF128 $1, Y4, X5
+	VMOVSD       X5, 0(R8)(R14*1)
+	F32QUAD(256, 128, 192, 160, 224)
+	VMOVSD       X4, 0(R8)(R14*2)
+	VEXTRACTF128 $1, Y4, X5
+	VMOVSD       X5, 0(R8)(BX*1)
+
+h2next:
+	ADDQ sstride+72(FP), DI
+	ADDQ $8, R8
+	LEAQ (SI)(R12*2), SI
+	DECQ R9
+	JNZ  h2block
+	VZEROUPPER
+	RET

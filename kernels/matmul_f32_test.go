@@ -8,7 +8,8 @@ import (
 	"github.com/qsf-llm/qsf/quant"
 )
 
-// TestMatMulF32 checks F32 MatMul against MatVec bit for bit on the shapes
+// TestMatMulF32 checks F32 and F16 MatMul against MatVec bit for bit on
+// the shapes
 // that exercise the tile kernel's edges: row counts that are not a
 // multiple of its blocks of three rows (in one row tile and in several),
 // every tail of 1..31 columns past the last whole chunk of 32, rows
@@ -32,32 +33,34 @@ func TestMatMulF32(t *testing.T) {
 		shape{23, 2048 + 31, 4}, shape{3, 4096, 4}, shape{61, 3000, 6}, // more blocks than a slab group
 		shape{130, 96, 13}, // several row tiles
 	)
-	r := rand.New(rand.NewPCG(41, 42))
-	for _, sh := range shapes {
-		w := randomRows(r, quant.F32, sh.rows, sh.cols)
-		acts := randomRows(r, quant.F32, sh.n, sh.cols)
-		actBytes := 4 * sh.cols
-		for _, name := range Tiers() {
-			if err := SetTier(name); err != nil {
-				t.Fatal(err)
-			}
-			want := make([]float32, sh.n*sh.rows)
-			for i := 0; i < sh.n; i++ {
-				MatVec(quant.F32, want[i*sh.rows:(i+1)*sh.rows], w, sh.cols, acts[i*actBytes:(i+1)*actBytes])
-			}
-			for _, threads := range []int{0, 1, 2, 3} {
-				got := make([]float32, sh.n*sh.rows)
-				if threads == 0 {
-					MatMul(quant.F32, got, w, sh.cols, acts, sh.n)
-				} else {
-					p := NewPool(threads)
-					p.MatMul(quant.F32, got, w, sh.cols, acts, sh.n)
-					p.Close()
+	for _, typ := range []quant.Type{quant.F32, quant.F16} {
+		r := rand.New(rand.NewPCG(41, 42))
+		for _, sh := range shapes {
+			w := randomRows(r, typ, sh.rows, sh.cols)
+			acts := randomRows(r, vecDotType[typ], sh.n, sh.cols)
+			actBytes := len(acts) / sh.n
+			for _, name := range Tiers() {
+				if err := SetTier(name); err != nil {
+					t.Fatal(err)
 				}
-				for i := range got {
-					if got[i] != want[i] {
-						t.Fatalf("%s/%dx%d/n%d/t%d: out[%d] (token %d, row %d) = %g, MatVec gives %g",
-							name, sh.rows, sh.cols, sh.n, threads, i, i/sh.rows, i%sh.rows, got[i], want[i])
+				want := make([]float32, sh.n*sh.rows)
+				for i := 0; i < sh.n; i++ {
+					MatVec(typ, want[i*sh.rows:(i+1)*sh.rows], w, sh.cols, acts[i*actBytes:(i+1)*actBytes])
+				}
+				for _, threads := range []int{0, 1, 2, 3} {
+					got := make([]float32, sh.n*sh.rows)
+					if threads == 0 {
+						MatMul(typ, got, w, sh.cols, acts, sh.n)
+					} else {
+						p := NewPool(threads)
+						p.MatMul(typ, got, w, sh.cols, acts, sh.n)
+						p.Close()
+					}
+					for i := range got {
+						if got[i] != want[i] {
+							t.Fatalf("%s/%v/%dx%d/n%d/t%d: out[%d] (token %d, row %d) = %g, MatVec gives %g",
+								name, typ, sh.rows, sh.cols, sh.n, threads, i, i/sh.rows, i%sh.rows, got[i], want[i])
+						}
 					}
 				}
 			}
