@@ -53,9 +53,11 @@ type Config struct {
 	// currently has no effect.
 	Quality float64
 
-	// NoPrefetch makes a streaming session read each layer only when it
-	// is needed (one buffer), instead of reading the next layer while the
-	// current one computes.
+	// NoPrefetch makes a streaming session use the smallest ring buffer
+	// the layers fit in (its largest matrix group), so the reader is at
+	// most about one matrix ahead of the forward pass, instead of the
+	// largest ring the budget allows (up to two layers, read ahead while
+	// the current one computes).
 	NoPrefetch bool
 
 	// DropPageCache makes a streaming session tell the kernel, after each

@@ -12,8 +12,11 @@
 package stream
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"hash/crc32"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -33,6 +36,7 @@ type span struct {
 	off    int64
 	bufOff int
 	size   int
+	mat    int // uncompressed QSF: the matrix's index in the layer's CRCs
 }
 
 type matRef struct {
@@ -71,10 +75,14 @@ type layerUnit struct {
 	pieces []piece
 	stage  [model.NumStages]int8 // the piece holding each stage
 	record bool                  // pieces[0] is the compressed QSF record
-	entry  format.LayerEntry
-	vecs   []vecRef  // record layers: vectors decoded from the record
-	once   sync.Once // decodes vecs into the template on first load
-	bytes  int       // ring bytes of all pieces
+	entry  format.LayerEntry     // QSF: the layer's index entry
+	vecs   []vecRef              // record layers: vectors decoded from the record
+	// Uncompressed QSF: the record's segments in file order, for checking
+	// its CRC from the CRCs of the matrices as they are read.
+	crcSegs []crcSeg
+	nmats   int
+	once    sync.Once // decodes vecs into the template on first load
+	bytes   int       // ring bytes of all pieces
 }
 
 // Layout is where the streamed weights lie in a file, computed from its
@@ -269,13 +277,21 @@ func NewLayout(f *format.File, hp *model.Hparams) (*Layout, error) {
 					u.pieces = append(u.pieces, piece{first: st, last: st})
 				}
 				pc := &u.pieces[len(u.pieces)-1]
-				pc.spans = append(pc.spans, span{off: base + t.off, bufOff: pc.bytes, size: t.size})
+				pc.spans = append(pc.spans, span{off: base + t.off, bufOff: pc.bytes, size: t.size, mat: u.nmats})
+				u.nmats++
 				pc.mats = append(pc.mats, matRef{field: i, bufOff: pc.bytes, size: t.size})
 				pc.bytes += alignUp(t.size)
 				lay.readBytes += int64(t.size)
 			}
 			if len(u.pieces) == 0 {
 				return nil, fmt.Errorf("%w: layer %d has no matrices", ErrLayout, l)
+			}
+			if q != nil {
+				var err error
+				u.entry = q.Layers[l]
+				if u.crcSegs, err = recordSegments(f, q.Layers[l], u.pieces); err != nil {
+					return nil, fmt.Errorf("stream: layer %d: %w", l, err)
+				}
 			}
 			// A stage without matrices belongs to the piece before it (or,
 			// for leading ones, the first piece).
@@ -334,4 +350,43 @@ func (lay *Layout) HeadChunkRows(ring int) int {
 		return 0
 	}
 	return min(max(ring/4/lay.headRowBytes, 1), lay.Hparams.Vocab)
+}
+
+// recordSegments splits the uncompressed QSF layer record e into its
+// matrices (the spans of pieces) and the bytes between them, which it
+// reads and checksums, all in file order.
+func recordSegments(f *format.File, e format.LayerEntry, pieces []piece) ([]crcSeg, error) {
+	var mats []span
+	for _, pc := range pieces {
+		mats = append(mats, pc.spans...)
+	}
+	slices.SortFunc(mats, func(a, b span) int { return cmp.Compare(a.off, b.off) })
+	var segs []crcSeg
+	at, end := int64(e.Offset), int64(e.Offset)+int64(e.StoredSize)
+	gap := func(to int64) error {
+		if to < at {
+			return fmt.Errorf("%w: matrices overlap in the layer record", ErrLayout)
+		}
+		if to == at {
+			return nil
+		}
+		b := make([]byte, to-at)
+		if _, err := f.ReadAt(b, at); err != nil {
+			return err
+		}
+		segs = append(segs, crcSeg{size: to - at, mat: -1, crc: crc32.Checksum(b, castagnoli)})
+		at = to
+		return nil
+	}
+	for _, m := range mats {
+		if err := gap(m.off); err != nil {
+			return nil, err
+		}
+		segs = append(segs, crcSeg{size: int64(m.size), mat: m.mat})
+		at = m.off + int64(m.size)
+	}
+	if err := gap(end); err != nil {
+		return nil, err
+	}
+	return segs, nil
 }

@@ -2,7 +2,9 @@ package stream_test
 
 import (
 	"errors"
+	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/qsf-llm/qsf"
@@ -140,5 +142,86 @@ func TestStreamingDecodeAllocs(t *testing.T) {
 		if src.Stats().BytesRead == 0 {
 			t.Fatal("nothing read")
 		}
+	}
+}
+
+// TestQSFStreamingChecksRecordCRC streams stories260K converted to QSF
+// without compression, whose layers are read a matrix at a time: the
+// logits equal the resident GGUF's, and a byte flipped in a layer record,
+// inside a matrix or between two (a norm), fails the token with
+// format.ErrChecksum.
+func TestQSFStreamingChecksRecordCRC(t *testing.T) {
+	gguf := testdata(t)
+	path := filepath.Join(t.TempDir(), "stories260K.qsf")
+	if _, err := convert.FromGGUF(gguf, path, convert.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := qsf.Config{ContextLength: 64, KVType: "f32", Threads: 1, RAMBudget: 1}
+	_, err := qsf.PlanFile(path, cfg)
+	var be *plan.BudgetError
+	if !errors.As(err, &be) {
+		t.Fatalf("plan with a 1-byte budget: %v, want a BudgetError", err)
+	}
+	cfg.RAMBudget = be.Min
+	ids := []int{1, 403, 407, 261}
+	want := sessionLogits(t, gguf, qsf.Config{ContextLength: 64, Threads: 1}, ids)
+	got := sessionLogits(t, path, cfg, ids)
+	for i := range want {
+		for j := range want[i] {
+			if got[i][j] != want[i][j] {
+				t.Fatalf("token %d logit %d: QSF streaming %v, GGUF resident %v", i, j, got[i][j], want[i][j])
+			}
+		}
+	}
+
+	f, err := format.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := f.QSF()
+	entry := q.Layers[1]
+	var matrix, vector int64 = -1, -1
+	for _, ts := range q.LayerTensors[1] {
+		at := int64(entry.Offset) + int64(ts.DataOffset) + int64(ts.Size)/2
+		if ts.Rows() > 1 {
+			matrix = at
+		} else {
+			vector = at
+		}
+	}
+	f.Close()
+	if entry.Compression != format.CompressNone || matrix < 0 || vector < 0 {
+		t.Fatalf("layer 1: compression %v, a matrix at %d, a vector at %d", entry.Compression, matrix, vector)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		off  int64
+	}{{"matrix", matrix}, {"vector", vector}} {
+		t.Run(tc.name, func(t *testing.T) {
+			bad := slices.Clone(data)
+			bad[tc.off] ^= 0x10
+			p := filepath.Join(t.TempDir(), "bad.qsf")
+			if err := os.WriteFile(p, bad, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			m, err := qsf.Load(p, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close()
+			s, err := m.NewSession()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			_, err = s.Forward(t.Context(), ids[:1])
+			if !errors.Is(err, format.ErrChecksum) {
+				t.Fatalf("Forward over a flipped %s byte: %v, want format.ErrChecksum", tc.name, err)
+			}
+		})
 	}
 }

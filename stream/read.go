@@ -43,6 +43,9 @@ func (s *Source) load(u, p int, dst []byte) error {
 		if err := s.readUnit(dst, pc.spans); err != nil {
 			return fmt.Errorf("stream: layer %d: %w", u, err)
 		}
+		if s.opts.VerifyCRC && lu.crcSegs != nil {
+			return s.checkRecord(u, p, dst)
+		}
 		return nil
 	}
 	e := &lu.entry
@@ -65,6 +68,30 @@ func (s *Source) load(u, p int, dst []byte) error {
 			}
 		}
 	})
+	return nil
+}
+
+// checkRecord takes the CRCs of the matrices of piece p of uncompressed
+// QSF layer u, just read into dst, and after the layer's last piece checks
+// the record's CRC, when every matrix was read since the last check (a
+// restart in the middle of a layer skips one check).
+func (s *Source) checkRecord(u, p int, dst []byte) error {
+	lu := &s.lay.layers[u]
+	for _, sp := range lu.pieces[p].spans {
+		s.matCRC[u][sp.mat] = crc32.Checksum(dst[sp.bufOff:sp.bufOff+sp.size], s.crcTable)
+		s.crcRead[u] |= 1 << sp.mat
+	}
+	if p < len(lu.pieces)-1 {
+		return nil
+	}
+	all := s.crcRead[u] == 1<<lu.nmats-1
+	s.crcRead[u] = 0
+	if !all {
+		return nil
+	}
+	if crc, want := recordCRC(lu.crcSegs, s.matCRC[u]), lu.entry.CRC; crc != want {
+		return fmt.Errorf("stream: layer %d: %w: CRC %#08x, computed %#08x", u, format.ErrChecksum, want, crc)
+	}
 	return nil
 }
 

@@ -35,9 +35,10 @@ type Options struct {
 	// DropPageCache calls posix_fadvise(DONTNEED) on every range read, so
 	// the file's pages do not stay in the page cache on our account.
 	DropPageCache bool
-	// VerifyCRC checks the CRC of every compressed QSF layer record read.
-	// (Uncompressed records are read a matrix at a time, never whole, so
-	// their CRC is not checked.)
+	// VerifyCRC checks the CRC of every QSF layer record read. An
+	// uncompressed record, read a matrix at a time, is checked when its
+	// last matrix is in, from the matrices' CRCs and those of the bytes
+	// between them (taken by NewLayout).
 	VerifyCRC bool
 }
 
@@ -123,6 +124,10 @@ type Source struct {
 	probe    cacheProbe
 	wg       sync.WaitGroup
 	crcTable *crc32.Table
+	// Uncompressed QSF records: the CRC of each matrix of each layer as
+	// last read, and which of them were read since the layer's last check.
+	matCRC  [][]uint32
+	crcRead []uint32
 
 	bytesRead, reads, ioNanos, waitNanos, stalls, misses atomic.Int64
 }
@@ -173,6 +178,13 @@ func Open(lay *Layout, path string, a *arena.Arena, opts Options) (*Source, erro
 	}
 	s.blocks = make([]model.Block, len(lay.layers))
 	copy(s.blocks, lay.Weights.Blocks)
+	if opts.VerifyCRC {
+		s.matCRC = make([][]uint32, len(lay.layers))
+		s.crcRead = make([]uint32, len(lay.layers))
+		for l := range lay.layers {
+			s.matCRC[l] = make([]uint32, lay.layers[l].nmats)
+		}
+	}
 	s.startIO()
 	return s, nil
 }
