@@ -310,3 +310,24 @@ func f16x4AVX2(out []float32, ostride int, w []byte, rowBytes, cols, rows int, p
 		}
 	}
 }
+
+//go:noescape
+func widenF16AVX2(dst, src *byte, n int)
+
+// packF16x4 widens tileTokens F16 activations of cols elements to float32
+// (exactly), f32ActStride(cols) bytes apart, for the F16 tile kernel.
+func packF16x4(dst, acts []byte, actBytes, cols int) {
+	stride := f32ActStride(cols)
+	for t := 0; t < tileTokens; t++ {
+		act := acts[t*actBytes : t*actBytes+2*cols]
+		o := dst[t*stride : t*stride+4*cols]
+		i := cols &^ 7
+		if i > 0 {
+			widenF16AVX2(&o[0], &act[0], i)
+		}
+		for ; i < cols; i++ {
+			f := float16.Frombits(binary.LittleEndian.Uint16(act[2*i:])).Float32()
+			binary.LittleEndian.PutUint32(o[4*i:], math.Float32bits(f))
+		}
+	}
+}

@@ -1119,3 +1119,26 @@ h2next:
 	JNZ  h2block
 	VZEROUPPER
 	RET
+
+// func widenF16AVX2(dst, src *byte, n int)
+//
+// widenF16AVX2 converts n F16 values at src, n a multiple of 8, to float32
+// at dst, as the F16 kernels convert them (VCVTPH2PS).
+TEXT ·widenF16AVX2(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), CX
+	SHRQ $3, CX
+	JZ   widendone
+
+widen:
+	VCVTPH2PS (SI), Y0
+	VMOVUPS   Y0, (DI)
+	ADDQ      $16, SI
+	ADDQ      $32, DI
+	DECQ      CX
+	JNZ       widen
+	VZEROUPPER
+
+widendone:
+	RET

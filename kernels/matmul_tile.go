@@ -150,17 +150,3 @@ func packF32x4(dst, acts []byte, actBytes, cols int) {
 		copy(dst[t*stride:t*stride+actBytes], acts[t*actBytes:(t+1)*actBytes])
 	}
 }
-
-// packF16x4 widens tileTokens F16 activations of cols elements to float32
-// (exactly), f32ActStride(cols) bytes apart, for the F16 tile kernel.
-func packF16x4(dst, acts []byte, actBytes, cols int) {
-	stride := f32ActStride(cols)
-	for t := 0; t < tileTokens; t++ {
-		act := acts[t*actBytes : t*actBytes+2*cols]
-		o := dst[t*stride : t*stride+4*cols]
-		for i := 0; i < cols; i++ {
-			f := float16.Frombits(binary.LittleEndian.Uint16(act[2*i:])).Float32()
-			binary.LittleEndian.PutUint32(o[4*i:], math.Float32bits(f))
-		}
-	}
-}
