@@ -34,6 +34,8 @@ func tileFor(tr *tier, tt *quant.Traits) *tileKernel {
 		return &tileF32
 	case quant.F16:
 		return &tileF16
+	case quant.BF16:
+		return &tileBF16
 	}
 	return nil
 }
@@ -68,6 +70,12 @@ var (
 		rowStep:   1,
 		packBytes: packBytesF32x4,
 		pack:      packF16x4,
+	}
+	tileBF16 = tileKernel{
+		run:       bf16x4AVX2,
+		rowStep:   1,
+		packBytes: packBytesF32x4,
+		pack:      packBF16x4,
 	}
 	tileQ4_0Gemv = tileKernel{
 		run:       q4_0Gemvx4AVX2,
@@ -118,12 +126,16 @@ func q6_Kx4AVX2(out []float32, ostride int, w []byte, rowBytes, cols, rows int, 
 	dotQ6_Kx4AVX2(&out[0], ostride, rows, &w[0], cols/256, &packed[0])
 }
 
-// useF32Blocks enables dotF32R3x4AVX2 for the F32 tiles; benchmarks
+// useF32Blocks enables the block kernels for the F32 tiles; benchmarks
 // switch it off to measure dotF32x4AVX2 alone.
 var useF32Blocks = true
 
 //go:noescape
 func dotF32x4AVX2(out *float32, ostride, rows int, w *byte, chunks, rowBytes int, act *byte, actStride int)
+
+// The block kernels of the float tiles (matmul_amd64.s): blocks of three
+// or two rows of F32, F16 or BF16 weights against four activations
+// widened to float32, one pass per ggml accumulator.
 
 //go:noescape
 func dotF32R3x4AVX2(out *float32, ostride, blocks int, w *byte, chunks, rowBytes int, act *byte, actStride int, scratch *float32, sstride, flags int)
@@ -137,14 +149,42 @@ func dotF16R3x4AVX2(out *float32, ostride, blocks int, w *byte, chunks, rowBytes
 //go:noescape
 func dotF16R2x4AVX2(out *float32, ostride, blocks int, w *byte, chunks, rowBytes int, act *byte, actStride int, scratch *float32, sstride, flags int)
 
-// f32Dot calls the block kernel for blocks of k = 3 or 2 rows of F32
-// weights, or of F16 ones when half. (Direct calls: through a func value,
-// scratch would escape to the heap.)
-func f32Dot(half bool, k int, out *float32, ostride, blocks int, w *byte, chunks, rowBytes int, act *byte, actStride int, scratch *float32, sstride, flags int) {
+//go:noescape
+func dotBF16R2x4AVX2(out *float32, ostride, blocks int, w *byte, chunks, rowBytes int, act *byte, actStride int, scratch *float32, sstride, flags int)
+
+//go:noescape
+func widenF16AVX2(dst, src *byte, n int)
+
+//go:noescape
+func widenBF16AVX2(dst, src *byte, n int)
+
+// floatKind is the weight type of a float tile.
+type floatKind int
+
+const (
+	kindF32 floatKind = iota
+	kindF16
+	kindBF16
+)
+
+// chunkBytes is the size of 32 weights.
+func (k floatKind) chunkBytes() int {
+	if k == kindF32 {
+		return 128
+	}
+	return 64
+}
+
+// blockDot calls the block kernel of kind for blocks of k rows, 3 or 2
+// (always 2 for BF16, which needs a register per product). Direct calls:
+// through a func value, scratch would escape to the heap.
+func blockDot(kind floatKind, k int, out *float32, ostride, blocks int, w *byte, chunks, rowBytes int, act *byte, actStride int, scratch *float32, sstride, flags int) {
 	switch {
-	case half && k == 3:
+	case kind == kindBF16:
+		dotBF16R2x4AVX2(out, ostride, blocks, w, chunks, rowBytes, act, actStride, scratch, sstride, flags)
+	case kind == kindF16 && k == 3:
 		dotF16R3x4AVX2(out, ostride, blocks, w, chunks, rowBytes, act, actStride, scratch, sstride, flags)
-	case half:
+	case kind == kindF16:
 		dotF16R2x4AVX2(out, ostride, blocks, w, chunks, rowBytes, act, actStride, scratch, sstride, flags)
 	case k == 3:
 		dotF32R3x4AVX2(out, ostride, blocks, w, chunks, rowBytes, act, actStride, scratch, sstride, flags)
@@ -153,7 +193,7 @@ func f32Dot(half bool, k int, out *float32, ostride, blocks int, w *byte, chunks
 	}
 }
 
-// Flags of the F32 block kernels.
+// Flags of the block kernels.
 const (
 	f32Resume = 1 << iota // start from the sums in scratch
 	f32Finish             // reduce the sums into out
@@ -173,27 +213,24 @@ const (
 	f32BlockScratch = 4 * 12 * 8
 )
 
-// f32ScratchPool recycles the scratch of f32Slabs, which is too large to
-// zero on every call.
+// f32ScratchPool recycles the scratch of floatBlocks over slabs, which is
+// too large to zero on every call.
 var f32ScratchPool = sync.Pool{New: func() any { return new([f32SlabBlocks * f32BlockScratch]float32) }}
 
-// f32Blocks runs f32Dot on blocks blocks of k rows each (k is 3 or 2) of
-// F32 weights, or F16 when half, from the first row of w and out. Rows of more than
-// f32SlabChunks chunks go f32SlabBlocks blocks at a time, slab by slab of
-// columns, the sums waiting in scratch from one slab to the next.
-func f32Blocks(half bool, k, blocks int, out []float32, ostride int, w []byte, rowBytes, chunks int, packed []byte, actStride int) {
+// floatBlocks runs blockDot on blocks blocks of k rows each, from the
+// first row of w and out. Rows of more than f32SlabChunks chunks go
+// f32SlabBlocks blocks at a time, slab by slab of columns, the sums
+// waiting in scratch from one slab to the next.
+func floatBlocks(kind floatKind, k, blocks int, out []float32, ostride int, w []byte, rowBytes, chunks int, packed []byte, actStride int) {
 	if chunks <= f32SlabChunks {
 		var scratch [f32BlockScratch]float32
-		f32Dot(half, k, &out[0], ostride, blocks, &w[0], chunks, rowBytes, &packed[0], actStride, &scratch[0], 0, f32Finish)
+		blockDot(kind, k, &out[0], ostride, blocks, &w[0], chunks, rowBytes, &packed[0], actStride, &scratch[0], 0, f32Finish)
 		return
 	}
 	scratch := f32ScratchPool.Get().(*[f32SlabBlocks * f32BlockScratch]float32)
-	chunkBytes := 128 // of weights
-	if half {
-		chunkBytes = 64
-	}
 	slabs := (chunks + f32SlabChunks - 1) / f32SlabChunks
 	per := (chunks + slabs - 1) / slabs
+	cb := kind.chunkBytes()
 	for b0 := 0; b0 < blocks; b0 += f32SlabBlocks {
 		nb := min(f32SlabBlocks, blocks-b0)
 		for c0 := 0; c0 < chunks; c0 += per {
@@ -205,48 +242,56 @@ func f32Blocks(half bool, k, blocks int, out []float32, ostride int, w []byte, r
 			if c0+nc == chunks {
 				flags |= f32Finish
 			}
-			f32Dot(half, k, &out[k*b0], ostride, nb, &w[k*b0*rowBytes+chunkBytes*c0], nc, rowBytes,
+			blockDot(kind, k, &out[k*b0], ostride, nb, &w[k*b0*rowBytes+cb*c0], nc, rowBytes,
 				&packed[128*c0], actStride, &scratch[0], 512*k, flags)
 		}
 	}
 	f32ScratchPool.Put(scratch)
 }
 
-// f32RowBlocks runs rows ≥ 2 rows of F32 weights, or F16 when half,
-// through the block kernels: blocks of three rows, and of two for the
-// rest (3·n3 + 2·n2 = rows).
-func f32RowBlocks(half bool, out []float32, ostride int, w []byte, rowBytes, chunks, rows int, packed []byte, actStride int) {
+// floatRows runs all rows of a float tile through the block kernels: in
+// blocks of three rows and two for the rest (3·n3 + 2·n2 = rows), BF16
+// in blocks of two, and a single row left over as a block of that row
+// twice, into a buffer. chunks must be at least 1.
+func floatRows(kind floatKind, out []float32, ostride int, w []byte, rowBytes, chunks, rows int, packed []byte, actStride int) {
 	n3, n2 := rows/3, 0
-	switch rows % 3 {
-	case 1:
+	switch {
+	case kind == kindBF16:
+		n3, n2 = 0, rows/2
+	case rows%3 == 1 && n3 > 0:
 		n3, n2 = n3-1, 2
-	case 2:
+	case rows%3 == 2:
 		n2 = 1
 	}
 	if n3 > 0 {
-		f32Blocks(half, 3, n3, out, ostride, w, rowBytes, chunks, packed, actStride)
+		floatBlocks(kind, 3, n3, out, ostride, w, rowBytes, chunks, packed, actStride)
 	}
 	if n2 > 0 {
-		f32Blocks(half, 2, n2, out[3*n3:], ostride, w[3*n3*rowBytes:], rowBytes, chunks, packed, actStride)
+		floatBlocks(kind, 2, n2, out[3*n3:], ostride, w[3*n3*rowBytes:], rowBytes, chunks, packed, actStride)
+	}
+	if done := 3*n3 + 2*n2; done < rows {
+		var o [2 * tileTokens]float32
+		floatBlocks(kind, 2, 1, o[:], 2, w[done*rowBytes:], 0, chunks, packed, actStride)
+		for t := 0; t < tileTokens; t++ {
+			out[t*ostride+done] = o[2*t]
+		}
 	}
 }
 
-// f32x4AVX2 is the F32 tile kernel: the rows go through dotF32R3x4AVX2
-// and dotF32R2x4AVX2 in blocks of three and two, a single row through
-// dotF32x4AVX2; all give the sums of dotF32AVX2 bit for bit.
+// f32x4AVX2 is the F32 tile kernel: the block kernels, or dotF32x4AVX2
+// for a single row (and for all rows when useF32Blocks is off); all give
+// the sums of dotF32AVX2 bit for bit. The tail past the last whole chunk
+// is added as f32AVX2 does.
 func f32x4AVX2(out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
 	_ = out[3*ostride+rows-1]
 	_ = w[rows*rowBytes-1]
 	actBytes := f32ActStride(cols)
 	_ = packed[(tileTokens-1)*actBytes+4*cols-1]
 	chunks := cols / 32
-	done := 0
 	if useF32Blocks && chunks > 0 && rows >= 2 {
-		f32RowBlocks(false, out, ostride, w, rowBytes, chunks, rows, packed, actBytes)
-		done = rows
-	}
-	if done < rows {
-		dotF32x4AVX2(&out[done], ostride, rows-done, &w[done*rowBytes], chunks, rowBytes, &packed[0], actBytes)
+		floatRows(kindF32, out, ostride, w, rowBytes, chunks, rows, packed, actBytes)
+	} else {
+		dotF32x4AVX2(&out[0], ostride, rows, &w[0], chunks, rowBytes, &packed[0], actBytes)
 	}
 	if tail := cols &^ 31; tail < cols {
 		// ggml_vec_dot_f32's tail, as in f32AVX2.
@@ -266,42 +311,48 @@ func f32x4AVX2(out []float32, ostride int, w []byte, rowBytes, cols, rows int, p
 	}
 }
 
-// f16x4AVX2 is the F16 tile kernel: the rows go through dotF16R3x4AVX2
-// and dotF16R2x4AVX2 in blocks of three and two, a single row through
-// dotF16R2x4AVX2 as a block of that row twice; the activations come
-// widened to float32 by packF16x4. The sums are those of dotF16AVX2 bit
-// for bit, and the tail past the last whole chunk is added as f16AVX2
-// does.
+// f16x4AVX2 is the F16 tile kernel, the block kernels on F16 weights: the
+// sums of dotF16AVX2 bit for bit, and the tail added as f16AVX2 does.
 func f16x4AVX2(out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
+	halfx4AVX2(kindF16, out, ostride, w, rowBytes, cols, rows, packed)
+}
+
+// bf16x4AVX2 is the BF16 tile kernel, the block kernels on BF16 weights:
+// the sums of dotBF16AVX2 bit for bit, and the tail added as bf16AVX2
+// does.
+func bf16x4AVX2(out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
+	halfx4AVX2(kindBF16, out, ostride, w, rowBytes, cols, rows, packed)
+}
+
+// halfx4AVX2 is the tile kernel of 16-bit weights; the activations come
+// widened to float32 by packHalfx4.
+func halfx4AVX2(kind floatKind, out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
 	_ = out[3*ostride+rows-1]
 	_ = w[rows*rowBytes-1]
 	actStride := f32ActStride(cols)
 	_ = packed[(tileTokens-1)*actStride+4*cols-1]
-	chunks := cols / 32
-	switch {
-	case chunks == 0:
+	if chunks := cols / 32; chunks > 0 {
+		floatRows(kind, out, ostride, w, rowBytes, chunks, rows, packed, actStride)
+	} else {
 		for t := 0; t < tileTokens; t++ {
 			clear(out[t*ostride : t*ostride+rows])
 		}
-	case rows >= 2:
-		f32RowBlocks(true, out, ostride, w, rowBytes, chunks, rows, packed, actStride)
-	default:
-		var o [2 * tileTokens]float32
-		f32Blocks(true, 2, 1, o[:], 2, w, 0, chunks, packed, actStride)
-		for t := 0; t < tileTokens; t++ {
-			out[t*ostride] = o[2*t]
-		}
 	}
 	if tail := cols &^ 31; tail < cols {
-		// ggml_vec_dot_f16's tail, as in f16AVX2: products in float32,
-		// summed in float64.
+		// ggml_vec_dot_f16's and _bf16's tail, as in f16AVX2 and
+		// bf16AVX2: products in float32, summed in float64.
 		for t := 0; t < tileTokens; t++ {
 			act := packed[t*actStride : t*actStride+4*cols]
 			for r := 0; r < rows; r++ {
 				row := w[r*rowBytes:]
 				sum := float64(out[t*ostride+r])
 				for i := tail; i < cols; i++ {
-					a := float16.Frombits(binary.LittleEndian.Uint16(row[2*i:])).Float32()
+					var a float32
+					if kind == kindBF16 {
+						a = bf16At(row, i)
+					} else {
+						a = float16.Frombits(binary.LittleEndian.Uint16(row[2*i:])).Float32()
+					}
 					b := math.Float32frombits(binary.LittleEndian.Uint32(act[4*i:]))
 					sum += float64(a * b)
 				}
@@ -311,22 +362,36 @@ func f16x4AVX2(out []float32, ostride int, w []byte, rowBytes, cols, rows int, p
 	}
 }
 
-//go:noescape
-func widenF16AVX2(dst, src *byte, n int)
+// packF16x4 widens tileTokens F16 activations to float32 for the F16
+// tile kernel.
+func packF16x4(dst, acts []byte, actBytes, cols int) { packHalfx4(kindF16, dst, acts, actBytes, cols) }
 
-// packF16x4 widens tileTokens F16 activations of cols elements to float32
-// (exactly), f32ActStride(cols) bytes apart, for the F16 tile kernel.
-func packF16x4(dst, acts []byte, actBytes, cols int) {
+// packBF16x4 widens tileTokens BF16 activations to float32 for the BF16
+// tile kernel.
+func packBF16x4(dst, acts []byte, actBytes, cols int) {
+	packHalfx4(kindBF16, dst, acts, actBytes, cols)
+}
+
+// packHalfx4 widens tileTokens 16-bit activations of cols elements to
+// float32 (exactly), f32ActStride(cols) bytes apart.
+func packHalfx4(kind floatKind, dst, acts []byte, actBytes, cols int) {
 	stride := f32ActStride(cols)
 	for t := 0; t < tileTokens; t++ {
 		act := acts[t*actBytes : t*actBytes+2*cols]
 		o := dst[t*stride : t*stride+4*cols]
 		i := cols &^ 7
 		if i > 0 {
-			widenF16AVX2(&o[0], &act[0], i)
+			if kind == kindBF16 {
+				widenBF16AVX2(&o[0], &act[0], i)
+			} else {
+				widenF16AVX2(&o[0], &act[0], i)
+			}
 		}
 		for ; i < cols; i++ {
-			f := float16.Frombits(binary.LittleEndian.Uint16(act[2*i:])).Float32()
+			f := bf16At(act, i)
+			if kind == kindF16 {
+				f = float16.Frombits(binary.LittleEndian.Uint16(act[2*i:])).Float32()
+			}
 			binary.LittleEndian.PutUint32(o[4*i:], math.Float32bits(f))
 		}
 	}

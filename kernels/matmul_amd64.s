@@ -1142,3 +1142,161 @@ widen:
 
 widendone:
 	RET
+
+// BF16, as dotBF16AVX2 per (row, activation): ggml_vec_dot_bf16 on AVX2
+// multiplies and adds in separate roundings, and ends its reduction with
+// pairs of lanes two apart, then the two left.
+
+// BF16R2MA multiplies the two rows' chunk (Y12, Y13) by the chunk of one
+// activation at src and adds the products into the accumulators a, b.
+#define BF16R2MA(src, a, b) \
+	VMOVUPS src, Y15 \
+	VMULPS Y15, Y12, Y14 \
+	VMULPS Y15, Y13, Y11 \
+	VADDPS Y14, a, a \
+	VADDPS Y11, b, b
+
+// BF16RED reduces slot off of the four passes at (DI), 256 bytes apart,
+// into dst, as dotBF16AVX2 reduces its accumulators.
+#define BF16RED(off, dst) \
+	F32SUM(off, 256, Y0, Y1) \
+	VEXTRACTF128 $1, Y0, X1 \
+	VADDPS X1, X0, X0 \
+	VMOVHLPS X0, X1, X1 \
+	VADDPS X1, X0, X0 \
+	VMOVSHDUP X0, X1 \
+	VADDSS X1, X0, X0 \
+	VMOVSS X0, dst
+
+// func dotBF16R2x4AVX2(out *float32, ostride, blocks int, w *byte, chunks, rowBytes int, act *byte, actStride int, scratch *float32, sstride, flags int)
+//
+// dotF32R2x4AVX2 for BF16 rows, as dotBF16AVX2 per (row, activation):
+// the weights are widened to float32 as they are loaded, the activations
+// come widened already; each product is rounded, then added (no FMA); the
+// four accumulators are reduced as dotBF16AVX2 does. Pass j reads 16
+// bytes of weights at 16j of each chunk of 64.
+TEXT ·dotBF16R2x4AVX2(SB), NOSPLIT, $0-88
+	MOVQ out+0(FP), R8
+	MOVQ ostride+8(FP), R14
+	SHLQ $2, R14
+	MOVQ blocks+16(FP), R9
+	MOVQ w+24(FP), SI
+	MOVQ rowBytes+40(FP), R12
+	MOVQ act+48(FP), R11
+	MOVQ actStride+56(FP), R13
+	LEAQ (R13)(R13*2), DX
+	MOVQ scratch+64(FP), DI
+
+b2block:
+	XORQ R10, R10
+	LEAQ (SI)(R12*2), BX
+
+b2pass:
+	TESTQ $1, flags+80(FP)
+	JNZ   b2resume
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	JMP   b2start
+
+b2resume:
+	VMOVUPS 0(DI), Y0
+	VMOVUPS 32(DI), Y1
+	VMOVUPS 64(DI), Y2
+	VMOVUPS 96(DI), Y3
+	VMOVUPS 128(DI), Y4
+	VMOVUPS 160(DI), Y5
+	VMOVUPS 192(DI), Y6
+	VMOVUPS 224(DI), Y7
+
+b2start:
+	MOVQ R10, AX
+	SHRQ $1, AX
+	ADDQ SI, AX
+	LEAQ (R11)(R10*1), R15
+	MOVQ chunks+32(FP), CX
+
+b2chunk:
+	PREFETCHT0 (BX)
+	VPMOVZXWD (AX), Y12
+	VPSLLD $16, Y12, Y12
+	VPMOVZXWD (AX)(R12*1), Y13
+	VPSLLD $16, Y13, Y13
+	BF16R2MA((R15), Y0, Y1)
+	BF16R2MA((R15)(R13*1), Y2, Y3)
+	BF16R2MA((R15)(R13*2), Y4, Y5)
+	BF16R2MA((R15)(DX*1), Y6, Y7)
+	ADDQ $64, AX
+	ADDQ $128, R15
+	ADDQ $64, BX
+	DECQ CX
+	JNZ  b2chunk
+
+	VMOVUPS Y0, 0(DI)
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS Y2, 64(DI)
+	VMOVUPS Y3, 96(DI)
+	VMOVUPS Y4, 128(DI)
+	VMOVUPS Y5, 160(DI)
+	VMOVUPS Y6, 192(DI)
+	VMOVUPS Y7, 224(DI)
+	// The next pass prefetches the next block's next row.
+	MOVQ chunks+32(FP), CX
+	SHLQ $6, CX
+	SUBQ CX, BX
+	ADDQ R12, BX
+	ADDQ $256, DI
+	ADDQ $32, R10
+	CMPQ R10, $128
+	JNE  b2pass
+
+	SUBQ  $1024, DI
+	TESTQ $2, flags+80(FP)
+	JZ    b2next
+	LEAQ  (R14)(R14*2), BX
+	BF16RED(0, 0(R8))
+	BF16RED(32, 4(R8))
+	BF16RED(64, 0(R8)(R14*1))
+	BF16RED(96, 4(R8)(R14*1))
+	BF16RED(128, 0(R8)(R14*2))
+	BF16RED(160, 4(R8)(R14*2))
+	BF16RED(192, 0(R8)(BX*1))
+	BF16RED(224, 4(R8)(BX*1))
+
+b2next:
+	ADDQ sstride+72(FP), DI
+	ADDQ $8, R8
+	LEAQ (SI)(R12*2), SI
+	DECQ R9
+	JNZ  b2block
+	VZEROUPPER
+	RET
+
+// func widenBF16AVX2(dst, src *byte, n int)
+//
+// widenBF16AVX2 converts n BF16 values at src, n a multiple of 8, to
+// float32 at dst.
+TEXT ·widenBF16AVX2(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), CX
+	SHRQ $3, CX
+	JZ   bwidendone
+
+bwiden:
+	VPMOVZXWD (SI), Y0
+	VPSLLD    $16, Y0, Y0
+	VMOVUPS   Y0, (DI)
+	ADDQ      $16, SI
+	ADDQ      $32, DI
+	DECQ      CX
+	JNZ       bwiden
+	VZEROUPPER
+
+bwidendone:
+	RET

@@ -8,7 +8,7 @@ import (
 	"github.com/qsf-llm/qsf/quant"
 )
 
-// TestMatMulF32 checks F32 and F16 MatMul against MatVec bit for bit on
+// TestMatMulF32 checks F32, F16 and BF16 MatMul against MatVec bit for bit on
 // the shapes
 // that exercise the tile kernel's edges: row counts that are not a
 // multiple of its blocks of three rows (in one row tile and in several),
@@ -33,7 +33,7 @@ func TestMatMulF32(t *testing.T) {
 		shape{23, 2048 + 31, 4}, shape{3, 4096, 4}, shape{61, 3000, 6}, // more blocks than a slab group
 		shape{130, 96, 13}, // several row tiles
 	)
-	for _, typ := range []quant.Type{quant.F32, quant.F16} {
+	for _, typ := range []quant.Type{quant.F32, quant.F16, quant.BF16} {
 		r := rand.New(rand.NewPCG(41, 42))
 		for _, sh := range shapes {
 			w := randomRows(r, typ, sh.rows, sh.cols)
