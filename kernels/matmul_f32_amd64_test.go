@@ -47,33 +47,35 @@ func BenchmarkMatMulF32(b *testing.B) {
 	}
 }
 
-// BenchmarkMatMulF16 measures F16 MatMul of 32 activations on one thread,
-// as BenchmarkMatMulF32, without and with the tile kernel.
-func BenchmarkMatMulF16(b *testing.B) {
+// BenchmarkMatMulHalf measures F16 and BF16 MatMul of 32 activations on
+// one thread, as BenchmarkMatMulF32, without and with the tile kernels.
+func BenchmarkMatMulHalf(b *testing.B) {
 	defer func() { useTiles = true }()
 	const n = 32
-	for _, sh := range []struct{ rows, cols int }{{2048, 768}, {768, 2048}} {
-		r := rand.New(rand.NewPCG(29, 30))
-		w := randomRows(r, quant.F16, sh.rows, sh.cols)
-		acts := randomRows(r, quant.F16, n, sh.cols)
-		out := make([]float32, n*sh.rows)
-		for _, tiles := range []bool{false, true} {
-			b.Run(fmt.Sprintf("%dx%d/tiles=%v", sh.rows, sh.cols, tiles), func(b *testing.B) {
-				useTiles = tiles
-				b.SetBytes(int64(n * len(w)))
-				runtime.LockOSThread()
-				defer runtime.UnlockOSThread()
-				c0 := threadCPU()
-				for i := 0; i < b.N; i++ {
-					MatMul(quant.F16, out, w, sh.cols, acts, n)
-				}
-				flops := 2 * float64(n) * float64(sh.rows) * float64(sh.cols) * float64(b.N)
-				if c0 >= 0 {
-					cpu := float64(threadCPU() - c0)
-					b.ReportMetric(cpu/float64(b.N)/1e6, "cpu-ms/op")
-					b.ReportMetric(flops/cpu, "cpu-GFLOP/s")
-				}
-			})
+	for _, typ := range []quant.Type{quant.F16, quant.BF16} {
+		for _, sh := range []struct{ rows, cols int }{{2048, 768}, {768, 2048}} {
+			r := rand.New(rand.NewPCG(29, 30))
+			w := randomRows(r, typ, sh.rows, sh.cols)
+			acts := randomRows(r, vecDotType[typ], n, sh.cols)
+			out := make([]float32, n*sh.rows)
+			for _, tiles := range []bool{false, true} {
+				b.Run(fmt.Sprintf("%v/%dx%d/tiles=%v", typ, sh.rows, sh.cols, tiles), func(b *testing.B) {
+					useTiles = tiles
+					b.SetBytes(int64(n * len(w)))
+					runtime.LockOSThread()
+					defer runtime.UnlockOSThread()
+					c0 := threadCPU()
+					for i := 0; i < b.N; i++ {
+						MatMul(typ, out, w, sh.cols, acts, n)
+					}
+					flops := 2 * float64(n) * float64(sh.rows) * float64(sh.cols) * float64(b.N)
+					if c0 >= 0 {
+						cpu := float64(threadCPU() - c0)
+						b.ReportMetric(cpu/float64(b.N)/1e6, "cpu-ms/op")
+						b.ReportMetric(flops/cpu, "cpu-GFLOP/s")
+					}
+				})
+			}
 		}
 	}
 }
