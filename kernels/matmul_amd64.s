@@ -605,8 +605,8 @@ f32done:
 // starts the accumulators from scratch instead of zero, so the sums go on
 // in the same order. After the last slab, each (row, activation) is
 // reduced exactly as ggml does: (a0+a2)+(a1+a3), the halves, two
-// horizontal adds. While a block is computed, the rows of the next block
-// are prefetched.
+// horizontal adds. Prefetches bring each line of the rows into L1 one
+// pass pair ahead (see r3start).
 
 // F32R3FMA multiplies the three rows' chunk (Y12..Y14) by the chunk of
 // one activation at src, into the accumulators a, b, c.
@@ -665,8 +665,6 @@ TEXT ·dotF32R3x4AVX2(SB), NOSPLIT, $0-88
 
 r3block:
 	XORQ R10, R10
-	LEAQ (SI)(R12*2), BX
-	ADDQ R12, BX
 
 r3pass:
 	TESTQ $1, flags+80(FP)
@@ -700,13 +698,23 @@ r3resume:
 	VMOVUPS 352(DI), Y11
 
 r3start:
+	// Passes 0 and 1 prefetch the second line of each 128 bytes of the
+	// rows, which passes 2 and 3 read; passes 2 and 3 prefetch the first
+	// lines of the next block's rows, for its passes 0 and 1.
+	LEAQ 64(SI), BX
+	CMPQ R10, $64
+	JLT  r3pf
+	LEAQ (SI)(R12*2), BX
+	ADDQ R12, BX
+r3pf:
 	LEAQ (SI)(R10*1), AX
 	LEAQ (R11)(R10*1), R15
 	MOVQ chunks+32(FP), CX
 
 r3chunk:
 	PREFETCHT0 (BX)
-	PREFETCHT0 64(BX)
+	PREFETCHT0 (BX)(R12*1)
+	PREFETCHT0 (BX)(R12*2)
 	VMOVUPS (AX), Y12
 	VMOVUPS (AX)(R12*1), Y13
 	VMOVUPS (AX)(R12*2), Y14
@@ -732,11 +740,6 @@ r3chunk:
 	VMOVUPS Y9, 288(DI)
 	VMOVUPS Y10, 320(DI)
 	VMOVUPS Y11, 352(DI)
-	// The next pass prefetches the next block's next row.
-	MOVQ chunks+32(FP), CX
-	SHLQ $7, CX
-	SUBQ CX, BX
-	ADDQ R12, BX
 	ADDQ $384, DI
 	ADDQ $32, R10
 	CMPQ R10, $128
@@ -798,7 +801,6 @@ TEXT ·dotF32R2x4AVX2(SB), NOSPLIT, $0-88
 
 r2block:
 	XORQ R10, R10
-	LEAQ (SI)(R12*2), BX
 
 r2pass:
 	TESTQ $1, flags+80(FP)
@@ -824,13 +826,21 @@ r2resume:
 	VMOVUPS 224(DI), Y7
 
 r2start:
+	// Passes 0 and 1 prefetch the second line of each 128 bytes of the
+	// rows, which passes 2 and 3 read; passes 2 and 3 prefetch the first
+	// lines of the next block's rows, for its passes 0 and 1.
+	LEAQ 64(SI), BX
+	CMPQ R10, $64
+	JLT  r2pf
+	LEAQ (SI)(R12*2), BX
+r2pf:
 	LEAQ (SI)(R10*1), AX
 	LEAQ (R11)(R10*1), R15
 	MOVQ chunks+32(FP), CX
 
 r2chunk:
 	PREFETCHT0 (BX)
-	PREFETCHT0 64(BX)
+	PREFETCHT0 (BX)(R12*1)
 	VMOVUPS (AX), Y12
 	VMOVUPS (AX)(R12*1), Y13
 	F32R2FMA((R15), Y0, Y1)
@@ -851,11 +861,6 @@ r2chunk:
 	VMOVUPS Y5, 160(DI)
 	VMOVUPS Y6, 192(DI)
 	VMOVUPS Y7, 224(DI)
-	// The next pass prefetches the next block's next row.
-	MOVQ chunks+32(FP), CX
-	SHLQ $7, CX
-	SUBQ CX, BX
-	ADDQ R12, BX
 	ADDQ $256, DI
 	ADDQ $32, R10
 	CMPQ R10, $128
