@@ -1,0 +1,137 @@
+package kernels
+
+import "github.com/qsf-llm/qsf/quant"
+
+// The half-precision vector operations of an f16 KV cache. llama.cpp
+// multiplies an f16 matrix by a float32 vector by first converting the
+// vector to f16 (its vec_dot_type), then taking every dot product with
+// ggml_vec_dot_f16. These reproduce that: RoundF16 is the conversion (the
+// vector stays float32, each element holding the nearest half-precision
+// value), DotF16Rows and DotF16RowsPadded are the dot products. They run
+// on the current tier and give the same bits on every tier.
+
+// RoundF16 replaces every element of x by the nearest IEEE half-precision
+// value, ties to even (as F16C's VCVTPS2PH and ggml_fp32_to_fp16 round).
+func RoundF16(x []float32) {
+	if current.Load() != genericTier && roundF16Asm(x) {
+		return
+	}
+	for i, v := range x {
+		x[i] = quant.FP16ToFP32(quant.FP32ToFP16(v))
+	}
+}
+
+// F16FromF32 sets dst[i] to the half-precision bits of src[i], rounded to
+// nearest with ties to even, for every i in src. dst must be at least as
+// long as src.
+func F16FromF32(dst []uint16, src []float32) {
+	dst = dst[:len(src)]
+	if current.Load() != genericTier && f16FromF32Asm(dst, src) {
+		return
+	}
+	for i, v := range src {
+		dst[i] = quant.FP32ToFP16(v)
+	}
+}
+
+// DotF16Rows sets out[r] to the dot product of x with row r of the f16
+// matrix w, for rows of len(x) elements that start every stride elements
+// of w, as ggml_vec_dot_f16 computes it on AVX2: four 8-lane FMA
+// accumulators over each 32 elements, reduced as GGML_F32x8_REDUCE, the
+// result widened to float64, the tail's products (rounded to float32)
+// added in float64, and the sum rounded to float32.
+//
+// ggml converts the vector to f16 first; x should hold such values (see
+// RoundF16), but it is used as given.
+func DotF16Rows(out []float32, w []uint16, stride int, x []float32) {
+	if len(out) == 0 {
+		return
+	}
+	cols := len(x)
+	if stride < cols || (len(out)-1)*stride+cols > len(w) {
+		panic("kernels: DotF16Rows: rows do not fit in w")
+	}
+	if cols == 0 {
+		clear(out)
+		return
+	}
+	if current.Load() == genericTier || !dotF16RowsAsm(out, w, stride, x, false) {
+		for r := range out {
+			out[r] = dotF16Row(w[r*stride:r*stride+cols], x, false)
+		}
+		return
+	}
+	if np := cols &^ 31; np < cols {
+		for r := range out {
+			out[r] = dotF16Tail(float64(out[r]), w[r*stride+np:r*stride+cols], x[np:])
+		}
+	}
+}
+
+// DotF16RowsPadded is DotF16Rows for a vector x padded with zeros to a
+// multiple of 32 elements, as llama.cpp pads the rows of its KV cache: the
+// elements of a partial last chunk go into their lanes (position i into
+// lane i%32) before the reduction, and there is no float64 tail. Lanes of
+// the padding are left as they are, so w's elements there do not count,
+// but every row must have len(x) rounded up to a multiple of 8 elements in
+// w (the kernels read whole groups of 8).
+func DotF16RowsPadded(out []float32, w []uint16, stride int, x []float32) {
+	if len(out) == 0 {
+		return
+	}
+	cols := len(x)
+	span := (cols + 7) &^ 7
+	if stride < cols || (len(out)-1)*stride+span > len(w) {
+		panic("kernels: DotF16RowsPadded: rows do not fit in w")
+	}
+	if cols == 0 {
+		clear(out)
+		return
+	}
+	if current.Load() != genericTier && dotF16RowsAsm(out, w, stride, x, true) {
+		return
+	}
+	for r := range out {
+		out[r] = dotF16Row(w[r*stride:r*stride+cols], x, true)
+	}
+}
+
+// dotF16Row is ggml_vec_dot_f16 of one row with x, in scalar code; padded
+// puts the tail into its lanes instead of adding it in float64.
+func dotF16Row(w []uint16, x []float32, padded bool) float32 {
+	var acc [32]float32
+	n := len(x)
+	np := n &^ 31
+	for i := 0; i < np; i += 32 {
+		for l := range acc {
+			acc[l] = quant.FMA32(quant.FP16ToFP32(w[i+l]), x[i+l], acc[l])
+		}
+	}
+	if padded {
+		for i := np; i < n; i++ {
+			acc[i-np] = quant.FMA32(quant.FP16ToFP32(w[i]), x[i], acc[i-np])
+		}
+		return reduce32F32(&acc)
+	}
+	return dotF16Tail(float64(reduce32F32(&acc)), w[np:n], x[np:])
+}
+
+// dotF16Tail adds ggml_vec_dot_f16's leftovers to the reduced sum: each
+// product in float32, the sum in float64, rounded to float32 at the end.
+func dotF16Tail(sum float64, w []uint16, x []float32) float32 {
+	for i, v := range x {
+		sum += float64(quant.FP16ToFP32(w[i]) * v)
+	}
+	return float32(sum)
+}
+
+// reduce32F32 adds 32 lanes as GGML_F32x8_REDUCE: accumulators (0+2) +
+// (1+3), the upper half onto the lower, then two horizontal adds.
+func reduce32F32(acc *[32]float32) float32 {
+	var x [8]float32
+	for l := range x {
+		x[l] = (acc[l] + acc[16+l]) + (acc[8+l] + acc[24+l])
+	}
+	t0, t1, t2, t3 := x[0]+x[4], x[1]+x[5], x[2]+x[6], x[3]+x[7]
+	return (t0 + t1) + (t2 + t3)
+}

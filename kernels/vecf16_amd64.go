@@ -1,0 +1,60 @@
+//go:build amd64 && !purego
+
+package kernels
+
+import "github.com/qsf-llm/qsf/quant"
+
+//go:noescape
+func roundF16AVX2(x *float32, n int)
+
+//go:noescape
+func f16FromF32AVX2(dst *uint16, src *float32, n int)
+
+//go:noescape
+func dotF16F32AVX2(out *float32, rows int, w *uint16, chunks, rowBytes int, x *float32, rem int, tail *float32)
+
+func roundF16Asm(x []float32) bool {
+	if !hasAVX2() {
+		return false
+	}
+	n := len(x) &^ 7
+	if n > 0 {
+		roundF16AVX2(&x[0], n)
+	}
+	for i := n; i < len(x); i++ {
+		x[i] = quant.FP16ToFP32(quant.FP32ToFP16(x[i]))
+	}
+	return true
+}
+
+func f16FromF32Asm(dst []uint16, src []float32) bool {
+	if !hasAVX2() {
+		return false
+	}
+	n := len(src) &^ 7
+	if n > 0 {
+		f16FromF32AVX2(&dst[0], &src[0], n)
+	}
+	for i := n; i < len(src); i++ {
+		dst[i] = quant.FP32ToFP16(src[i])
+	}
+	return true
+}
+
+// dotF16RowsAsm computes the chunks of 32 (and, when padded, the partial
+// last chunk) of every row and reduces them; the caller adds an unpadded
+// tail. The caller has checked the lengths.
+func dotF16RowsAsm(out []float32, w []uint16, stride int, x []float32, padded bool) bool {
+	if !hasAVX2() {
+		return false
+	}
+	cols := len(x)
+	np := cols &^ 31
+	var tail [32]float32
+	rem := 0
+	if padded {
+		rem = copy(tail[:], x[np:])
+	}
+	dotF16F32AVX2(&out[0], len(out), &w[0], np/32, 2*stride, &x[0], rem, &tail[0])
+	return true
+}

@@ -1,0 +1,198 @@
+package kernels
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/qsf-llm/qsf/quant"
+)
+
+// randF16Rows returns n random half-precision values (as bits) of about
+// unit size, with some zeros, subnormals and large values mixed in.
+func randF16Rows(rng *rand.Rand, n int) []uint16 {
+	w := make([]uint16, n)
+	for i := range w {
+		v := float32(rng.NormFloat64())
+		switch rng.IntN(20) {
+		case 0:
+			v = 0
+		case 1:
+			v *= 1e-6 // subnormal in f16
+		case 2:
+			v *= 1000
+		}
+		w[i] = quant.FP32ToFP16(v)
+	}
+	return w
+}
+
+// TestRoundF16Tiers checks RoundF16 and F16FromF32 on every tier against
+// the scalar conversion, over values around every binade of half
+// precision, ties and the overflow threshold.
+func TestRoundF16Tiers(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	var src []float32
+	for e := -30; e <= 17; e++ {
+		for range 64 {
+			src = append(src, float32(math.Ldexp(rng.Float64()*2-1, e)))
+		}
+	}
+	for h := 0; h < 1<<16; h += 97 { // halfway points between neighbours
+		a, b := quant.FP16ToFP32(uint16(h)), quant.FP16ToFP32(uint16(h+1))
+		if !math.IsNaN(float64(a)) && !math.IsNaN(float64(b)) && !math.IsInf(float64(b), 0) {
+			src = append(src, a, (a+b)/2, math.Nextafter32((a+b)/2, a), math.Nextafter32((a+b)/2, b))
+		}
+	}
+	src = append(src, 65504, 65519.99, 65520, 1e9, float32(math.Inf(-1)), 0, float32(math.Copysign(0, -1)))
+	for len(src)%8 != 5 { // leave a scalar tail
+		src = append(src, 0.1)
+	}
+	defer SetTier(Tier())
+	for _, tier := range Tiers() {
+		if err := SetTier(tier); err != nil {
+			t.Fatal(err)
+		}
+		bits := make([]uint16, len(src))
+		F16FromF32(bits, src)
+		rounded := append([]float32(nil), src...)
+		RoundF16(rounded)
+		for i, v := range src {
+			want := quant.FP32ToFP16(v)
+			if bits[i] != want {
+				t.Fatalf("%s: F16FromF32(%g) = %#04x, want %#04x", tier, v, bits[i], want)
+			}
+			if got, w := math.Float32bits(rounded[i]), math.Float32bits(quant.FP16ToFP32(want)); got != w {
+				t.Fatalf("%s: RoundF16(%g) = %g, want %g", tier, v, rounded[i], quant.FP16ToFP32(want))
+			}
+		}
+	}
+}
+
+// TestDotF16RowsTiers checks DotF16Rows and DotF16RowsPadded on every tier
+// against the scalar definitions bit for bit, over lengths with and
+// without tails and strides wider than a row. DotF16Rows must also equal
+// quant's F16 dot product (ggml_vec_dot_f16) when x holds f16 values.
+func TestDotF16RowsTiers(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	trF16, _ := quant.Lookup(quant.F16)
+	defer SetTier(Tier())
+	for _, tier := range Tiers() {
+		if err := SetTier(tier); err != nil {
+			t.Fatal(err)
+		}
+		for _, cols := range []int{1, 5, 8, 9, 16, 24, 31, 32, 33, 40, 63, 64, 65, 100, 128, 192, 257} {
+			for _, stride := range []int{cols, (cols + 7) &^ 7, cols + 13, 3 * cols} {
+				rows := 9
+				w := randF16Rows(rng, (rows-1)*stride+(cols+7)&^7+1)
+				x := make([]float32, cols)
+				for i := range x {
+					x[i] = float32(rng.NormFloat64())
+				}
+				RoundF16(x)
+				xb := make([]byte, 2*cols)
+				for i, v := range x {
+					b := quant.FP32ToFP16(v)
+					xb[2*i], xb[2*i+1] = byte(b), byte(b>>8)
+				}
+				out := make([]float32, rows)
+				if stride >= cols {
+					DotF16Rows(out, w, stride, x)
+					for r := range out {
+						row := w[r*stride : r*stride+cols]
+						want := dotF16Row(row, x, false)
+						if math.Float32bits(out[r]) != math.Float32bits(want) {
+							t.Fatalf("%s: DotF16Rows cols %d stride %d row %d = %g, want %g", tier, cols, stride, r, out[r], want)
+						}
+						wb := make([]byte, 2*cols)
+						for i, v := range row {
+							wb[2*i], wb[2*i+1] = byte(v), byte(v>>8)
+						}
+						if q := trF16.Dot(cols, wb, xb); math.Float32bits(q) != math.Float32bits(want) {
+							t.Fatalf("DotF16Rows cols %d row %d = %g, quant F16 dot %g", cols, r, want, q)
+						}
+					}
+				}
+				// Poison w past each row: the padded dot must not count it.
+				for r := range rows {
+					for i := cols; i < min((cols+7)&^7, stride) && r*stride+i < len(w); i++ {
+						w[r*stride+i] = 0x7e00 // NaN
+					}
+				}
+				DotF16RowsPadded(out, w, stride, x)
+				for r := range out {
+					want := dotF16Row(w[r*stride:r*stride+cols], x, true)
+					if math.Float32bits(out[r]) != math.Float32bits(want) || math.IsNaN(float64(want)) {
+						t.Fatalf("%s: DotF16RowsPadded cols %d stride %d row %d = %g, want %g", tier, cols, stride, r, out[r], want)
+					}
+					// Padding with zeros to 32 gives the same sum.
+					pc := (cols + 31) &^ 31
+					wp, xp := make([]uint16, pc), make([]float32, pc)
+					copy(wp, w[r*stride:r*stride+cols])
+					copy(xp, x)
+					if z := dotF16Row(wp, xp, false); z != want {
+						t.Fatalf("DotF16RowsPadded cols %d row %d = %g, zero-padded dot %g", cols, r, want, z)
+					}
+				}
+			}
+		}
+	}
+}
+
+func TestDotF16RowsPanics(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		f    func()
+	}{
+		{"short w", func() { DotF16Rows(make([]float32, 2), make([]uint16, 10), 8, make([]float32, 8)) }},
+		{"narrow stride", func() { DotF16Rows(make([]float32, 2), make([]uint16, 100), 4, make([]float32, 8)) }},
+		{"padded group past w", func() { DotF16RowsPadded(make([]float32, 1), make([]uint16, 5), 5, make([]float32, 5)) }},
+	} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("%s: no panic", tc.name)
+				}
+			}()
+			tc.f()
+		}()
+	}
+}
+
+func TestVecF16NoAllocs(t *testing.T) {
+	x := make([]float32, 70)
+	w := make([]uint16, 72*10)
+	out := make([]float32, 10)
+	if n := testing.AllocsPerRun(10, func() {
+		RoundF16(x)
+		DotF16Rows(out, w, 72, x)
+		DotF16RowsPadded(out, w, 72, x)
+	}); n != 0 {
+		t.Errorf("%v allocations per run", n)
+	}
+}
+
+func BenchmarkDotF16RowsPadded(b *testing.B) {
+	const rows, n, stride = 64, 192, 256
+	w := randF16Rows(rand.New(rand.NewPCG(1, 1)), rows*stride)
+	x := make([]float32, n)
+	for i := range x {
+		x[i] = 1 / float32(n)
+	}
+	out := make([]float32, rows)
+	b.SetBytes(rows * n * 2)
+	for b.Loop() {
+		DotF16RowsPadded(out, w, stride, x)
+	}
+}
+
+func BenchmarkDotF16Rows(b *testing.B) {
+	const rows, n = 192, 64
+	w := randF16Rows(rand.New(rand.NewPCG(1, 1)), rows*n*12)
+	x := make([]float32, n)
+	out := make([]float32, rows)
+	b.SetBytes(rows * n * 2)
+	for b.Loop() {
+		DotF16Rows(out, w, n*12, x)
+	}
+}
