@@ -10,17 +10,22 @@
 // after the rotary embedding, so an evicted cache keeps each key's original
 // position.
 //
-// Entries are stored as float32 or, to save memory, as float16 or as 8-,
-// 4- or 2-bit codes: keys with a scale and offset per channel and group of
-// KeyGroup slots (the group being written stays exact), values with a
-// scale and offset per position and head. The attention dot products read
-// the codes directly (DotKey, AddValue).
+// Entries are stored as float32, as float16 (llama.cpp's default cache:
+// keys one row per slot, values transposed, one row per value dimension
+// with the slots side by side, read with KeysF16 and ValuesF16) or, to
+// save memory, as 8-, 4- or 2-bit codes: keys with a scale and offset per
+// channel and group of KeyGroup slots (the group being written stays
+// exact), values with a scale and offset per position and head. The
+// attention dot products read the codes directly (DotKey, AddValue).
 package kvcache
 
 import (
 	"errors"
 	"fmt"
 	"unsafe"
+
+	"github.com/qsf-llm/qsf/kernels"
+	"github.com/qsf-llm/qsf/quant"
 )
 
 // ErrFull is returned when a position beyond the cache's capacity is
@@ -61,6 +66,7 @@ type Cache struct {
 	policy Policy
 
 	kRow, vRow int // bytes of one slot's keys (values) in kdata (vdata)
+	vStride    int // F16: elements of a row of the transposed values
 	kl         keyLayout
 	stage      []float32 // quantized keys: the staged block of each layer, exact
 	stageBlk   []int32   // the block staged per layer, -1 for none
@@ -68,6 +74,8 @@ type Cache struct {
 	kdata      []byte
 	vdata      []byte
 	keys, vals []float32 // F32: kdata and vdata as float32
+	keys16     []uint16  // F16: kdata as float16 bits
+	vals16     []uint16  // F16: vdata, transposed, as float16 bits
 
 	pos   []int32   // logical position of each layer×slot, -1 when empty
 	score []float32 // accumulated attention of each layer×slot (HeavyHitter)
@@ -84,8 +92,25 @@ func Bytes(sh Shape, t Type) int64 {
 		kl := newKeyLayout(sh, t)
 		keys = int64(sh.Layers) * int64(kl.layerBytes()+4*kl.stageLen()+8)
 	}
-	return keys + slots*int64(v) + slots*8 + int64(sh.Layers)*4
+	return keys + valueBytes(sh, t, v) + slots*8 + int64(sh.Layers)*4
 }
+
+// valueBytes returns the bytes of every layer's values, given those of one
+// slot.
+func valueBytes(sh Shape, t Type, row int) int64 {
+	if t == F16 {
+		return int64(sh.Layers) * int64(sh.KVHeads*sh.HeadDimV) * int64(f16Stride(sh.Capacity)) * 2
+	}
+	return int64(sh.Layers) * int64(sh.Capacity) * int64(row)
+}
+
+// f16Pad is the multiple of slots each row of F16 values is padded to, as
+// llama.cpp pads the KV rows it multiplies (so kernels can read whole
+// chunks).
+const f16Pad = 32
+
+// f16Stride returns the elements of a row of transposed F16 values.
+func f16Stride(capacity int) int { return (capacity + f16Pad - 1) &^ (f16Pad - 1) }
 
 // rowBytes returns the bytes of one slot's keys and values.
 func rowBytes(sh Shape, t Type) (k, v int) {
@@ -125,16 +150,21 @@ func NewWith(sh Shape, opts Options) (*Cache, error) {
 		}
 		c.stageBlk, c.stageOld = c.stageBlk[:sh.Layers], c.stageBlk[sh.Layers:]
 	}
+	vbytes := int(valueBytes(sh, c.typ, c.vRow))
 	c.kdata = alloc(kbytes)
-	c.vdata = alloc(slots * c.vRow)
+	c.vdata = alloc(vbytes)
 	c.pos = asInt32(alloc(slots * 4))
 	c.score = asFloat32(alloc(slots * 4))
 	c.used = asInt32(alloc(sh.Layers * 4))
-	if len(c.kdata) != kbytes || len(c.vdata) != slots*c.vRow || len(c.pos) != slots || len(c.score) != slots || len(c.used) != sh.Layers {
+	if len(c.kdata) != kbytes || len(c.vdata) != vbytes || len(c.pos) != slots || len(c.score) != slots || len(c.used) != sh.Layers {
 		return nil, errors.New("kvcache: Alloc returned a buffer of the wrong size")
 	}
-	if c.typ == F32 {
+	switch c.typ {
+	case F32:
 		c.keys, c.vals = asFloat32(c.kdata), asFloat32(c.vdata)
+	case F16:
+		c.keys16, c.vals16 = asUint16(c.kdata), asUint16(c.vdata)
+		c.vStride = f16Stride(sh.Capacity)
 	}
 	c.Reset()
 	return c, nil
@@ -145,6 +175,13 @@ func asFloat32(b []byte) []float32 {
 		return []float32{}
 	}
 	return unsafe.Slice((*float32)(unsafe.Pointer(&b[0])), len(b)/4)
+}
+
+func asUint16(b []byte) []uint16 {
+	if len(b) == 0 {
+		return []uint16{}
+	}
+	return unsafe.Slice((*uint16)(unsafe.Pointer(&b[0])), len(b)/2)
 }
 
 func asInt32(b []byte) []int32 {
@@ -226,10 +263,19 @@ func (c *Cache) Slot(layer int) (int, error) {
 // returned by Slot), converting them to the cache's type.
 func (c *Cache) Store(layer, slot int, k, v []float32) {
 	i := layer*c.sh.Capacity + slot
-	if c.typ == F32 {
+	switch c.typ {
+	case F32:
 		copy(c.keys[i*c.kRow/4:(i+1)*c.kRow/4], k)
 		copy(c.vals[i*c.vRow/4:(i+1)*c.vRow/4], v)
-	} else {
+	case F16:
+		// Rounded to nearest even, as llama.cpp copies into its f16 cache.
+		kernels.F16FromF32(c.keys16[i*c.kRow/2:(i+1)*c.kRow/2], k[:c.kRow/2])
+		rows := c.vRow / 2
+		vt := c.vals16[layer*rows*c.vStride:]
+		for r, x := range v[:rows] {
+			vt[r*c.vStride+slot] = quant.FP32ToFP16(x)
+		}
+	default:
 		if c.quantKeys() {
 			c.storeKey(layer, slot, k)
 		} else {
@@ -296,6 +342,32 @@ func (c *Cache) Values(layer, n int) []float32 {
 	return c.vals[o : o+n*c.vRow/4]
 }
 
+// KeysF16 returns the keys of slots [0, n) of layer as float16 bits, one
+// slot after another (n×KVHeads×HeadDimK elements), or nil unless the type
+// is F16.
+func (c *Cache) KeysF16(layer, n int) []uint16 {
+	if c.typ != F16 {
+		return nil
+	}
+	row := c.kRow / 2
+	o := layer * c.sh.Capacity * row
+	return c.keys16[o : o+n*row]
+}
+
+// ValuesF16 returns the values of layer as float16 bits, transposed as
+// llama.cpp stores an f16 cache: row h·HeadDimV+d holds dimension d of KV
+// head h for every slot, slot s at index s, and rows start every stride
+// elements. stride is Capacity rounded up to a multiple of 32; the
+// elements of unused slots and of the padding are unspecified. It returns
+// nil and 0 unless the type is F16.
+func (c *Cache) ValuesF16(layer int) (vt []uint16, stride int) {
+	if c.typ != F16 {
+		return nil, 0
+	}
+	n := c.sh.KVHeads * c.sh.HeadDimV * c.vStride
+	return c.vals16[layer*n : (layer+1)*n], c.vStride
+}
+
 // DotKey returns q·K for KV head h of the key in slot of layer, reading
 // the stored codes directly. len(q) must be HeadDimK.
 func (c *Cache) DotKey(layer, slot, h int, q []float32) float32 {
@@ -310,6 +382,14 @@ func (c *Cache) DotKey(layer, slot, h int, q []float32) float32 {
 // AddValue adds p times the value in slot of layer for KV head h to out
 // (len HeadDimV).
 func (c *Cache) AddValue(out []float32, layer, slot, h int, p float32) {
+	if c.typ == F16 {
+		vt, stride := c.ValuesF16(layer)
+		vt = vt[h*c.sh.HeadDimV*stride+slot:]
+		for d := range out {
+			out[d] += p * quant.FP16ToFP32(vt[d*stride])
+		}
+		return
+	}
 	hb := c.typ.headBytes(c.sh.HeadDimV)
 	o := (layer*c.sh.Capacity+slot)*c.vRow + h*hb
 	axpyHead(c.typ, out, c.vdata[o:o+hb], p)
