@@ -397,7 +397,12 @@ const inlineAttention = 1 << 17
 // attendHeads computes softmax(q·K/√d)·V for query heads [lo, hi), in
 // the order llama.cpp's f32 mat-muls add (see exact.go).
 func (s *State) attendHeads(lo, hi int) {
-	if s.KV.Type() != kvcache.F32 {
+	switch s.KV.Type() {
+	case kvcache.F32:
+	case kvcache.F16:
+		s.attendF16(lo, hi)
+		return
+	default:
 		s.attendCoded(lo, hi)
 		return
 	}
@@ -452,8 +457,45 @@ func (s *State) attendHeads(lo, hi int) {
 	}
 }
 
-// attendCoded is attendHeads for a cache of quantized or half-precision
-// entries: the dot products read the stored codes directly.
+// attendF16 is attendHeads for an f16 cache, as llama.cpp computes
+// attention with its default f16 cache (flash attention off, one token per
+// call): the query is rounded to f16 (the vec_dot_type of an f16 matrix)
+// and each score is ggml_vec_dot_f16 of it with a cached key; after the
+// scale and the softmax, the probabilities are rounded to f16 and output
+// dimension d is ggml_vec_dot_f16 of them with row d of the transposed
+// values, over the KV row padded to a multiple of 32 positions. With GQA
+// the query heads of a group share their KV head, as ggml_mul_mat
+// broadcasts it. The query and the scores are rounded in place, so
+// Observe sees the probabilities the values were weighted with. Batch
+// order (llama.cpp's tinyBLAS) is not reproduced for f16.
+func (s *State) attendF16(lo, hi int) {
+	hp := &s.m.Hparams
+	n := s.n
+	keys := s.KV.KeysF16(s.layer, n)
+	vt, stride := s.KV.ValuesF16(s.layer)
+	kd, hdk, hdv := hp.KDim(), hp.HeadDimK, hp.HeadDimV
+	group := hp.Heads / hp.KVHeads
+	scale := attentionScale(hp)
+	if hp.QPreScale {
+		scale = 1 // applied to q already
+	}
+	for h := lo; h < hi; h++ {
+		kvh := h / group
+		q := s.q[h*hdk : (h+1)*hdk]
+		kernels.RoundF16(q)
+		sc := s.scores[h*s.KV.Capacity() : h*s.KV.Capacity()+n]
+		kernels.DotF16Rows(sc, keys[kvh*hdk:], kd, q)
+		for t := range sc {
+			sc[t] *= scale
+		}
+		softmaxPadded(sc)
+		kernels.RoundF16(sc)
+		kernels.DotF16RowsPadded(s.att[h*hdv:(h+1)*hdv], vt[kvh*hdv*stride:], stride, sc)
+	}
+}
+
+// attendCoded is attendHeads for a cache of quantized entries: the dot
+// products read the stored codes directly.
 func (s *State) attendCoded(lo, hi int) {
 	hp := &s.m.Hparams
 	n, l := s.n, s.layer

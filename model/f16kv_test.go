@@ -1,0 +1,135 @@
+package model_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/qsf-llm/qsf/internal/testfiles"
+	"github.com/qsf-llm/qsf/kernels"
+	"github.com/qsf-llm/qsf/kvcache"
+	"github.com/qsf-llm/qsf/model"
+)
+
+// f16Residual is the largest |logit diff| tolerated with an f16 cache for
+// the files that are inexact with an f32 one (synthResidual): rounding
+// keys, values and probabilities to f16 amplifies that residual, still
+// well below the greedy margins.
+var f16Residual = map[string]float64{
+	"synth-gpt2-f32": 1e-3, // 7.27e-4 from position 1
+}
+
+// TestForwardExactF16KV runs every reference model with an f16 KV cache,
+// fed one token per call as the references were, and compares with
+// llama.cpp's run with its default f16 cache (kv_f16): the prompt logits
+// must be bit-identical (within f16Residual for the known inexact files)
+// and the 64 greedy tokens identical. It runs on the current tier; the
+// generic tier, slower, checks only the prompt logits of one prompt per
+// file.
+func TestForwardExactF16KV(t *testing.T) {
+	if testing.Short() {
+		t.Skip("every reference model with an f16 cache: skipped in -short mode")
+	}
+	dir := testfiles.Dir(t)
+	cases := exactCases(t, dir)
+	prev := kernels.Tier()
+	defer kernels.SetTier(prev)
+	tiers := []string{prev}
+	if prev != "generic" {
+		tiers = append(tiers, "generic")
+	}
+	for _, tier := range tiers {
+		if err := kernels.SetTier(tier); err != nil {
+			t.Fatal(err)
+		}
+		greedy := tier != "generic"
+		for _, c := range cases {
+			if !greedy && !strings.Contains(c.ref, "once-upon-a-time") {
+				continue
+			}
+			stem := strings.TrimSuffix(filepath.Base(c.model), ".gguf")
+			c.maxDiff = f16Residual[stem]
+			t.Run(tier+"/"+strings.TrimSuffix(filepath.Base(c.ref), ".json"), func(t *testing.T) {
+				worst, first, err := runF16KV(t, dir, c, greedy)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if worst > c.maxDiff {
+					t.Errorf("max |logit diff| %.3g (first inexact position %d), want <= %g", worst, first, c.maxDiff)
+				} else {
+					t.Logf("max |logit diff| %.3g", worst)
+				}
+			})
+		}
+	}
+}
+
+// runF16KV feeds a reference's prompt and greedy continuation to its model
+// with an f16 cache of 128 slots (llama.cpp's n_ctx). It returns the largest
+// |logit diff| over the prompt and the first position with one, and, when
+// greedy is set, an error when a greedy token differs.
+func runF16KV(t *testing.T, dir string, c exactCase, greedy bool) (worst float64, first int, err error) {
+	raw, err := os.ReadFile(filepath.Join(dir, c.ref))
+	if err != nil {
+		return 0, 0, err
+	}
+	var ref struct {
+		IDs []int `json:"prompt_token_ids"`
+		KV  struct {
+			Logits [][]float32 `json:"prompt_logits"`
+			Greedy []int       `json:"greedy_ids"`
+		} `json:"kv_f16"`
+	}
+	if err := json.Unmarshal(raw, &ref); err != nil {
+		return 0, 0, err
+	}
+	if len(ref.KV.Logits) != len(ref.IDs) || len(ref.KV.Greedy) == 0 {
+		return 0, 0, fmt.Errorf("%s: no kv_f16 reference", c.ref)
+	}
+	m, done := load(t, c.model)
+	defer done()
+	pool := kernels.NewPool(1)
+	defer pool.Close()
+	st, err := m.NewStateWith(pool, model.StateOptions{Capacity: 128, KV: kvcache.Options{Type: kvcache.F16}})
+	if err != nil {
+		return 0, 0, err
+	}
+	first = -1
+	for pos, id := range ref.IDs {
+		if err := st.Forward(id, pos, true); err != nil {
+			return 0, 0, err
+		}
+		var w float64
+		for i, v := range st.Logits {
+			w = math.Max(w, math.Abs(float64(v-ref.KV.Logits[pos][i])))
+		}
+		if w > 0 && first < 0 {
+			first = pos
+		}
+		worst = math.Max(worst, w)
+	}
+	if !greedy {
+		return worst, first, nil
+	}
+	pos := len(ref.IDs)
+	for step, want := range ref.KV.Greedy {
+		got := 0
+		for i, v := range st.Logits {
+			if v > st.Logits[got] {
+				got = i
+			}
+		}
+		if got != want {
+			return worst, first, fmt.Errorf("greedy step %d: token %d, llama.cpp %d (max prompt |logit diff| %.3g)", step, got, want, worst)
+		}
+		if err := st.Forward(got, pos, true); err != nil {
+			return worst, first, err
+		}
+		pos++
+	}
+	return worst, first, nil
+}
