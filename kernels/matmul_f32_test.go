@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -92,4 +93,45 @@ func TestPackF32x4(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzMatMulFloat runs MatMul of F32, F16 and BF16 weights on arbitrary
+// bits (infinities, NaNs and subnormals included) and arbitrary shapes,
+// and checks it against MatVec: the same bits, or NaN for both.
+func FuzzMatMulFloat(f *testing.F) {
+	f.Add([]byte{1, 2, 3, 250, 128, 7}, uint8(0), uint8(5), uint16(100), uint8(4))
+	f.Add([]byte{0x7c, 0x00, 0xff, 0x80, 0x01}, uint8(1), uint8(1), uint16(64), uint8(5))
+	f.Add([]byte{0x00, 0x00, 0x80, 0x7f, 0x3f}, uint8(2), uint8(8), uint16(800), uint8(8))
+	types := []quant.Type{quant.F32, quant.F16, quant.BF16}
+	f.Fuzz(func(t *testing.T, data []byte, ti, nrows uint8, ncols uint16, nacts uint8) {
+		if len(data) == 0 {
+			return
+		}
+		typ := types[int(ti)%len(types)]
+		rows := 1 + int(nrows)%40
+		cols := 1 + int(ncols)%2100
+		n := 1 + int(nacts)%9
+		rowBytes, _ := quant.RowBytes(typ, cols)
+		actBytes, _ := quant.RowBytes(vecDotType[typ], cols)
+		w := make([]byte, rows*rowBytes)
+		acts := make([]byte, n*actBytes)
+		for i := range w {
+			w[i] = data[i%len(data)]
+		}
+		for i := range acts {
+			acts[i] = data[(i*7+3)%len(data)] ^ byte(i>>4)
+		}
+		want := make([]float32, n*rows)
+		for i := 0; i < n; i++ {
+			MatVec(typ, want[i*rows:(i+1)*rows], w, cols, acts[i*actBytes:(i+1)*actBytes])
+		}
+		got := make([]float32, n*rows)
+		MatMul(typ, got, w, cols, acts, n)
+		for i := range got {
+			g, w := got[i], want[i]
+			if math.Float32bits(g) != math.Float32bits(w) && !(g != g && w != w) {
+				t.Fatalf("%v %dx%d n%d: out[%d] = %g, MatVec gives %g", typ, rows, cols, n, i, g, w)
+			}
+		}
+	})
 }
