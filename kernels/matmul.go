@@ -21,10 +21,10 @@ var useTiles = true
 // is the i-th of n back-to-back vectors in acts, each cols elements of
 // quant.Lookup(t).VecDot. The weights are walked in tiles of rows that stay
 // in cache while all n activations pass over them, so they are read from
-// memory once instead of n times. For F32, Q8_0, Q4_0 (of a multiple of
-// 8 rows), Q4_K and Q6_K, the AVX2 tier multiplies each tile with four
-// activations at a time, unpacking the weights once for the four; the
-// results still equal n calls of MatVec bit for bit.
+// memory once instead of n times. For F32, F16, BF16, Q8_0, Q4_0 (of a
+// multiple of 8 rows), Q4_K and Q6_K, the AVX2 tier multiplies each tile
+// with four activations at a time, loading (or unpacking) the weights once
+// for the four; the results still equal n calls of MatVec bit for bit.
 //
 // MatMul runs on the calling goroutine; see Pool.MatMul. It panics on
 // inconsistent arguments, as MatVec does.

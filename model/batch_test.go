@@ -20,7 +20,7 @@ func TestForwardBatchEqualsForward(t *testing.T) {
 	}
 	dir := testfiles.Dir(t)
 	files := []string{
-		"gguf/stories260K-f32.gguf", "gguf/stories260K-F16.gguf", "gguf/stories260K-Q4_0.gguf",
+		"gguf/stories260K-f32.gguf", "gguf/stories260K-F16.gguf", "gguf/stories260K-BF16.gguf", "gguf/stories260K-Q4_0.gguf",
 		"gguf/stories260K-Q4_1.gguf", "gguf/stories260K-IQ4_NL.gguf", "gguf/stories260K-pad256-Q4_K_M.gguf",
 		"synthetic/synth-qwen3-Q8_0.gguf", "synthetic/synth-phi3-Q4_0.gguf", "synthetic/synth-gpt2-Q8_0.gguf",
 		"synthetic/synth-gemma-Q4_0.gguf", "synthetic/synth-qwen2-f32.gguf",
