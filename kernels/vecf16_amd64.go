@@ -11,7 +11,7 @@ func roundF16AVX2(x *float32, n int)
 func f16FromF32AVX2(dst *uint16, src *float32, n int)
 
 //go:noescape
-func dotF16F32AVX2(out *float32, rows int, w *uint16, chunks, rowBytes int, x *float32, rem int, tail *float32)
+func dotF16F32AVX2(out *float32, rows int, w *uint16, chunks, rowBytes int, x *float32, rem int, tail *float32, pf int)
 
 func roundF16Asm(x []float32) bool {
 	if !hasAVX2() {
@@ -41,6 +41,19 @@ func f16FromF32Asm(dst []uint16, src []float32) bool {
 	return true
 }
 
+// prefetch returns how far ahead of the element a chunk reads the kernel
+// prefetches, for rows of rowBytes bytes apart, each of n bytes: where
+// rows are (nearly) contiguous the hardware sees one stream and a
+// distance of some lines is enough; far-apart rows are separate streams,
+// too short for the hardware to pick up, so each chunk fetches its
+// counterpart four rows ahead.
+func prefetch(rowBytes, n int) int {
+	if rowBytes-n < 64 {
+		return 1024
+	}
+	return 4 * rowBytes
+}
+
 // dotF16RowsAsm computes the chunks of 32 (and, when padded, the partial
 // last chunk) of every row and reduces them; the caller adds an unpadded
 // tail. The caller has checked the lengths.
@@ -55,6 +68,6 @@ func dotF16RowsAsm(out []float32, w []uint16, stride int, x []float32, padded bo
 	if padded {
 		rem = copy(tail[:], x[np:])
 	}
-	dotF16F32AVX2(&out[0], len(out), &w[0], np/32, 2*stride, &x[0], rem, &tail[0])
+	dotF16F32AVX2(&out[0], len(out), &w[0], np/32, 2*stride, &x[0], rem, &tail[0], prefetch(2*stride, 2*cols))
 	return true
 }

@@ -82,12 +82,13 @@ conv8:
 	VFMADD231PS (32*g)(R14), Y4, Y5 \
 	VBLENDVPS mask, Y5, acc, acc
 
-// func dotF16F32AVX2(out *float32, rows int, w *uint16, chunks, rowBytes int, x *float32, rem int, tail *float32)
+// func dotF16F32AVX2(out *float32, rows int, w *uint16, chunks, rowBytes int, x *float32, rem int, tail *float32, pf int)
 // For each row: four 8-lane accumulators, acc_j += w[32c+8j..] · x[32c+8j..]
 // fused, over chunks chunks of 32; then, when rem > 0, the partial chunk
 // of rem elements with its x from tail (the row's w read in whole groups
 // of 8); then GGML_F32x8_REDUCE: (a0+a2)+(a1+a3), halves, two hadds.
-TEXT ·dotF16F32AVX2(SB), NOSPLIT, $0-64
+// Each chunk prefetches the line pf bytes after its w.
+TEXT ·dotF16F32AVX2(SB), NOSPLIT, $0-72
 	MOVQ out+0(FP), R8
 	MOVQ rows+8(FP), R9
 	MOVQ w+16(FP), SI
@@ -96,6 +97,7 @@ TEXT ·dotF16F32AVX2(SB), NOSPLIT, $0-64
 	MOVQ x+40(FP), R11
 	MOVQ rem+48(FP), R13
 	MOVQ tail+56(FP), R14
+	MOVQ pf+64(FP), R15
 
 	// Masks of the lanes below rem in each group of a partial chunk.
 	MOVQ R13, X12
@@ -118,6 +120,7 @@ row:
 	JZ   part
 
 chunk:
+	PREFETCHT0 (BX)(R15*1)
 	VCVTPH2PS 0(BX), Y4
 	VCVTPH2PS 16(BX), Y5
 	VCVTPH2PS 32(BX), Y6

@@ -196,3 +196,37 @@ func BenchmarkDotF16Rows(b *testing.B) {
 		DotF16Rows(out, w, n*12, x)
 	}
 }
+
+// BenchmarkDotF16RowsPaddedMem reads transposed values as attention over
+// 550 positions does, from a cache much larger than the CPU's: 64 rows per
+// call, rows 2048 bytes apart, every call on fresh memory.
+func BenchmarkDotF16RowsPaddedMem(b *testing.B) {
+	const rows, n, stride, heads = 64, 550, 1024, 144
+	w := randF16Rows(rand.New(rand.NewPCG(1, 1)), heads*rows*stride)
+	x := make([]float32, n)
+	for i := range x {
+		x[i] = 1 / float32(n)
+	}
+	out := make([]float32, rows)
+	b.SetBytes(rows * n * 2)
+	h := 0
+	for b.Loop() {
+		DotF16RowsPadded(out, w[h*rows*stride:], stride, x)
+		h = (h + 1) % heads
+	}
+}
+
+// BenchmarkDotF16RowsMem reads keys as attention over 550 positions does,
+// head by head, from a cache much larger than the CPU's.
+func BenchmarkDotF16RowsMem(b *testing.B) {
+	const rows, n, heads = 550, 64, 144
+	w := randF16Rows(rand.New(rand.NewPCG(1, 1)), heads*1024*n)
+	x := make([]float32, n)
+	out := make([]float32, rows)
+	b.SetBytes(rows * n * 2)
+	h := 0
+	for b.Loop() {
+		DotF16Rows(out, w[h*1024*n:], n, x)
+		h = (h + 1) % heads
+	}
+}

@@ -9,8 +9,8 @@ import (
 
 // TestF16Layout stores random keys and values in F16 caches (with and
 // without a sliding window, capacities on and off a multiple of 32) and
-// checks that KeysF16 and ValuesF16 hold them rounded to nearest even, in
-// llama.cpp's layout: keys a row per slot, values transposed. Past the
+// checks that KeysF16 and ValuesF16 hold them rounded to nearest even:
+// keys a row per slot within each head, values transposed. Past the
 // capacity, the window overwrites the oldest slot in both.
 func TestF16Layout(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
@@ -51,16 +51,27 @@ func TestF16Layout(t *testing.T) {
 		}
 		for l := range sh.Layers {
 			n := c.Used(l)
-			keys := c.KeysF16(l, n)
 			vt, stride := c.ValuesF16(l)
-			if len(keys) != n*kd || stride%32 != 0 || stride < tc.capacity || len(vt) != vd*stride {
-				t.Fatalf("capacity %d: %d keys, stride %d, %d values", tc.capacity, len(keys), stride, len(vt))
+			if stride%32 != 0 || stride < tc.capacity || len(vt) != vd*stride {
+				t.Fatalf("capacity %d: stride %d, %d values", tc.capacity, stride, len(vt))
 			}
 			for s := range n {
 				e := want[[2]int{l, s}]
-				for i, x := range e[0] {
-					if got := keys[s*kd+i]; got != quant.FP32ToFP16(x) {
-						t.Fatalf("capacity %d layer %d slot %d key %d: %#04x, want %#04x", tc.capacity, l, s, i, got, quant.FP32ToFP16(x))
+				for h := range sh.KVHeads {
+					keys := c.KeysF16(l, h, n)
+					if len(keys) != n*sh.HeadDimK {
+						t.Fatalf("capacity %d: %d keys of head %d", tc.capacity, len(keys), h)
+					}
+					for i, x := range e[0][h*sh.HeadDimK : (h+1)*sh.HeadDimK] {
+						if got := keys[s*sh.HeadDimK+i]; got != quant.FP32ToFP16(x) {
+							t.Fatalf("capacity %d layer %d slot %d head %d key %d: %#04x, want %#04x", tc.capacity, l, s, h, i, got, quant.FP32ToFP16(x))
+						}
+					}
+					// DotKey reads the same layout.
+					q := make([]float32, sh.HeadDimK)
+					q[1] = 1
+					if got, want := c.DotKey(l, s, h, q), quant.FP16ToFP32(quant.FP32ToFP16(e[0][h*sh.HeadDimK+1])); got != want {
+						t.Fatalf("DotKey slot %d head %d: %v, want %v", s, h, got, want)
 					}
 				}
 				for r, x := range e[1] {
@@ -83,7 +94,7 @@ func TestF16Layout(t *testing.T) {
 		}
 	}
 	c, _ := New(1, 4, 2, 2)
-	if k := c.KeysF16(0, 1); k != nil {
+	if k := c.KeysF16(0, 0, 1); k != nil {
 		t.Error("KeysF16 of an F32 cache is not nil")
 	}
 	if v, s := c.ValuesF16(0); v != nil || s != 0 {

@@ -10,9 +10,10 @@
 // after the rotary embedding, so an evicted cache keeps each key's original
 // position.
 //
-// Entries are stored as float32, as float16 (llama.cpp's default cache:
-// keys one row per slot, values transposed, one row per value dimension
-// with the slots side by side, read with KeysF16 and ValuesF16) or, to
+// Entries are stored as float32, as float16 (llama.cpp's default cache,
+// laid out for reading one KV head at a time: keys slot after slot within
+// each head, values transposed, one row per value dimension with the slots
+// side by side; see KeysF16 and ValuesF16) or, to
 // save memory, as 8-, 4- or 2-bit codes: keys with a scale and offset per
 // channel and group of KeyGroup slots (the group being written stays
 // exact), values with a scale and offset per position and head. The
@@ -74,7 +75,7 @@ type Cache struct {
 	kdata      []byte
 	vdata      []byte
 	keys, vals []float32 // F32: kdata and vdata as float32
-	keys16     []uint16  // F16: kdata as float16 bits
+	keys16     []uint16  // F16: kdata, head by head, as float16 bits
 	vals16     []uint16  // F16: vdata, transposed, as float16 bits
 
 	pos   []int32   // logical position of each layer×slot, -1 when empty
@@ -269,7 +270,11 @@ func (c *Cache) Store(layer, slot int, k, v []float32) {
 		copy(c.vals[i*c.vRow/4:(i+1)*c.vRow/4], v)
 	case F16:
 		// Rounded to nearest even, as llama.cpp copies into its f16 cache.
-		kernels.F16FromF32(c.keys16[i*c.kRow/2:(i+1)*c.kRow/2], k[:c.kRow/2])
+		d := c.sh.HeadDimK
+		for h := range c.sh.KVHeads {
+			o := c.keyF16(layer, slot, h)
+			kernels.F16FromF32(c.keys16[o:o+d], k[h*d:(h+1)*d])
+		}
 		rows := c.vRow / 2
 		vt := c.vals16[layer*rows*c.vStride:]
 		for r, x := range v[:rows] {
@@ -342,16 +347,22 @@ func (c *Cache) Values(layer, n int) []float32 {
 	return c.vals[o : o+n*c.vRow/4]
 }
 
-// KeysF16 returns the keys of slots [0, n) of layer as float16 bits, one
-// slot after another (n×KVHeads×HeadDimK elements), or nil unless the type
-// is F16.
-func (c *Cache) KeysF16(layer, n int) []uint16 {
+// keyF16 returns the index in keys16 of the key of KV head h in slot of
+// layer. F16 keys are stored head by head, so that the attention of one
+// head reads its keys sequentially.
+func (c *Cache) keyF16(layer, slot, h int) int {
+	return ((layer*c.sh.KVHeads+h)*c.sh.Capacity + slot) * c.sh.HeadDimK
+}
+
+// KeysF16 returns the keys of KV head h in slots [0, n) of layer as
+// float16 bits, one slot after another (n×HeadDimK elements), or nil
+// unless the type is F16.
+func (c *Cache) KeysF16(layer, h, n int) []uint16 {
 	if c.typ != F16 {
 		return nil
 	}
-	row := c.kRow / 2
-	o := layer * c.sh.Capacity * row
-	return c.keys16[o : o+n*row]
+	o := c.keyF16(layer, 0, h)
+	return c.keys16[o : o+n*c.sh.HeadDimK]
 }
 
 // ValuesF16 returns the values of layer as float16 bits, transposed as
@@ -376,6 +387,9 @@ func (c *Cache) DotKey(layer, slot, h int, q []float32) float32 {
 	}
 	hb := c.typ.headBytes(c.sh.HeadDimK)
 	o := (layer*c.sh.Capacity+slot)*c.kRow + h*hb
+	if c.typ == F16 {
+		o = 2 * c.keyF16(layer, slot, h)
+	}
 	return dotHead(c.typ, c.kdata[o:o+hb], q)
 }
 

@@ -471,9 +471,8 @@ func (s *State) attendHeads(lo, hi int) {
 func (s *State) attendF16(lo, hi int) {
 	hp := &s.m.Hparams
 	n := s.n
-	keys := s.KV.KeysF16(s.layer, n)
 	vt, stride := s.KV.ValuesF16(s.layer)
-	kd, hdk, hdv := hp.KDim(), hp.HeadDimK, hp.HeadDimV
+	hdk, hdv := hp.HeadDimK, hp.HeadDimV
 	group := hp.Heads / hp.KVHeads
 	scale := attentionScale(hp)
 	if hp.QPreScale {
@@ -484,7 +483,7 @@ func (s *State) attendF16(lo, hi int) {
 		q := s.q[h*hdk : (h+1)*hdk]
 		kernels.RoundF16(q)
 		sc := s.scores[h*s.KV.Capacity() : h*s.KV.Capacity()+n]
-		kernels.DotF16Rows(sc, keys[kvh*hdk:], kd, q)
+		kernels.DotF16Rows(sc, s.KV.KeysF16(s.layer, kvh, n), hdk, q)
 		for t := range sc {
 			sc[t] *= scale
 		}
