@@ -28,13 +28,7 @@ func TestQSFStreamingMatchesResident(t *testing.T) {
 	}
 	// An explicit context and KV type, so the smallest plan degrades only
 	// the buffers (a lower KV precision would change the logits).
-	cfg := qsf.Config{ContextLength: 64, KVType: "f32", Threads: 2, RAMBudget: 1}
-	_, err := qsf.PlanFile(path, cfg)
-	var be *plan.BudgetError
-	if !errors.As(err, &be) {
-		t.Fatalf("plan with a 1-byte budget: %v, want a BudgetError", err)
-	}
-	cfg.RAMBudget = be.Min
+	cfg := smallestBudget(t, path, qsf.Config{ContextLength: 64, KVType: "f32", Threads: 2})
 	ids := []int{1, 403, 407, 261, 378, 131, 306, 261}
 	want := sessionLogits(t, gguf, qsf.Config{ContextLength: 64, Threads: 2}, ids)
 	got := sessionLogits(t, path, cfg, ids)
@@ -45,6 +39,20 @@ func TestQSFStreamingMatchesResident(t *testing.T) {
 			}
 		}
 	}
+}
+
+// smallestBudget returns cfg with the smallest RAM budget the planner
+// accepts for the file at path.
+func smallestBudget(t *testing.T, path string, cfg qsf.Config) qsf.Config {
+	t.Helper()
+	cfg.RAMBudget = 1
+	_, err := qsf.PlanFile(path, cfg)
+	var be *plan.BudgetError
+	if !errors.As(err, &be) {
+		t.Fatalf("plan with a 1-byte budget: %v, want a BudgetError", err)
+	}
+	cfg.RAMBudget = be.Min
+	return cfg
 }
 
 func sessionLogits(t *testing.T, path string, cfg qsf.Config, ids []int) [][]float32 {
@@ -156,13 +164,7 @@ func TestQSFStreamingChecksRecordCRC(t *testing.T) {
 	if _, err := convert.FromGGUF(gguf, path, convert.Options{}); err != nil {
 		t.Fatal(err)
 	}
-	cfg := qsf.Config{ContextLength: 64, KVType: "f32", Threads: 1, RAMBudget: 1}
-	_, err := qsf.PlanFile(path, cfg)
-	var be *plan.BudgetError
-	if !errors.As(err, &be) {
-		t.Fatalf("plan with a 1-byte budget: %v, want a BudgetError", err)
-	}
-	cfg.RAMBudget = be.Min
+	cfg := smallestBudget(t, path, qsf.Config{ContextLength: 64, KVType: "f32", Threads: 1})
 	ids := []int{1, 403, 407, 261}
 	want := sessionLogits(t, gguf, qsf.Config{ContextLength: 64, Threads: 1}, ids)
 	got := sessionLogits(t, path, cfg, ids)
