@@ -133,3 +133,57 @@ func runF16KV(t *testing.T, dir string, c exactCase, greedy bool) (worst float64
 	}
 	return worst, first, nil
 }
+
+// TestF16KVWindow runs past the capacity of an f16 cache with a sliding
+// window, which overwrites the oldest slot in the transposed values: until
+// the cache is full the logits must equal those of a cache without
+// eviction, and after it they must stay close to an f32 window's.
+func TestF16KVWindow(t *testing.T) {
+	dir := testfiles.Dir(t)
+	for _, tc := range []struct {
+		name string
+		tol  float64 // f16 against f32 (llama.cpp's differ by 0.008–0.03 on synth-qwen2-f32)
+	}{{"models/gguf/stories260K-f32.gguf", 0.05}, {"models/synthetic/synth-qwen2-f32.gguf", 0.2}} {
+		t.Run(filepath.Base(tc.name), func(t *testing.T) {
+			m, done := load(t, filepath.Join(dir, tc.name))
+			defer done()
+			pool := kernels.NewPool(2)
+			defer pool.Close()
+			const capacity, steps = 24, 80
+			states := make([]*model.State, 3)
+			for i, o := range []kvcache.Options{{Type: kvcache.F16}, {Type: kvcache.F16, Policy: kvcache.Window{}}, {Type: kvcache.F32, Policy: kvcache.Window{}}} {
+				c := capacity
+				if o.Policy == nil {
+					c = steps
+				}
+				st, err := m.NewStateWith(pool, model.StateOptions{Capacity: c, KV: o})
+				if err != nil {
+					t.Fatal(err)
+				}
+				states[i] = st
+			}
+			var worst float64
+			for pos := range steps {
+				tok := (pos*131 + 7) % m.Vocab
+				for _, st := range states {
+					if err := st.Forward(tok, pos, true); err != nil {
+						t.Fatal(err)
+					}
+				}
+				same, d := true, 0.0
+				for i, v := range states[1].Logits {
+					same = same && math.Float32bits(v) == math.Float32bits(states[0].Logits[i])
+					d = math.Max(d, math.Abs(float64(v-states[2].Logits[i])))
+				}
+				if pos < capacity && !same {
+					t.Fatalf("position %d: an f16 window before eviction differs from an f16 cache", pos)
+				}
+				if math.IsNaN(d) || d > tc.tol {
+					t.Fatalf("position %d: f16 and f32 windows differ by %.3g", pos, d)
+				}
+				worst = math.Max(worst, d)
+			}
+			t.Logf("max |logit diff| f16 vs f32 window: %.3g", worst)
+		})
+	}
+}
