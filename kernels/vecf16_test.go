@@ -230,3 +230,46 @@ func BenchmarkDotF16RowsMem(b *testing.B) {
 		h = (h + 1) % heads
 	}
 }
+
+// FuzzDotF16Rows checks that the current tier's DotF16Rows and
+// DotF16RowsPadded equal the scalar definitions bit for bit (NaN for NaN)
+// on arbitrary f16 rows and vectors, including infinities, NaNs and
+// subnormals.
+func FuzzDotF16Rows(f *testing.F) {
+	f.Add(uint8(3), uint8(40), uint8(5), make([]byte, 400))
+	f.Add(uint8(1), uint8(7), uint8(0), []byte{0, 0x3c, 0, 0xbc, 1, 0, 0xff, 0x7b})
+	f.Fuzz(func(t *testing.T, rows, cols, gap uint8, data []byte) {
+		r, n := int(rows%8)+1, int(cols)
+		stride := n + int(gap%40)
+		span := (n + 7) &^ 7
+		need := (r-1)*stride + max(span, n) + n // rows, then x
+		if n == 0 || len(data) < 2*need {
+			return
+		}
+		h := make([]uint16, need)
+		for i := range h {
+			h[i] = uint16(data[2*i]) | uint16(data[2*i+1])<<8
+		}
+		w := h[:(r-1)*stride+max(span, n)]
+		x := make([]float32, n)
+		for i := range x {
+			x[i] = quant.FP16ToFP32(h[len(w)+i])
+		}
+		same := func(a, b float32) bool {
+			return math.Float32bits(a) == math.Float32bits(b) || (a != a && b != b)
+		}
+		out := make([]float32, r)
+		DotF16Rows(out, w, stride, x)
+		for i := range out {
+			if want := dotF16Row(w[i*stride:i*stride+n], x, false); !same(out[i], want) {
+				t.Fatalf("DotF16Rows row %d of %d×%d (stride %d) = %g, want %g", i, r, n, stride, out[i], want)
+			}
+		}
+		DotF16RowsPadded(out, w, stride, x)
+		for i := range out {
+			if want := dotF16Row(w[i*stride:i*stride+n], x, true); !same(out[i], want) {
+				t.Fatalf("DotF16RowsPadded row %d of %d×%d (stride %d) = %g, want %g", i, r, n, stride, out[i], want)
+			}
+		}
+	})
+}
