@@ -1,9 +1,11 @@
 // Package stream runs a model whose weights do not fit in memory: the
 // layers' matrices (and, when it does not fit either, the LM head) are
-// read from the file into one ring buffer as the forward pass needs them,
-// an I/O goroutine filling the space each matrix group leaves as soon as
-// the forward pass is done with it, and the token embedding is read a row
-// at a time through a small LRU.
+// brought in from the file through one ring buffer as the forward pass
+// needs them, an I/O goroutine filling the space each matrix group leaves
+// as soon as the forward pass is done with it, and the token embedding is
+// read a row at a time through a small LRU. Where it can, the I/O
+// goroutine maps the file's pages in place of copying them (see
+// mapped_linux.go); the ring then only bounds the pages mapped at once.
 //
 // A Layout, computed from the file's metadata alone, says where every
 // layer's tensors lie and how large the ring must be at least; a Source,

@@ -2,8 +2,10 @@ package stream_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"testing"
 
@@ -85,72 +87,96 @@ func sessionLogits(t *testing.T, path string, cfg qsf.Config, ids []int) [][]flo
 }
 
 // TestStreamingDecodeAllocs checks that a warm streaming decode step
-// (layers and LM head read through the buffers, embedding rows through the
+// (layers and LM head read through the ring, embedding rows through the
 // LRU) allocates nothing, with rings of two layers, one layer and the
-// smallest.
+// smallest, the file mapped or copied; and that mapped and copied give the
+// same logits.
 func TestStreamingDecodeAllocs(t *testing.T) {
 	path := testdata(t)
 	for _, ring := range []string{"two layers", "one layer", "smallest"} {
-		f, err := format.OpenWith(path, format.OpenOptions{NoMmap: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		embd, _ := f.Tensor("token_embd.weight")
-		hp, err := model.ParseHparams(&f.Metadata, embd.Rows())
-		if err != nil {
-			t.Fatal(err)
-		}
-		lay, err := stream.NewLayout(f, &hp)
-		if err != nil {
-			t.Fatal(err)
-		}
-		const ctx = 64
-		opts := stream.Options{RingBytes: map[string]int{"two layers": 0, "one layer": lay.LayerBytes(), "smallest": 1}[ring], EmbedRows: 4}
-		a, err := arena.New(int(stream.BufferBytes(lay, opts) + model.StateBytes(&hp, ctx) + 1<<20))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer a.Close()
-		src, err := stream.Open(lay, path, a, opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer src.Close()
-		pool := kernels.NewPool(2)
-		defer pool.Close()
-		net := &model.Model{Hparams: hp, Weights: lay.Weights}
-		st, err := net.NewStateWith(pool, model.StateOptions{Capacity: ctx, Alloc: func(name string, n int) []byte {
-			b, err := a.Alloc(name, n)
-			if err != nil {
-				t.Fatal(err)
+		var logits [2][]float32
+		for i, copied := range []bool{false, true} {
+			name := fmt.Sprintf("ring %s, copied %v", ring, copied)
+			st, src := streamingState(t, path, func(lay *stream.Layout) stream.Options {
+				return stream.Options{RingBytes: map[string]int{"two layers": 0, "one layer": lay.LayerBytes(), "smallest": 1}[ring], EmbedRows: 4, Copy: copied}
+			})
+			if src.Mapped() == copied && runtime.GOOS == "linux" {
+				t.Fatalf("%s: Mapped() = %v", name, src.Mapped())
 			}
-			return b
-		}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		st.Source = src
-		if src.HeadChunks() == 0 {
-			t.Fatal("the LM head is resident; want it streamed")
-		}
-		pos := 0
-		step := func() {
-			if err := st.Forward(100+pos%7, pos, true); err != nil {
-				t.Fatal(err)
+			pos := 0
+			step := func() {
+				if err := st.Forward(100+pos%7, pos, true); err != nil {
+					t.Fatal(err)
+				}
+				pos++
 			}
-			pos++
+			for range 8 {
+				step()
+			}
+			if n := testing.AllocsPerRun(20, step); n != 0 {
+				t.Errorf("%s: %v allocations per decode step, want 0", name, n)
+			}
+			if src.Stats().BytesRead == 0 {
+				t.Fatalf("%s: nothing read", name)
+			}
+			logits[i] = slices.Clone(st.Logits)
 		}
-		for range 8 {
-			step()
-		}
-		if n := testing.AllocsPerRun(20, step); n != 0 {
-			t.Errorf("ring %s: %v allocations per decode step, want 0", ring, n)
-		}
-		if src.Stats().BytesRead == 0 {
-			t.Fatal("nothing read")
+		if !slices.Equal(logits[0], logits[1]) {
+			t.Errorf("ring %s: mapped and copied logits differ", ring)
 		}
 	}
+}
+
+// streamingState opens path for streaming with the options opts returns
+// for its layout and returns a 64-slot State that reads its weights from
+// the Source, with the LM head streamed; everything is closed at the end
+// of the test.
+func streamingState(t *testing.T, path string, opts func(*stream.Layout) stream.Options) (*model.State, *stream.Source) {
+	t.Helper()
+	f, err := format.OpenWith(path, format.OpenOptions{NoMmap: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	embd, _ := f.Tensor("token_embd.weight")
+	hp, err := model.ParseHparams(&f.Metadata, embd.Rows())
+	if err != nil {
+		t.Fatal(err)
+	}
+	lay, err := stream.NewLayout(f, &hp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const ctx = 64
+	o := opts(lay)
+	a, err := arena.New(int(stream.BufferBytes(lay, o) + model.StateBytes(&hp, ctx) + 1<<20))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	src, err := stream.Open(lay, path, a, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { src.Close() })
+	pool := kernels.NewPool(2)
+	t.Cleanup(pool.Close)
+	net := &model.Model{Hparams: hp, Weights: lay.Weights}
+	st, err := net.NewStateWith(pool, model.StateOptions{Capacity: ctx, Alloc: func(name string, n int) []byte {
+		b, err := a.Alloc(name, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Source = src
+	if src.HeadChunks() == 0 {
+		t.Fatal("the LM head is resident; want it streamed")
+	}
+	return st, src
 }
 
 // TestQSFStreamingChecksRecordCRC streams stories260K converted to QSF
@@ -210,19 +236,17 @@ func TestQSFStreamingChecksRecordCRC(t *testing.T) {
 			if err := os.WriteFile(p, bad, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			m, err := qsf.Load(p, cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer m.Close()
-			s, err := m.NewSession()
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
-			_, err = s.Forward(t.Context(), ids[:1])
-			if !errors.Is(err, format.ErrChecksum) {
-				t.Fatalf("Forward over a flipped %s byte: %v, want format.ErrChecksum", tc.name, err)
+			for _, copied := range []bool{false, true} {
+				st, _ := streamingState(t, p, func(*stream.Layout) stream.Options {
+					return stream.Options{RingBytes: 1, EmbedRows: 4, VerifyCRC: true, Copy: copied}
+				})
+				var err error
+				for pos := 0; pos < 2 && err == nil; pos++ {
+					err = st.Forward(ids[pos], pos, true)
+				}
+				if !errors.Is(err, format.ErrChecksum) {
+					t.Fatalf("copied %v: Forward over a flipped %s byte: %v, want format.ErrChecksum", copied, tc.name, err)
+				}
 			}
 		})
 	}

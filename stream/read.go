@@ -78,7 +78,7 @@ func (s *Source) load(u, p int, dst []byte) error {
 func (s *Source) checkRecord(u, p int, dst []byte) error {
 	lu := &s.lay.layers[u]
 	for _, sp := range lu.pieces[p].spans {
-		s.matCRC[u][sp.mat] = crc32.Checksum(dst[sp.bufOff:sp.bufOff+sp.size], s.crcTable)
+		s.matCRC[u][sp.mat] = crc32.Checksum(s.spanData(dst, sp), s.crcTable)
 		s.crcRead[u] |= 1 << sp.mat
 	}
 	if p < len(lu.pieces)-1 {
@@ -91,6 +91,9 @@ func (s *Source) checkRecord(u, p int, dst []byte) error {
 	}
 	if crc, want := recordCRC(lu.crcSegs, s.matCRC[u]), lu.entry.CRC; crc != want {
 		return fmt.Errorf("stream: layer %d: %w: CRC %#08x, computed %#08x", u, format.ErrChecksum, want, crc)
+	}
+	if s.mapped != nil {
+		s.crcDone[u] = true
 	}
 	return nil
 }

@@ -156,6 +156,10 @@ func (s *Source) loop() {
 func (s *Source) produce(cmd startCmd) {
 	u, p, tok := cmd.unit, cmd.piece, cmd.tok
 	capacity := int64(len(s.ring))
+	if s.mapped != nil {
+		capacity = int64(s.ringCap)
+		s.unmapReleased(true) // a new start: nothing is held
+	}
 	nd := int64(len(s.descs))
 	var w int64 // bytes written (W), including the skipped tails
 	for n := int64(0); ; n++ {
@@ -172,7 +176,13 @@ func (s *Source) produce(cmd startCmd) {
 			return
 		}
 		t0 := time.Now()
-		err := s.load(u, p, s.ring[pos:pos+size])
+		var err error
+		if s.mapped != nil {
+			s.unmapReleased(false)
+			err = s.mapPiece(u, p, w+size)
+		} else {
+			err = s.load(u, p, s.ring[pos:pos+size])
+		}
 		s.ioNanos.Add(int64(time.Since(t0)))
 		s.reads.Add(1)
 		w += size

@@ -40,6 +40,10 @@ type Options struct {
 	// last matrix is in, from the matrices' CRCs and those of the bytes
 	// between them (taken by NewLayout).
 	VerifyCRC bool
+	// Copy reads every piece into the ring with pread even where the file
+	// could be mapped instead (an uncompressed file on Linux 5.14 or
+	// later; see mapped_linux.go).
+	Copy bool
 }
 
 // Ring returns the ring capacity a Source opened with o on lay uses.
@@ -128,8 +132,25 @@ type Source struct {
 	// last read, and which of them were read since the layer's last check.
 	matCRC  [][]uint32
 	crcRead []uint32
+	crcDone []bool // mapped: the layer's CRC was checked once
+
+	// Mapped mode (mapped != nil): the file's mapping, the ring's
+	// capacity (no ring is allocated) and the pieces mapped and not yet
+	// unmapped, oldest first (the I/O goroutine's).
+	mapped  []byte
+	ringCap int
+	mapq    []mapEntry
+	mapqAt  int
+	mapqLen int
 
 	bytesRead, reads, ioNanos, waitNanos, stalls, misses atomic.Int64
+}
+
+// mapEntry is a mapped piece: piece p of unit u, whose ring space ends at
+// end.
+type mapEntry struct {
+	end  int64
+	u, p int32
 }
 
 // desc says where a published piece lies in the ring.
@@ -166,6 +187,9 @@ func Open(lay *Layout, path string, a *arena.Arena, opts Options) (*Source, erro
 		return nil, err
 	}
 	s := &Source{lay: lay, opts: opts, file: f, fd: int(f.Fd()), crcTable: castagnoli}
+	if !opts.Copy && lay.maxStored == 0 {
+		s.mapped = mapFile(f)
+	}
 	if err := s.alloc(a); err != nil {
 		f.Close()
 		return nil, err
@@ -181,6 +205,7 @@ func Open(lay *Layout, path string, a *arena.Arena, opts Options) (*Source, erro
 	if opts.VerifyCRC {
 		s.matCRC = make([][]uint32, len(lay.layers))
 		s.crcRead = make([]uint32, len(lay.layers))
+		s.crcDone = make([]bool, len(lay.layers))
 		for l := range lay.layers {
 			s.matCRC[l] = make([]uint32, lay.layers[l].nmats)
 		}
@@ -196,6 +221,9 @@ func (s *Source) startIO() {
 		n += len(s.lay.layers[i].pieces)
 	}
 	s.descs = make([]desc, n)
+	if s.mapped != nil {
+		s.mapq = make([]mapEntry, n+maxHeld+1)
+	}
 	s.cWake = make(chan struct{}, 1)
 	s.pWake = make(chan struct{}, 1)
 	s.start = make(chan startCmd)
@@ -232,7 +260,10 @@ func (s *Source) alloc(a *arena.Arena) error {
 		b, err = a.Alloc(name, n)
 		return b
 	}
-	s.ring = get("ring buffer", s.opts.Ring(lay))
+	s.ringCap = s.opts.Ring(lay)
+	if s.mapped == nil {
+		s.ring = get("ring buffer", s.ringCap)
+	}
 	if lay.maxStored > 0 {
 		s.comp = get("decompression buffer", lay.maxStored)
 	}
@@ -245,7 +276,7 @@ func (s *Source) alloc(a *arena.Arena) error {
 		return err
 	}
 	if !s.opts.HeadResident {
-		s.rows = lay.HeadChunkRows(len(s.ring))
+		s.rows = lay.HeadChunkRows(s.ringCap)
 		if s.rows < 1 {
 			return fmt.Errorf("%w: an LM head row (%d bytes) is larger than the ring", ErrLayout, lay.headRowBytes)
 		}
@@ -282,7 +313,16 @@ func (s *Source) headRange(c int) (lo, hi int) {
 }
 
 // RingBytes returns the capacity of the ring.
-func (s *Source) RingBytes() int { return len(s.ring) }
+func (s *Source) RingBytes() int {
+	if s.mapped == nil {
+		return len(s.ring)
+	}
+	return s.ringCap
+}
+
+// Mapped reports whether the Source maps the file's pages in place
+// instead of copying them into the ring.
+func (s *Source) Mapped() bool { return s.mapped != nil }
 
 // Units: layers 0..L-1, then head chunks L..L+chunks-1; a layer has the
 // pieces of its Layout, a head chunk one.
@@ -339,7 +379,13 @@ func (s *Source) Acquire(l int, st model.Stage) (*model.Block, error) {
 		return nil, err
 	}
 	fields := b.Matrices()
-	for _, m := range lu.pieces[p].mats {
+	pc := &lu.pieces[p]
+	for i, m := range pc.mats {
+		if s.mapped != nil {
+			o := pc.spans[i].off // the spans of a layer piece are its matrices
+			fields[m.field].Data = s.mapped[o : o+int64(m.size) : o+int64(m.size)]
+			continue
+		}
 		fields[m.field].Data = s.ring[off+m.bufOff : off+m.bufOff+m.size : off+m.bufOff+m.size]
 	}
 	return b, nil
@@ -379,8 +425,13 @@ func (s *Source) Head(c int) (*model.Tensor, int, error) {
 	}
 	t := &s.heads[c]
 	n := t.Rows * s.lay.headRowBytes
-	t.Data = s.ring[off : off+n : off+n]
 	lo, _ := s.headRange(c)
+	if s.mapped != nil {
+		o := s.lay.headOff + int64(lo*s.lay.headRowBytes)
+		t.Data = s.mapped[o : o+int64(n) : o+int64(n)]
+	} else {
+		t.Data = s.ring[off : off+n : off+n]
+	}
 	return t, lo, nil
 }
 
@@ -421,6 +472,11 @@ func (s *Source) Close() error {
 	close(s.start)
 	close(s.jobs)
 	s.wg.Wait()
+	if s.mapped != nil {
+		s.unmapReleased(true)
+		unmapFile(s.mapped)
+		s.mapped = nil
+	}
 	return s.file.Close()
 }
 

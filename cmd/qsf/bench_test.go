@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -118,7 +119,10 @@ func TestBenchStreaming(t *testing.T) {
 	if sr == nil {
 		t.Fatalf("no streaming report: %s", out.String())
 	}
-	if sr.PlanBytesPerToken <= 0 || sr.ReadBytesPerToken != float64(sr.PlanBytesPerToken) {
+	// The reader works ahead of the forward pass, so the pieces read in
+	// the timed window may be off by one at either end: within 2% over
+	// 8 tokens.
+	if plan := float64(sr.PlanBytesPerToken); plan <= 0 || math.Abs(sr.ReadBytesPerToken-plan) > plan/50 {
 		t.Errorf("read %v bytes per token, planned %d", sr.ReadBytesPerToken, sr.PlanBytesPerToken)
 	}
 	if sr.ComputeMsPerToken <= 0 || sr.BoundTokS <= 0 || sr.BoundFraction <= 0 {
