@@ -4,14 +4,18 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/qsf-llm/qsf/quant"
 )
 
-// spinLimit is how many times an idle worker polls for new work before it
-// parks; at a few nanoseconds a poll that is some tens of microseconds,
-// longer than the gap between two matrices of a forward pass.
-const spinLimit = 20000
+// spinTime is how long an idle worker polls for new work before it
+// parks: longer than any gap between two jobs of a forward pass (and
+// between two tokens), so a worker parks only when its session is idle.
+// Waking a parked worker costs a futex wake-up and, on a virtual machine
+// whose idle vCPU halted, a host reschedule: tens to hundreds of
+// microseconds, as long as a whole mat-vec of a small model.
+const spinTime = time.Millisecond
 
 // rowAlign is the granularity of the row ranges Pool.MatVec hands out, so
 // that every range starts on a whole block of rows for kernels that work
@@ -365,12 +369,15 @@ func (p *Pool) loop(wk *worker) {
 	defer p.exited.Done()
 	var seen uint32 // the id before the pool's first job
 	for {
-		for spins := 0; ; spins++ {
+		idle := time.Now()
+		for spins := 1; ; spins++ {
 			if id := uint32(p.state.Load() >> 32); id != seen {
 				seen = id
 				break
 			}
-			if spins < spinLimit {
+			// Read the clock only every 256 polls: a poll takes a few
+			// nanoseconds, a clock read some tens.
+			if spins%256 != 0 || time.Since(idle) < spinTime {
 				continue
 			}
 			// Park. Publish the intent first, then check once more so
@@ -384,7 +391,7 @@ func (p *Pool) loop(wk *worker) {
 				continue
 			}
 			<-wk.wake
-			spins = 0
+			idle = time.Now()
 		}
 		if p.closing.Load() {
 			return
