@@ -5,6 +5,10 @@ import (
 	"time"
 )
 
+// mapSlack is the part of the ring a mapped Source leaves for the pages
+// the kernel maps beyond the pieces (see produce).
+const mapSlack = 6 << 20
+
 // The forward pass's side of the ring.
 
 // take waits for piece p of unit u and returns its offset in the ring.
@@ -157,7 +161,13 @@ func (s *Source) produce(cmd startCmd) {
 	u, p, tok := cmd.unit, cmd.piece, cmd.tok
 	capacity := int64(len(s.ring))
 	if s.mapped != nil {
+		// The kernel maps large page-cache folios (up to 2 MiB) whole,
+		// so the pages mapped exceed the pieces' bytes by some MiB at
+		// their ends: keep mapSlack of the ring for them.
 		capacity = int64(s.ringCap)
+		if c := capacity - mapSlack; c >= int64(s.lay.MinRingBytes()) {
+			capacity = c
+		}
 		s.unmapReleased(true) // a new start: nothing is held
 	}
 	nd := int64(len(s.descs))
@@ -165,7 +175,7 @@ func (s *Source) produce(cmd startCmd) {
 	for n := int64(0); ; n++ {
 		size := int64(s.pieceBytes(u, p))
 		pos, end := w%capacity, w // end: W after the last piece
-		if pos+size > capacity {
+		if pos+size > capacity && s.mapped == nil {
 			w += capacity - pos // skip the tail: the piece starts the ring again
 			pos = 0
 		}
