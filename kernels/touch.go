@@ -1,5 +1,7 @@
 package kernels
 
+import "encoding/binary"
+
 // Touch reads every byte of b and returns a checksum of it (the wrapping
 // sum of its little-endian 64-bit words, tail bytes added one by one), so
 // that no read can be elided. It uses the widest loads the machine has and
@@ -13,7 +15,7 @@ func Touch(b []byte) uint64 {
 		s = touch128(b[:n])
 	}
 	for i := n; i+8 <= len(b); i += 8 {
-		s += le64(b[i:])
+		s += binary.LittleEndian.Uint64(b[i:])
 	}
 	for i := len(b) &^ 7; i < len(b); i++ {
 		s += uint64(b[i])
@@ -26,16 +28,10 @@ func touchGeneric(b []byte) uint64 {
 	var a0, a1, a2, a3 uint64
 	for i := 0; i < len(b); i += 32 {
 		w := b[i : i+32 : i+32]
-		a0 += le64(w[0:])
-		a1 += le64(w[8:])
-		a2 += le64(w[16:])
-		a3 += le64(w[24:])
+		a0 += binary.LittleEndian.Uint64(w[0:])
+		a1 += binary.LittleEndian.Uint64(w[8:])
+		a2 += binary.LittleEndian.Uint64(w[16:])
+		a3 += binary.LittleEndian.Uint64(w[24:])
 	}
 	return a0 + a1 + a2 + a3
-}
-
-func le64(b []byte) uint64 {
-	_ = b[7]
-	return uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
-		uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
 }

@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"encoding/binary"
 	"math/rand/v2"
 	"testing"
 )
@@ -16,7 +17,7 @@ func TestTouch(t *testing.T) {
 		var want uint64
 		i := 0
 		for ; i+8 <= n; i += 8 {
-			want += le64(b[i:])
+			want += binary.LittleEndian.Uint64(b[i:])
 		}
 		for ; i < n; i++ {
 			want += uint64(b[i])

@@ -412,10 +412,7 @@ func (s *State) attendHeads(lo, hi int) {
 	values := s.KV.Values(s.layer, n)
 	kd, vd, hdk, hdv := hp.KDim(), hp.VDim(), hp.HeadDimK, hp.HeadDimV
 	group := hp.Heads / hp.KVHeads
-	scale := attentionScale(hp)
-	if hp.QPreScale {
-		scale = 1 // applied to q already
-	}
+	scale := scoreScale(hp)
 	for h := lo; h < hi; h++ {
 		kvh := h / group
 		q := s.q[h*hdk : (h+1)*hdk]
@@ -474,10 +471,7 @@ func (s *State) attendF16(lo, hi int) {
 	vt, stride := s.KV.ValuesF16(s.layer)
 	hdk, hdv := hp.HeadDimK, hp.HeadDimV
 	group := hp.Heads / hp.KVHeads
-	scale := attentionScale(hp)
-	if hp.QPreScale {
-		scale = 1 // applied to q already
-	}
+	scale := scoreScale(hp)
 	for h := lo; h < hi; h++ {
 		kvh := h / group
 		q := s.q[h*hdk : (h+1)*hdk]
@@ -500,10 +494,7 @@ func (s *State) attendCoded(lo, hi int) {
 	n, l := s.n, s.layer
 	hdk, hdv := hp.HeadDimK, hp.HeadDimV
 	group := hp.Heads / hp.KVHeads
-	scale := attentionScale(hp)
-	if hp.QPreScale {
-		scale = 1 // applied to q already
-	}
+	scale := scoreScale(hp)
 	for h := lo; h < hi; h++ {
 		kvh := h / group
 		q := s.q[h*hdk : (h+1)*hdk]
@@ -651,4 +642,14 @@ func (a *activations) get(wt quant.Type) []byte {
 // float32.
 func attentionScale(hp *Hparams) float32 {
 	return 1 / float32(math.Sqrt(float64(hp.HeadDimK)))
+}
+
+// scoreScale is the factor the attention scores are multiplied by: the
+// attention scale, or 1 for models whose queries were scaled already
+// (QPreScale).
+func scoreScale(hp *Hparams) float32 {
+	if hp.QPreScale {
+		return 1
+	}
+	return attentionScale(hp)
 }

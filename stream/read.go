@@ -29,10 +29,9 @@ var minSplit = 1 << 20
 func (s *Source) load(u, p int, dst []byte) error {
 	lay := s.lay
 	if u >= s.layers() {
-		lo, hi := s.headRange(u - s.layers())
-		n := (hi - lo) * lay.headRowBytes
-		s.headSpan[0] = span{off: lay.headOff + int64(lo*lay.headRowBytes), size: n}
-		if err := s.readUnit(dst[:n], s.headSpan[:]); err != nil {
+		spans := s.spansOf(u, p)
+		if err := s.readUnit(dst[:spans[0].size], spans); err != nil {
+			lo, hi := s.headRange(u - s.layers())
 			return fmt.Errorf("stream: LM head rows %d..%d: %w", lo, hi, err)
 		}
 		return nil

@@ -159,12 +159,11 @@ func (s *Source) loop() {
 // them, starting at the command's, as space is released.
 func (s *Source) produce(cmd startCmd) {
 	u, p, tok := cmd.unit, cmd.piece, cmd.tok
-	capacity := int64(len(s.ring))
+	capacity := int64(s.ringCap)
 	if s.mapped != nil {
 		// The kernel maps large page-cache folios (up to 2 MiB) whole,
 		// so the pages mapped exceed the pieces' bytes by some MiB at
 		// their ends: keep mapSlack of the ring for them.
-		capacity = int64(s.ringCap)
 		if c := capacity - mapSlack; c >= int64(s.lay.MinRingBytes()) {
 			capacity = c
 		}

@@ -56,8 +56,9 @@ func newRingFixture(t *testing.T, pieces [][][]int, vocab, rowBytes, ring int) *
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &Source{lay: lay, file: f, fd: int(f.Fd()), ring: make([]byte, Options{RingBytes: ring}.Ring(lay))}
-	s.rows = lay.HeadChunkRows(len(s.ring))
+	s := &Source{lay: lay, file: f, fd: int(f.Fd()), ringCap: Options{RingBytes: ring}.Ring(lay)}
+	s.ring = make([]byte, s.ringCap)
+	s.rows = lay.HeadChunkRows(s.ringCap)
 	s.chunks = (vocab + s.rows - 1) / s.rows
 	s.startIO()
 	t.Cleanup(func() { s.Close() })

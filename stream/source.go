@@ -134,11 +134,12 @@ type Source struct {
 	crcRead []uint32
 	crcDone []bool // mapped: the layer's CRC was checked once
 
-	// Mapped mode (mapped != nil): the file's mapping, the ring's
-	// capacity (no ring is allocated) and the pieces mapped and not yet
-	// unmapped, oldest first (the I/O goroutine's).
+	ringCap int // the ring's capacity (len(ring) when copying)
+
+	// Mapped mode (mapped != nil, no ring allocated): the file's mapping
+	// and the pieces mapped and not yet unmapped, oldest first (the I/O
+	// goroutine's).
 	mapped  []byte
-	ringCap int
 	mapq    []mapEntry
 	mapqAt  int
 	mapqLen int
@@ -313,12 +314,7 @@ func (s *Source) headRange(c int) (lo, hi int) {
 }
 
 // RingBytes returns the capacity of the ring.
-func (s *Source) RingBytes() int {
-	if s.mapped == nil {
-		return len(s.ring)
-	}
-	return s.ringCap
-}
+func (s *Source) RingBytes() int { return s.ringCap }
 
 // Mapped reports whether the Source maps the file's pages in place
 // instead of copying them into the ring.
