@@ -36,9 +36,11 @@ func initAVX2Tier() {
 	avx2Tier.kernels[quant.F16] = f16AVX2
 	avx2Tier.kernels[quant.BF16] = bf16AVX2
 	avx2Tier.preps[quant.BF16] = prepBF16
-	avx2Tier.packed = packedQ4_0AVX2
-	avx2Tier.packedPrep = prepPackedQ4_0
 	avx2Tier.q4_0Gemv = q4_0GemvAVX2
+	avx2Tier.q4_0x8 = q4_0x8AVX2
+	avx2Tier.q4_0x8Prep = prepQ4_0x8
+	avx2Tier.q8_0x4 = q8_0x4RowsAVX2
+	avx2Tier.q8_0x4Prep = prepQ4_0x8
 }
 
 // registerArch fills in the assembly tiers and adds those this CPU supports
@@ -65,6 +67,36 @@ func hasAVX2() bool { return haveAVX2 }
 
 // The Q8_0-activation kernels also take aux, the activation prepared by
 // prepQ8_0.
+
+//go:noescape
+func dotQ4_0x8AVX2(out *float32, groups int, w *byte, nb int, aux *byte)
+
+// q4_0x8AVX2 is the tier's Q4_0x8 kernel (q4_0x8_amd64.s); aux is the
+// activation prepared by prepQ4_0x8.
+func q4_0x8AVX2(out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
+	if len(out) == 0 {
+		return
+	}
+	nb := cols / 32
+	_ = w[len(out)*rowBytes-1]
+	_ = aux[nb*q4_0x8TokBlock-1]
+	dotQ4_0x8AVX2(&out[0], len(out)/8, &w[0], nb, &aux[0])
+}
+
+//go:noescape
+func dotQ8_0x4RowsAVX2(out *float32, groups int, w *byte, nb int, aux *byte)
+
+// q8_0x4RowsAVX2 is the tier's Q8_0x4 kernel (q8_0_amd64.s); aux is the
+// activation prepared by prepQ4_0x8.
+func q8_0x4RowsAVX2(out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
+	if len(out) == 0 {
+		return
+	}
+	nb := cols / 32
+	_ = w[len(out)*rowBytes-1]
+	_ = aux[nb*q4_0x8TokBlock-1]
+	dotQ8_0x4RowsAVX2(&out[0], len(out)/4, &w[0], nb, &aux[0])
+}
 
 //go:noescape
 func dotQ8_0AVX2(out *float32, rows int, w *byte, nb int, act, aux *byte)
@@ -181,13 +213,6 @@ func q4_1AVX2(out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
 
 func q5_1AVX2(out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
 	dotQ51AVX2(&out[0], len(out), &w[0], cols/32, &act[0], &aux[0])
-}
-
-//go:noescape
-func dotPackedQ4_0AVX2(out *float32, rows int, w *byte, nb, rowBytes int, aux *byte)
-
-func packedQ4_0AVX2(out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
-	dotPackedQ4_0AVX2(&out[0], len(out), &w[0], cols/32, rowBytes, &aux[0])
 }
 
 //go:noescape

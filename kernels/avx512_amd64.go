@@ -30,8 +30,11 @@ func initAVX512Tier() {
 	// Start from the AVX2 kernels, override what has an AVX-512 form.
 	avx512Tier.kernels = avx2Tier.kernels
 	avx512Tier.preps = avx2Tier.preps
-	avx512Tier.packed, avx512Tier.packedPrep = avx2Tier.packed, avx2Tier.packedPrep
 	avx512Tier.q4_0Gemv = avx2Tier.q4_0Gemv
+	avx512Tier.q4_0x8 = avx2Tier.q4_0x8
+	avx512Tier.q4_0x8Prep = avx2Tier.q4_0x8Prep
+	avx512Tier.q8_0x4 = avx2Tier.q8_0x4
+	avx512Tier.q8_0x4Prep = avx2Tier.q8_0x4Prep
 	avx512Tier.kernels[quant.Q8_0] = q8_0AVX512
 	avx512Tier.preps[quant.Q8_0] = prepQ8_0AVX512
 	avx512Tier.kernels[quant.Q4_0] = q4_0AVX512

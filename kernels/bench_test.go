@@ -125,52 +125,6 @@ func BenchmarkMatVecSmall(b *testing.B) {
 	}
 }
 
-// BenchmarkMatVecPacked is BenchmarkMatVec for Q4_0 repacked at load.
-func BenchmarkMatVecPacked(b *testing.B) {
-	defer SetTier(Tier())
-	const rows, cols = 4096, 4096
-	r := rand.New(rand.NewPCG(11, 12))
-	w := randomRows(r, quant.Q4_0, rows, cols)
-	act := randomRows(r, quant.Q8_0, 1, cols)
-	out := make([]float32, rows)
-	var mats []*PackedMatrix
-	for _, name := range Tiers() {
-		for _, mode := range []string{"hot", "stream"} {
-			for _, threads := range []int{1, 2} {
-				b.Run(fmt.Sprintf("Q4_0/%s/%s/t%d", name, mode, threads), func(b *testing.B) {
-					SetTier(name)
-					m, _ := Repack(quant.Q4_0, w, rows, cols)
-					ms := []*PackedMatrix{m}
-					if mode == "stream" {
-						if mats == nil {
-							for n := 0; n*len(w) < streamBytes; n++ {
-								pm, _ := Repack(quant.Q4_0, w, rows, cols)
-								mats = append(mats, pm)
-							}
-						}
-						ms = mats
-					}
-					p := NewPool(threads)
-					defer p.Close()
-					b.SetBytes(int64(len(w)))
-					if threads == 1 {
-						runtime.LockOSThread()
-						defer runtime.UnlockOSThread()
-					}
-					b.ResetTimer()
-					cpu0 := threadCPU()
-					for i := 0; i < b.N; i++ {
-						p.MatVecPacked(out, ms[i%len(ms)], act)
-					}
-					if cpu1 := threadCPU(); threads == 1 && cpu0 >= 0 && cpu1 > cpu0 {
-						b.ReportMetric(float64(len(w))*float64(b.N)/float64(cpu1-cpu0)*1e3, "cpuMB/s")
-					}
-				})
-			}
-		}
-	}
-}
-
 // BenchmarkMatMul measures 16 activations against one 4096×4096 matrix, as
 // MatMul and as 16 MatVec calls; throughput counts the weight bytes once
 // per activation.

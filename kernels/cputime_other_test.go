@@ -2,4 +2,5 @@
 
 package kernels
 
-func threadCPU() int64 { return -1 }
+func threadCPU() int64  { return -1 }
+func processCPU() int64 { return -1 }

@@ -17,27 +17,6 @@ import (
 // it.
 var decodeTypes = []quant.Type{quant.Q8_0, quant.Q4_K, quant.Q6_K}
 
-// extremeQ8_0 overwrites some blocks of a Q8_0 matrix with the corners of
-// its range (±127 quants, scales from subnormal to the largest fp16) so
-// that a kernel that saturates or rounds differently shows.
-func extremeQ8_0(r *rand.Rand, w []byte) {
-	scales := []float32{0, 6e-8, -6e-8, 1e-5, 1, -1, 1000, -65504}
-	for o := 0; o < len(w); o += 34 {
-		switch r.IntN(5) {
-		case 0:
-			putF16(w[o:], scales[r.IntN(len(scales))])
-		case 1:
-			v := byte(127)
-			if r.IntN(2) == 0 {
-				v = byte(0x81) // -127
-			}
-			for j := 0; j < 32; j++ {
-				w[o+2+j] = v
-			}
-		}
-	}
-}
-
 // TestDecodeRowsBits checks the avx2 kernels of decodeTypes bit for bit
 // against package quant's Dot (ggml's AVX2 order) row by row, on every row
 // count from 1 to 13 (whole groups of rows and every tail), widths from one

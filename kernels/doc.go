@@ -38,6 +38,7 @@
 // set of persistent worker goroutines that spin briefly and then park, so
 // that a forward pass pays neither a goroutine start nor an allocation per
 // matrix. MatMul multiplies one matrix by several activations (a prompt's
-// tokens) reading the weights from memory once, and Repack rearranges a
-// Q4_0 matrix at load time for a faster kernel (MatVecPacked).
+// tokens) reading the weights from memory once. Repack rearranges a Q4_0
+// or Q8_0 matrix at load time into a layout with a faster kernel (Q4_0x8,
+// Q8_0x4), with the same results bit for bit.
 package kernels

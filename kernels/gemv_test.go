@@ -46,6 +46,27 @@ func extremeQ4_0(r *rand.Rand, w, act []byte) {
 	}
 }
 
+// extremeQ8_0 overwrites some blocks of a Q8_0 matrix with the corners of
+// its range (±127 quants, scales from subnormal to the largest fp16) so
+// that a kernel that saturates or rounds differently shows.
+func extremeQ8_0(r *rand.Rand, w []byte) {
+	scales := []float32{0, 6e-8, -6e-8, 1e-5, 1, -1, 1000, -65504}
+	for o := 0; o < len(w); o += 34 {
+		switch r.IntN(5) {
+		case 0:
+			putF16(w[o:], scales[r.IntN(len(scales))])
+		case 1:
+			v := byte(127)
+			if r.IntN(2) == 0 {
+				v = byte(0x81) // -127
+			}
+			for j := 0; j < 32; j++ {
+				w[o+2+j] = v
+			}
+		}
+	}
+}
+
 // TestQ4_0Gemv checks that Q4_0 matrices of a multiple of 8 rows come out,
 // on every tier and through MatVec, Pool.MatVec and MatMul, bit for bit as
 // quant.DotQ4_0Gemv (llama.cpp's repacked gemv order) computes them.

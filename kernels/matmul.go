@@ -67,7 +67,7 @@ func (j *matmulJob) init(t quant.Type, out []float32, w []byte, cols int, acts [
 		panic(fmt.Sprintf("kernels: MatMul: %d outputs are not %d whole vectors", len(out), n))
 	}
 	rows := len(out) / n
-	tt, err := quant.Lookup(t)
+	tt, err := Lookup(t)
 	if err != nil {
 		panic(fmt.Sprintf("kernels: MatMul: %v", err))
 	}

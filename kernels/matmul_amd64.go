@@ -23,6 +23,12 @@ func tileFor(tr *tier, tt *quant.Traits) *tileKernel {
 	if tt == q4_0Repacked {
 		return &tileQ4_0Gemv
 	}
+	switch tt {
+	case q4_0x8Traits:
+		return &tileQ4_0x8
+	case q8_0x4Traits:
+		return &tileQ8_0x4
+	}
 	switch tt.Type {
 	case quant.Q8_0:
 		return &tileQ8_0
@@ -77,6 +83,18 @@ var (
 		packBytes: packBytesF32x4,
 		pack:      packBF16x4,
 	}
+	tileQ8_0x4 = tileKernel{
+		run:       q8_0x4TileAVX2,
+		rowStep:   4,
+		packBytes: packBytesQ8_0x4,
+		pack:      packQ8_0x4,
+	}
+	tileQ4_0x8 = tileKernel{
+		run:       q4_0x8x4AVX2,
+		rowStep:   8,
+		packBytes: packBytesQ4_0x8x4,
+		pack:      packQ4_0x8x4,
+	}
 	tileQ4_0Gemv = tileKernel{
 		run:       q4_0Gemvx4AVX2,
 		rowStep:   8,
@@ -106,6 +124,26 @@ func q4_0Gemvx4AVX2(out []float32, ostride int, w []byte, rowBytes, cols, rows i
 	_ = out[3*ostride+rows-1]
 	_ = w[rows*rowBytes-1]
 	dotQ4_0Gemvx4AVX2(&out[0], ostride, rows/8, &w[0], cols/32, rowBytes, &packed[0])
+}
+
+//go:noescape
+func dotQ8_0x4TileAVX2(out *float32, ostride, groups int, w *byte, nb int, packed *byte)
+
+func q8_0x4TileAVX2(out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
+	_ = out[3*ostride+rows-1]
+	_ = w[rows*rowBytes-1]
+	_ = packed[packBytesQ8_0x4(cols)-1]
+	dotQ8_0x4TileAVX2(&out[0], ostride, rows/4, &w[0], cols/32, &packed[0])
+}
+
+//go:noescape
+func dotQ4_0x8x4AVX2(out *float32, ostride, groups int, w *byte, nb int, packed *byte)
+
+func q4_0x8x4AVX2(out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
+	_ = out[3*ostride+rows-1]
+	_ = w[rows*rowBytes-1]
+	_ = packed[packBytesQ4_0x8x4(cols)-1]
+	dotQ4_0x8x4AVX2(&out[0], ostride, rows/8, &w[0], cols/32, &packed[0])
 }
 
 //go:noescape

@@ -85,6 +85,80 @@ block:
 	VZEROUPPER
 	RET
 
+// func dotQ8_0x4TileAVX2(out *float32, ostride, groups int, w *byte, nb int, packed *byte)
+//
+// dotQ8_0x4AVX2 for a matrix repacked into Q8_0x4 (q8_0x4.go): the same
+// per-row work, each row of a group of four walked with SI at its quants
+// and BX at its scale, both 136 bytes a block.
+TEXT ·dotQ8_0x4TileAVX2(SB), NOSPLIT, $0-48
+	MOVQ out+0(FP), R8
+	MOVQ ostride+8(FP), R13
+	SHLQ $2, R13
+	LEAQ (R13)(R13*2), R14
+	MOVQ groups+16(FP), R9
+	MOVQ w+24(FP), R15
+	MOVQ nb+32(FP), R10
+	MOVQ packed+40(FP), R11
+
+	MOVL $0x00010001, AX
+	VMOVD AX, X15
+	VPBROADCASTD X15, Y15 // int16 ones
+
+	// R12 counts the rows left in the group; DX is the group's start;
+	// R15 and AX keep a row's SI and BX while its blocks are walked.
+	MOVQ R15, DX
+
+r4tgroup:
+	MOVQ $4, R12
+	LEAQ 8(DX), SI
+	MOVQ DX, BX
+
+r4trow:
+	VXORPS Y0, Y0, Y0
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	MOVQ R11, DI
+	MOVQ R10, CX
+	MOVQ SI, R15
+	MOVQ BX, AX
+
+r4tblock:
+	VMOVDQU (SI), Y1
+	VPABSB Y1, Y2
+	VPBROADCASTW (BX), X3
+	VCVTPH2PS X3, Y3
+	Q8TOK(0, Y0, Y7, Y8)
+	Q8TOK(64, Y4, Y9, Y10)
+	Q8TOK(128, Y5, Y11, Y12)
+	Q8TOK(192, Y6, Y13, Y14)
+	ADDQ $136, SI
+	ADDQ $136, BX
+	ADDQ $256, DI
+	DECQ CX
+	JNZ  r4tblock
+
+	MOVQ R15, SI
+	MOVQ AX, BX
+	HSUM(Y0, X0, (R8))
+	HSUM(Y4, X4, (R8)(R13*1))
+	HSUM(Y5, X5, (R8)(R13*2))
+	HSUM(Y6, X6, (R8)(R14*1))
+	ADDQ $4, R8
+	ADDQ $32, SI
+	ADDQ $2, BX
+	DECQ R12
+	JNZ  r4trow
+
+	// The next group starts 4 rows on: nb blocks of 136 bytes.
+	MOVQ R10, AX
+	IMULQ $136, AX
+	ADDQ AX, DX
+	DECQ R9
+	JNZ  r4tgroup
+	VZEROUPPER
+	RET
+
 // Q4_0 in ggml_gemv_q4_0_8x8_q8_0's order: eight rows at once, lane r of
 // an activation's accumulator holding row r (in the lane order 0, 2, 4, 6,
 // 1, 3, 5, 7 until the store), and per block acc = fma(float(isum),

@@ -23,7 +23,7 @@ func MatVec(t quant.Type, out []float32, w []byte, cols int, act []byte) {
 		return
 	}
 	tier := current.Load()
-	if int(t) < maxType && tier.preps[t] != nil {
+	if tier.prepFor(t) != nil {
 		bp := auxPool.Get().(*[]byte)
 		*bp = tier.prepare(t, *bp, act, cols)
 		tier.run(tr, out, w, rowBytes, cols, act, *bp)
@@ -39,14 +39,17 @@ var auxPool = sync.Pool{New: func() any { return new([]byte) }}
 // check validates the arguments of a MatVec and returns the traits whose
 // Dot the generic kernel multiplies the rows with, and the bytes per row.
 func check(t quant.Type, out []float32, w []byte, cols int, act []byte) (*quant.Traits, int) {
-	tr, err := quant.Lookup(t)
+	tr, err := Lookup(t)
 	if err != nil {
 		panic(fmt.Sprintf("kernels: MatVec: %v", err))
 	}
 	if t == quant.Q4_0 && len(out)%8 == 0 {
 		tr = q4_0Repacked
 	}
-	rowBytes, err := quant.RowBytes(t, cols)
+	if g := repackGroup(t); g > 0 && len(out)%g != 0 {
+		panic(fmt.Sprintf("kernels: MatVec: repacked matrix of %d rows, not a multiple of %d", len(out), g))
+	}
+	rowBytes, err := rowBytes(t, cols)
 	if err != nil {
 		panic(fmt.Sprintf("kernels: MatVec: %v", err))
 	}

@@ -18,10 +18,11 @@ import (
 const spinTime = time.Millisecond
 
 // rowAlign is the granularity of the row ranges Pool.MatVec hands out, so
-// that every range starts on a whole block of rows for kernels that work
-// on several rows at once: the packed Q4_0 kernel takes 4, the Q4_0 kernel
-// in ggml_gemv_q4_0_8x8_q8_0's order 8 (it is only used for matrices of a
-// multiple of 8 rows, so each of their ranges is whole groups of 8).
+// that every range starts on a whole group of rows for kernels that work
+// on several rows at once: Q8_0x4 matrices come in groups of 4 rows,
+// Q4_0x8 ones and Q4_0 in ggml_gemv_q4_0_8x8_q8_0's order in groups of 8
+// (the latter is only used for matrices of a multiple of 8 rows, so each
+// of their ranges is whole groups).
 const rowAlign = 8
 
 // chunksPerThread is how many pieces each thread's share of a job is cut
@@ -38,7 +39,6 @@ type jobKind uint8
 const (
 	jobMatVec jobKind = iota
 	jobParallel
-	jobPacked
 	jobMatMul
 	jobMatVecs
 )
@@ -83,7 +83,6 @@ type Pool struct {
 	align    int
 	chunks   int
 	fn       func(lo, hi int)
-	kern     rowsFunc  // jobPacked's kernel
 	mm       matmulJob // jobMatMul's job
 	auxes    [][]byte  // jobMatMul's prepared activations, reused
 	tasks    []MatVecTask
@@ -151,36 +150,6 @@ func (p *Pool) MatVec(t quant.Type, out []float32, w []byte, cols int, act []byt
 	p.out, p.w, p.rowBytes, p.cols, p.act = out, w, rowBytes, cols, act
 	p.run(len(out), rowAlign)
 	p.out, p.w, p.act, p.traits = nil, nil, nil, nil
-	p.mu.Unlock()
-}
-
-// MatVecPacked is MatVecPacked with the rows split across the pool's
-// threads.
-func (p *Pool) MatVecPacked(out []float32, m *PackedMatrix, act []byte) {
-	checkPacked(out, m, act)
-	if m.rows == 0 {
-		return
-	}
-	if m.cols == 0 {
-		clear(out)
-		return
-	}
-	tr := current.Load()
-	kern := packedQ4_0Generic
-	p.mu.Lock()
-	if tr.packed != nil {
-		kern = tr.packed
-		p.aux = tr.packedPrep(p.aux, act, m.cols)
-	}
-	if p.threads == 1 || m.rows <= rowAlign {
-		kern(out, m.data, m.rowBytes, m.cols, act, p.aux)
-		p.mu.Unlock()
-		return
-	}
-	p.kind, p.kern = jobPacked, kern
-	p.out, p.w, p.rowBytes, p.cols, p.act = out, m.data, m.rowBytes, m.cols, act
-	p.run(m.rows, rowAlign)
-	p.out, p.w, p.act, p.kern = nil, nil, nil, nil
 	p.mu.Unlock()
 }
 
@@ -354,8 +323,6 @@ func (p *Pool) piece(i int) {
 		p.tier.run(p.traits, p.out[lo:hi], p.w[lo*p.rowBytes:hi*p.rowBytes], p.rowBytes, p.cols, p.act, p.aux)
 	case jobParallel:
 		p.fn(lo, hi)
-	case jobPacked:
-		p.kern(p.out[lo:hi], p.w[lo*p.rowBytes:hi*p.rowBytes], p.rowBytes, p.cols, p.act, p.aux)
 	case jobMatMul:
 		p.mm.run(lo, hi)
 	case jobMatVecs:

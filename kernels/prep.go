@@ -94,46 +94,6 @@ func prepQ8_1(buf, act []byte, cols int) []byte {
 	return buf
 }
 
-// prepPackedQ4_0 builds the prepared activation of the packed Q4_0 kernel:
-// per pair of blocks 128 bytes (low halves of both blocks, high halves,
-// int16 bias 8·(a[2k]+a[2k+1]+a[16+2k]+a[17+2k]) per lane, and the two
-// scales as [da0×4, da1×4]); a trailing odd block gets the 64-byte,
-// one-block form of the same.
-func prepPackedQ4_0(buf, act []byte, cols int) []byte {
-	nb := cols / 32
-	need := nb / 2 * 128
-	if nb%2 == 1 {
-		need += 64
-	}
-	if cap(buf) < need {
-		buf = make([]byte, need)
-	}
-	buf = buf[:need]
-	half := func(dst []byte, a []byte, lanes int) {
-		// dst: lanes×16 bytes lo, lanes×16 hi, lanes×16 bias, lanes×16 da.
-		for l := 0; l < lanes; l++ {
-			blk := a[34*l : 34*l+34]
-			copy(dst[16*l:], blk[2:18])
-			copy(dst[16*lanes+16*l:], blk[18:34])
-			for k := 0; k < 8; k++ {
-				s := 8 * (int(int8(blk[2+2*k])) + int(int8(blk[3+2*k])) + int(int8(blk[18+2*k])) + int(int8(blk[19+2*k])))
-				binary.LittleEndian.PutUint16(dst[32*lanes+16*l+2*k:], uint16(int16(s)))
-			}
-			d := math.Float32bits(float16.Frombits(binary.LittleEndian.Uint16(blk)).Float32())
-			for k := 0; k < 4; k++ {
-				binary.LittleEndian.PutUint32(dst[48*lanes+16*l+4*k:], d)
-			}
-		}
-	}
-	for p := 0; p < nb/2; p++ {
-		half(buf[128*p:128*p+128], act[68*p:68*p+68], 2)
-	}
-	if nb%2 == 1 {
-		half(buf[need-64:], act[34*(nb-1):34*nb], 1)
-	}
-	return buf
-}
-
 // pairAuxBlock is the size of the prepared data of one Q8_K activation block
 // for the Q3_K and Q6_K kernels: k·(a[2i]+a[2i+1]) for i in 0..127 as
 // int16, the offset k of their unsigned quants (4 and 32) in VPMADDUBSW's

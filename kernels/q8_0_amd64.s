@@ -195,3 +195,104 @@ reduce4:
 	JNZ  quad
 	VZEROUPPER
 	RET
+
+// dotQ8_0x4RowsAVX2 is dotQ8_0Rows4AVX2 for a matrix repacked into Q8_0x4
+// (q8_0x4.go): per group of four rows, block b is 136 bytes at 136·b, the
+// four fp16 scales then each row's 32 quants. Each row's arithmetic is
+// exactly that of dotQ8_0AVX2. The four scales, loaded into both halves
+// of a register, convert with one VCVTPH2PS and are multiplied by da at
+// once; each row broadcasts its own product with one in-lane VPERMILPS. The groups are back to
+// back, so SI reads the matrix as one linear stream, prefetched about
+// 1 KiB ahead. The activation comes prepared by prepQ4_0x8: per block 40
+// bytes, the 32 quants then da as float32.
+//
+// Registers: SI the block, DI its prepared activation, Y0..Y3 the
+// accumulators of rows 0..3, Y12 the activation quants, Y15 int16 ones.
+
+// R4ROW accumulates row r of the block at woff(SI) into acc.
+#define R4ROW(woff, r, acc, y1, y2) \
+	VMOVDQU (woff+8+32*r)(SI), y1 \
+	VPSIGNB y1, Y12, y2 \
+	VPABSB  y1, y1 \
+	VPMADDUBSW y2, y1, y1 \
+	VPMADDWD Y15, y1, y1 \
+	VCVTDQ2PS y1, y1 \
+	VPERMILPS $(0x55*r), Y13, y2 \
+	VFMADD231PS y2, y1, acc
+
+#define R4BLOCK(woff, aoff) \
+	VMOVDQU aoff(DI), Y12 \
+	VPBROADCASTQ woff(SI), X13 \
+	VCVTPH2PS X13, Y13 \
+	VBROADCASTSS (aoff+32)(DI), Y14 \
+	VMULPS Y14, Y13, Y13 \
+	R4ROW(woff, 0, Y0, Y4, Y5) \
+	R4ROW(woff, 1, Y1, Y6, Y7) \
+	R4ROW(woff, 2, Y2, Y8, Y9) \
+	R4ROW(woff, 3, Y3, Y10, Y11)
+
+// func dotQ8_0x4RowsAVX2(out *float32, groups int, w *byte, nb int, aux *byte)
+TEXT ·dotQ8_0x4RowsAVX2(SB), NOSPLIT, $0-40
+	MOVQ out+0(FP), R8
+	MOVQ groups+8(FP), R9
+	MOVQ w+16(FP), SI
+	MOVQ aux+32(FP), R11
+
+	MOVL $0x00010001, AX
+	VMOVD AX, X15
+	VPBROADCASTD X15, Y15 // int16 ones
+
+r4group:
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	MOVQ R11, DI
+	MOVQ nb+24(FP), CX
+
+r4pair:
+	CMPQ CX, $2
+	JLT  r4single
+	PREFETCHT0 1024(SI)
+	PREFETCHT0 1088(SI)
+	PREFETCHT0 1152(SI)
+	PREFETCHT0 1216(SI)
+	PREFETCHT0 1280(SI)
+	R4BLOCK(0, 0)
+	R4BLOCK(136, 40)
+	ADDQ $272, SI
+	ADDQ $80, DI
+	SUBQ $2, CX
+	JMP  r4pair
+
+r4single:
+	TESTQ CX, CX
+	JZ    r4reduce
+	R4BLOCK(0, 0)
+	ADDQ $136, SI
+
+r4reduce:
+	// hsum_float_8 of each accumulator, as in dotQ8_0Rows4AVX2.
+	VEXTRACTF128 $1, Y0, X4
+	VADDPS X4, X0, X0
+	VEXTRACTF128 $1, Y1, X5
+	VADDPS X5, X1, X1
+	VEXTRACTF128 $1, Y2, X6
+	VADDPS X6, X2, X2
+	VEXTRACTF128 $1, Y3, X7
+	VADDPS X7, X3, X3
+	VUNPCKLPS X1, X0, X4
+	VUNPCKHPS X1, X0, X5
+	VADDPS X5, X4, X4
+	VUNPCKLPS X3, X2, X6
+	VUNPCKHPS X3, X2, X7
+	VADDPS X7, X6, X6
+	VMOVLHPS X6, X4, X5
+	VMOVHLPS X4, X6, X7
+	VADDPS X7, X5, X5
+	VMOVUPS X5, (R8)
+	ADDQ $16, R8
+	DECQ R9
+	JNZ  r4group
+	VZEROUPPER
+	RET

@@ -35,25 +35,39 @@ type tier struct {
 	kernels [maxType]rowsFunc
 	preps   [maxType]prepFunc
 
-	// packed and packedPrep are the kernel for a packed Q4_0 matrix and
-	// its activation preparation; nil means the portable one.
-	packed     rowsFunc
-	packedPrep prepFunc
-
 	// q4_0Gemv is the kernel for Q4_0 matrices that llama.cpp repacks
 	// (check returns q4_0Repacked for them), in the order of
 	// ggml_gemv_q4_0_8x8_q8_0; it takes the activation prepared for
 	// Q4_0. nil means the generic kernel, which follows that order too.
 	q4_0Gemv rowsFunc
+
+	// q4_0x8 and q4_0x8Prep are the kernel for Q4_0x8 matrices and its
+	// activation preparation, q8_0x4 and q8_0x4Prep those for Q8_0x4. nil
+	// means q4_0x8Generic or q8_0x4Generic, which need none.
+	q4_0x8, q8_0x4         rowsFunc
+	q4_0x8Prep, q8_0x4Prep prepFunc
+}
+
+// prepFor returns the tier's activation preparation for weights of type
+// t, or nil when its kernel needs none.
+func (tr *tier) prepFor(t quant.Type) prepFunc {
+	switch t {
+	case Q4_0x8:
+		return tr.q4_0x8Prep
+	case Q8_0x4:
+		return tr.q8_0x4Prep
+	}
+	if int(t) < maxType {
+		return tr.preps[t]
+	}
+	return nil
 }
 
 // prepare returns the auxiliary activation data the tier's kernel for t
 // needs, built in buf, or buf itself when it needs none.
 func (tr *tier) prepare(t quant.Type, buf, act []byte, cols int) []byte {
-	if int(t) < maxType && cols > 0 {
-		if f := tr.preps[t]; f != nil {
-			return f(buf, act, cols)
-		}
+	if f := tr.prepFor(t); f != nil && cols > 0 {
+		return f(buf, act, cols)
 	}
 	return buf
 }
@@ -64,6 +78,22 @@ func (tr *tier) prepare(t quant.Type, buf, act []byte, cols int) []byte {
 func (tr *tier) run(tt *quant.Traits, out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
 	if cols == 0 {
 		clear(out)
+		return
+	}
+	switch tt {
+	case q4_0x8Traits:
+		if tr.q4_0x8 != nil {
+			tr.q4_0x8(out, w, rowBytes, cols, act, aux)
+		} else {
+			q4_0x8Generic(out, w, rowBytes, cols, act)
+		}
+		return
+	case q8_0x4Traits:
+		if tr.q8_0x4 != nil {
+			tr.q8_0x4(out, w, rowBytes, cols, act, aux)
+		} else {
+			q8_0x4Generic(out, w, rowBytes, cols, act)
+		}
 		return
 	}
 	if tt == q4_0Repacked {

@@ -1,0 +1,242 @@
+package kernels
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/qsf-llm/qsf/quant"
+)
+
+// repackCases are the repacked types: the file type they come from, the
+// repacking function, and the reference dot product of a file row that
+// the repacked kernels must equal bit for bit (llama.cpp's order for the
+// same matrix).
+var repackCases = []struct {
+	file, packed quant.Type
+	group        int
+	repack       func(dst, src []byte, rows, cols int) error
+	dot          func(n int, w, act []byte) float32
+}{
+	{quant.Q4_0, Q4_0x8, 8, RepackQ4_0x8, quant.DotQ4_0Gemv},
+	{quant.Q8_0, Q8_0x4, 4, RepackQ8_0x4, func(n int, w, act []byte) float32 {
+		tr, _ := quant.Lookup(quant.Q8_0)
+		return tr.Dot(n, w, act)
+	}},
+}
+
+// TestRepacked checks that a matrix repacked into Q4_0x8 or Q8_0x4
+// multiplies, on every tier, through MatVec, Pool.MatVec (1, 2 and 3
+// threads), Pool.MatVecs and MatMul (with whole tiles of four activations
+// and a remainder), bit for bit as the file type's reference dot product
+// computes the file's rows.
+func TestRepacked(t *testing.T) {
+	defer SetTier(Tier())
+	r := rand.New(rand.NewPCG(41, 42))
+	pools := map[int]*Pool{1: NewPool(1), 2: NewPool(2), 3: NewPool(3)}
+	for _, p := range pools {
+		defer p.Close()
+	}
+	for _, rc := range repackCases {
+		for _, sh := range []struct{ rows, cols int }{
+			{8, 32}, {8, 64}, {16, 96}, {24, 224}, {64, 4096}, {40, 768}, {8, 1280}, {136, 320}, {256, 2048}, {12, 96}, {4, 64},
+		} {
+			if sh.rows%rc.group != 0 {
+				continue
+			}
+			for _, extreme := range []bool{false, true} {
+				w := randomRows(r, rc.file, sh.rows, sh.cols)
+				const n = 6 // MatMul activations: one tile of 4 and 2 more
+				acts := randomRows(r, quant.Q8_0, n, sh.cols)
+				actBytes := len(acts) / n
+				if extreme {
+					if rc.file == quant.Q4_0 {
+						extremeQ4_0(r, w, acts)
+					} else {
+						extremeQ8_0(r, w)
+						extremeQ8_0(r, acts)
+					}
+				}
+				rowBytes, _ := quant.RowBytes(rc.file, sh.cols)
+				want := make([]float32, n*sh.rows)
+				for k := 0; k < n; k++ {
+					for i := 0; i < sh.rows; i++ {
+						want[k*sh.rows+i] = rc.dot(sh.cols, w[i*rowBytes:(i+1)*rowBytes], acts[k*actBytes:(k+1)*actBytes])
+					}
+				}
+				packed := make([]byte, len(w))
+				if err := rc.repack(packed, w, sh.rows, sh.cols); err != nil {
+					t.Fatal(err)
+				}
+				inPlace := bytes.Clone(w)
+				if err := rc.repack(inPlace, inPlace, sh.rows, sh.cols); err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(inPlace, packed) {
+					t.Fatalf("%dx%d: repacking in place differs from repacking into a copy", sh.rows, sh.cols)
+				}
+				typ := rc.packed
+				act := acts[:actBytes]
+				for _, name := range Tiers() {
+					if err := SetTier(name); err != nil {
+						t.Fatal(err)
+					}
+					type call struct {
+						how  string
+						n    int
+						call func(out []float32)
+					}
+					calls := []call{
+						{"MatVec", 1, func(out []float32) { MatVec(typ, out, packed, sh.cols, act) }},
+						{"MatMul", n, func(out []float32) { MatMul(typ, out, packed, sh.cols, acts, n) }},
+					}
+					for threads, p := range pools {
+						calls = append(calls,
+							call{fmt.Sprintf("Pool%d.MatVec", threads), 1, func(out []float32) { p.MatVec(typ, out, packed, sh.cols, act) }},
+							call{fmt.Sprintf("Pool%d.MatMul", threads), n, func(out []float32) { p.MatMul(typ, out, packed, sh.cols, acts, n) }},
+							call{fmt.Sprintf("Pool%d.MatVecs", threads), 1, func(out []float32) {
+								// The matrix twice, as two tasks of one job.
+								half := make([]float32, sh.rows)
+								p.MatVecs([]MatVecTask{
+									{Type: typ, Out: out, W: packed, Cols: sh.cols, Act: act},
+									{Type: typ, Out: half, W: packed, Cols: sh.cols, Act: act},
+								})
+								for i := range half {
+									if math.Float32bits(half[i]) != math.Float32bits(out[i]) {
+										t.Errorf("MatVecs: second task row %d differs from the first", i)
+									}
+								}
+							}},
+						)
+					}
+					for _, c := range calls {
+						t.Run(fmt.Sprintf("%s/%s/%s/%dx%d/extreme=%v", typeName(typ), name, c.how, sh.rows, sh.cols, extreme), func(t *testing.T) {
+							out := make([]float32, c.n*sh.rows+1)
+							out[c.n*sh.rows] = 42
+							c.call(out[:c.n*sh.rows])
+							for i := 0; i < c.n*sh.rows; i++ {
+								if math.Float32bits(out[i]) != math.Float32bits(want[i]) {
+									t.Errorf("activation %d row %d: got %g (%#x), reference %g (%#x)", i/sh.rows, i%sh.rows,
+										out[i], math.Float32bits(out[i]), want[i], math.Float32bits(want[i]))
+								}
+							}
+							if out[c.n*sh.rows] != 42 {
+								t.Error("wrote past out")
+							}
+						})
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestRepackQ4_0x8Errors checks that shapes the layout cannot hold and
+// wrong lengths are refused with ErrRepack, and that MatVec refuses a
+// Q4_0x8 matrix whose row count is not a multiple of 8.
+func TestRepackQ4_0x8Errors(t *testing.T) {
+	for _, c := range []struct {
+		rows, cols, srcLen, dstLen int
+	}{
+		{7, 32, 7 * 18, 7 * 18},
+		{0, 32, 0, 0},
+		{8, 48, 8 * 27, 8 * 27},
+		{8, 32, 8 * 18, 8*18 - 1},
+		{8, 32, 8*18 + 1, 8*18 + 1},
+	} {
+		err := RepackQ4_0x8(make([]byte, c.dstLen), make([]byte, c.srcLen), c.rows, c.cols)
+		if !errors.Is(err, ErrRepack) {
+			t.Errorf("%d×%d (%d, %d bytes): got %v, want ErrRepack", c.rows, c.cols, c.srcLen, c.dstLen, err)
+		}
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("MatVec of a 4-row Q4_0x8 matrix did not panic")
+		}
+	}()
+	MatVec(Q4_0x8, make([]float32, 4), make([]byte, 4*18), 32, make([]byte, 34))
+}
+
+// BenchmarkRepacked compares, on a 4096×4096 matrix, the Q4_0 and Q8_0
+// kernels in the file's layout with the Q4_0x8 and Q8_0x4 kernels, hot
+// (one matrix, in cache as far as it fits) and streaming (matrices
+// rotating through more than the L3 cache), at 1 and 2 threads. cpuMB/s
+// is throughput per CPU second of the process.
+func BenchmarkRepacked(b *testing.B) {
+	const rows, cols = 4096, 4096
+	for _, rc := range repackCases {
+		r := rand.New(rand.NewPCG(11, 12))
+		w := randomRows(r, rc.file, rows, cols)
+		act := randomRows(r, quant.Q8_0, 1, cols)
+		out := make([]float32, rows)
+		var file, packed [][]byte
+		for n := 0; n*len(w) < streamBytes; n++ {
+			p := make([]byte, len(w))
+			if err := rc.repack(p, w, rows, cols); err != nil {
+				b.Fatal(err)
+			}
+			file, packed = append(file, bytes.Clone(w)), append(packed, p)
+		}
+		for _, layout := range []struct {
+			typ  quant.Type
+			mats [][]byte
+		}{{rc.file, file}, {rc.packed, packed}} {
+			for _, mode := range []string{"hot", "stream"} {
+				for _, threads := range []int{1, 2} {
+					b.Run(fmt.Sprintf("%s/%s/%s/t%d", Tier(), typeName(layout.typ), mode, threads), func(b *testing.B) {
+						mats := layout.mats
+						if mode == "hot" {
+							mats = mats[:1]
+						}
+						p := NewPool(threads)
+						defer p.Close()
+						b.SetBytes(int64(len(w)))
+						cpu0 := processCPU()
+						for i := 0; b.Loop(); i++ {
+							p.MatVec(layout.typ, out, mats[i%len(mats)], cols, act)
+						}
+						if cpu1 := processCPU(); cpu0 >= 0 && cpu1 > cpu0 {
+							b.ReportMetric(float64(len(w))*float64(b.N)/float64(cpu1-cpu0)*1e3, "cpuMB/s")
+						}
+					})
+				}
+			}
+		}
+	}
+}
+
+func typeName(t quant.Type) string {
+	switch t {
+	case Q4_0x8:
+		return "Q4_0x8"
+	case Q8_0x4:
+		return "Q8_0x4"
+	}
+	return t.String()
+}
+
+// TestRepackTypes checks which matrices RepackType takes: Q4_0 in
+// groups of 8 rows, Q8_0 in groups of 4, nothing else.
+func TestRepackTypes(t *testing.T) {
+	for _, c := range []struct {
+		t          quant.Type
+		rows, cols int
+		want       quant.Type
+		ok         bool
+	}{
+		{quant.Q4_0, 64, 256, Q4_0x8, true},
+		{quant.Q4_0, 60, 256, quant.Q4_0, false},
+		{quant.Q8_0, 60, 256, Q8_0x4, true},
+		{quant.Q8_0, 62, 256, quant.Q8_0, false},
+		{quant.Q4_K, 64, 256, quant.Q4_K, false},
+		{quant.F32, 64, 256, quant.F32, false},
+	} {
+		got, ok := RepackType(c.t, c.rows, c.cols)
+		if got != c.want || ok != c.ok {
+			t.Errorf("RepackType(%v, %d, %d) = %v, %v; want %v, %v", c.t, c.rows, c.cols, got, ok, c.want, c.ok)
+		}
+	}
+}
