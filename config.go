@@ -22,6 +22,16 @@ type Config struct {
 	// NoMmap reads the weights into memory instead of mapping the file.
 	NoMmap bool
 
+	// NoRepack keeps Q4_0 and Q8_0 matrices in the file's layout,
+	// multiplied in place from the mapping. By default a resident model
+	// repacks them at load, as llama.cpp does, into layouts its kernels
+	// read faster (kernels.Q4_0x8, kernels.Q8_0x4; see kernels.RepackType):
+	// a pass over those weights at load, and their memory moves from the
+	// page cache, which processes mapping the same file share, into the
+	// process's own. Results are the same bit for bit. A streaming model
+	// (RAMBudget too small to hold the weights) never repacks.
+	NoRepack bool
+
 	// RAMBudget is the most memory (bytes of peak resident set) the model
 	// and one session may use. 0 means no budget: the weights are
 	// memory-mapped (resident mode). With a budget, Load plans the memory

@@ -25,6 +25,7 @@ import (
 	"sync"
 
 	"github.com/klauspost/cpuid/v2"
+	"github.com/qsf-llm/qsf/arena"
 	"github.com/qsf-llm/qsf/format"
 	"github.com/qsf-llm/qsf/kernels"
 	"github.com/qsf-llm/qsf/kvcache"
@@ -62,6 +63,7 @@ type Model struct {
 	mu     sync.Mutex
 	closed bool
 
+	packed *arena.Arena   // the weights repacked at load (resident mode), or nil
 	plan   *plan.Plan     // the memory plan
 	layout *stream.Layout // non-nil in streaming mode
 	kv     kvcache.Options
@@ -132,8 +134,17 @@ func newModel(f *format.File, cfg Config, p *plan.Plan) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Model{cfg: cfg, file: f, net: &model.Model{Hparams: hp, Weights: weights}, tok: tok, plan: p}
+	var packed *arena.Arena
+	if !cfg.NoRepack {
+		if packed, err = repackWeights(weights, f); err != nil {
+			return nil, err
+		}
+	}
+	m := &Model{cfg: cfg, file: f, net: &model.Model{Hparams: hp, Weights: weights}, tok: tok, plan: p, packed: packed}
 	if err := m.setKV(p); err != nil {
+		if packed != nil {
+			packed.Close()
+		}
 		return nil, err
 	}
 	return m, nil
@@ -291,6 +302,9 @@ func (m *Model) Close() error {
 		return nil
 	}
 	m.closed = true
+	if m.packed != nil {
+		m.packed.Close()
+	}
 	return m.file.Close()
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"unsafe"
 )
 
 // OpenOptions adjusts how OpenWith opens a file.
@@ -92,6 +93,30 @@ func OpenWith(path string, opts OpenOptions) (*File, error) {
 		file.f = nil
 	}
 	return file, nil
+}
+
+// IsMapped reports whether b lies in the file's memory mapping, as the
+// tensor data TensorData returns for a mapped file does. Such bytes are
+// read-only: writing them faults.
+func (f *File) IsMapped(b []byte) bool {
+	if len(f.data) == 0 || len(b) == 0 {
+		return false
+	}
+	lo := uintptr(unsafe.Pointer(unsafe.SliceData(f.data)))
+	p := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	return p >= lo && p-lo <= uintptr(len(f.data)) && uintptr(len(b)) <= uintptr(len(f.data))-(p-lo)
+}
+
+// Release tells the operating system that the process no longer needs
+// the mapped pages wholly inside b (madvise MADV_DONTNEED), for data a
+// caller has copied elsewhere: they leave the process's resident set,
+// though the page cache keeps them, and reading b again maps them back. It
+// does nothing when b is not in the mapping (see IsMapped) or on systems
+// without madvise.
+func (f *File) Release(b []byte) {
+	if f.IsMapped(b) && !f.closed {
+		release(b)
+	}
 }
 
 // Name returns the path the file was opened with.

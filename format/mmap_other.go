@@ -11,3 +11,5 @@ import (
 func mmap(f *os.File, size int64) ([]byte, error) { return nil, errors.ErrUnsupported }
 
 func munmap(b []byte) error { return nil }
+
+func release(b []byte) {}

@@ -5,6 +5,7 @@ package format
 import (
 	"errors"
 	"os"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -18,3 +19,17 @@ func mmap(f *os.File, size int64) ([]byte, error) {
 }
 
 func munmap(b []byte) error { return unix.Munmap(b) }
+
+// release tells the kernel the pages wholly inside b, a part of a
+// mapping, are not needed: they leave the resident set.
+func release(b []byte) {
+	base := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	start := (base+pageSize-1)&^(pageSize-1) - base
+	end := (base+uintptr(len(b)))&^(pageSize-1) - base
+	if end <= start || end > uintptr(len(b)) { // also when rounding down wrapped
+		return
+	}
+	_ = unix.Madvise(b[start:end], unix.MADV_DONTNEED)
+}
+
+var pageSize = uintptr(os.Getpagesize())

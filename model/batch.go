@@ -3,6 +3,7 @@ package model
 import (
 	"fmt"
 
+	"github.com/qsf-llm/qsf/kernels"
 	"github.com/qsf-llm/qsf/kvcache"
 	"github.com/qsf-llm/qsf/quant"
 )
@@ -211,7 +212,7 @@ func (b *batch) input(x []float32, width int) {
 // get returns the n input rows converted to the activation type of weight
 // type wt, back to back.
 func (b *batch) get(wt quant.Type, n int) []byte {
-	tr, _ := quant.Lookup(wt)
+	tr, _ := kernels.Lookup(wt)
 	at := tr.VecDot
 	size, _ := quant.RowBytes(at, b.width)
 	buf := b.acts[at][:n*size]

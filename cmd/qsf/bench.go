@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -122,6 +123,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	reps := fs.Int("r", 3, "measured repetitions (after one warm-up)")
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	membw := fs.Bool("membw", false, "measure this machine's memory read bandwidth (with -m, also compare decode with it)")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the model runs to this `file` (go tool pprof)")
 	if _, err := parse(fs, args); err != nil {
 		return err
 	}
@@ -136,7 +138,20 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 		if mf.ctx == 0 {
 			mf.ctx = *p + *n
 		}
+		if *cpuProfile != "" {
+			f, err := os.Create(*cpuProfile)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			if err := pprof.StartCPUProfile(f); err != nil {
+				return err
+			}
+		}
 		r, err := runBench(&mf, *p, *n, *reps, stderr, *asJSON)
+		if *cpuProfile != "" {
+			pprof.StopCPUProfile()
+		}
 		if err != nil {
 			return err
 		}

@@ -1,0 +1,102 @@
+package qsf
+
+import (
+	"fmt"
+
+	"github.com/qsf-llm/qsf/arena"
+	"github.com/qsf-llm/qsf/format"
+	"github.com/qsf-llm/qsf/kernels"
+	"github.com/qsf-llm/qsf/model"
+	"github.com/qsf-llm/qsf/quant"
+)
+
+// repackWeights rearranges, once at load, the matrices whose file layout
+// the kernels read slowly into one they read fast, as llama.cpp does:
+// Q4_0 matrices of a multiple of 8 rows become kernels.Q4_0x8, whose
+// kernel does about half the work per byte, and Q8_0 matrices of a
+// multiple of 4 rows kernels.Q8_0x4, which the kernel reads as one stream
+// instead of four (see kernels.RepackType). The results are the same bit
+// for bit. The token embedding, and an LM head tied to it, keep the
+// file's layout: rows of it are looked up one at a time.
+//
+// Resident memory does not grow: a matrix in the file's read-only mapping
+// is copied into an arena (an anonymous mapping outside the Go heap, so
+// the garbage collector's headroom does not grow with it either) in the
+// new layout, and its mapped pages are handed back (format.File.Release),
+// one matrix at a time; a matrix already in memory (NoMmap, or a
+// decompressed QSF record) is repacked in place. The arena, nil when no
+// matrix needed one, is the caller's to close after the weights' last use.
+func repackWeights(w *model.Weights, f *format.File) (*arena.Arena, error) {
+	var todo []*model.Tensor
+	for i := range w.Blocks {
+		for _, t := range w.Blocks[i].Matrices() {
+			todo = append(todo, t)
+		}
+	}
+	if !w.TiedOutput {
+		todo = append(todo, &w.Output)
+	}
+	n := 0
+	var size int
+	for _, t := range todo {
+		if _, ok := kernels.RepackType(t.Type, t.Rows, t.Cols); ok {
+			todo[n] = t
+			n++
+			if f.IsMapped(t.Data) {
+				size += (len(t.Data) + arena.Align - 1) &^ (arena.Align - 1)
+			}
+		}
+	}
+	todo = todo[:n]
+	var a *arena.Arena
+	if size > 0 {
+		var err error
+		if a, err = arena.New(size); err != nil {
+			return nil, err
+		}
+	}
+	for _, t := range todo {
+		dst := t.Data
+		if f.IsMapped(t.Data) {
+			var err error
+			if dst, err = a.Alloc(t.Name, len(t.Data)); err != nil {
+				a.Close()
+				return nil, err
+			}
+		}
+		typ, err := repackRows(t, dst, f)
+		if err != nil {
+			if a != nil {
+				a.Close()
+			}
+			return nil, err
+		}
+		t.Data, t.Type = dst, typ
+	}
+	return a, nil
+}
+
+// repackChunk is about how many bytes of a matrix repackRows repacks
+// before it hands their mapped pages back, bounding how far resident
+// memory overshoots the weights' size while a model loads.
+const repackChunk = 4 << 20
+
+// repackRows repacks t into dst in runs of whole 8-row groups (a multiple
+// of every repacked type's group) of about repackChunk bytes, releasing
+// each run's mapped source pages once it is copied, and returns the new
+// type.
+func repackRows(t *model.Tensor, dst []byte, f *format.File) (quant.Type, error) {
+	rb := t.RowBytes()
+	step := max(8, repackChunk/rb/8*8)
+	typ := t.Type
+	for lo := 0; lo < t.Rows; lo += step {
+		hi := min(lo+step, t.Rows)
+		src := t.Data[lo*rb : hi*rb]
+		var err error
+		if typ, err = kernels.Repack(t.Type, dst[lo*rb:hi*rb], src, hi-lo, t.Cols); err != nil {
+			return t.Type, fmt.Errorf("qsf: repack %s: %w", t.Name, err)
+		}
+		f.Release(src)
+	}
+	return typ, nil
+}

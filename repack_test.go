@@ -1,0 +1,83 @@
+package qsf
+
+import (
+	"context"
+	"math"
+	"testing"
+
+	"github.com/qsf-llm/qsf/internal/testfiles"
+	"github.com/qsf-llm/qsf/kernels"
+)
+
+// TestRepackSameLogits loads Q4_0 and Q8_0 files (stories260K and the
+// synthetic architectures) mapped and read into memory, with and without
+// repacking, and requires that the repacked models hold repacked matrices
+// and give the same logits bit for bit, for a prompt (the batched path)
+// and token by token (the decode path).
+func TestRepackSameLogits(t *testing.T) {
+	files := []string{
+		"models/gguf/stories260K-Q4_0.gguf",
+		"models/gguf/stories260K-Q8_0.gguf",
+		"models/synthetic/synth-qwen3-Q4_0.gguf",
+		"models/synthetic/synth-gemma-Q8_0.gguf",
+		"models/synthetic/synth-phi3-Q4_0.gguf",
+		"models/synthetic/synth-gpt2-Q8_0.gguf",
+	}
+	prompt := []int{1, 20, 300, 41, 7, 99, 250, 3, 60, 12}
+	logits := func(path string, cfg Config) (batch, steps [][]float32, repacked int) {
+		m, err := Load(path, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer m.Close()
+		for _, b := range m.net.Blocks {
+			for _, w := range b.Matrices() {
+				if w.Type == kernels.Q4_0x8 || w.Type == kernels.Q8_0x4 {
+					repacked++
+				}
+			}
+		}
+		ctx := context.Background()
+		s, err := m.NewSession()
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := s.Forward(ctx, prompt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		batch = append(batch, l)
+		s2, _ := m.NewSession()
+		for _, id := range prompt {
+			l, err := s2.Forward(ctx, []int{id})
+			if err != nil {
+				t.Fatal(err)
+			}
+			steps = append(steps, l)
+		}
+		return batch, steps, repacked
+	}
+	for _, name := range files {
+		path := testfiles.Path(t, name)
+		for _, noMmap := range []bool{false, true} {
+			wantB, wantS, n := logits(path, Config{Threads: 2, ContextLength: 64, NoMmap: noMmap, NoRepack: true})
+			if n != 0 {
+				t.Fatalf("%s: NoRepack left %d repacked matrices", name, n)
+			}
+			gotB, gotS, n := logits(path, Config{Threads: 2, ContextLength: 64, NoMmap: noMmap})
+			if n == 0 {
+				t.Errorf("%s (NoMmap %v): no matrix was repacked", name, noMmap)
+			}
+			for i, pair := range [][2][][]float32{{gotB, wantB}, {gotS, wantS}} {
+				for k := range pair[0] {
+					for j := range pair[0][k] {
+						if math.Float32bits(pair[0][k][j]) != math.Float32bits(pair[1][k][j]) {
+							t.Fatalf("%s (NoMmap %v, %s, step %d): logit %d is %g repacked, %g not",
+								name, noMmap, [...]string{"prompt", "decode"}[i], k, j, pair[0][k][j], pair[1][k][j])
+						}
+					}
+				}
+			}
+		}
+	}
+}
