@@ -61,7 +61,9 @@ func (a *Arena) Alloc(name string, n int) ([]byte, error) {
 		return nil, fmt.Errorf("%w: %s needs %d bytes, %d of %d left", ErrExhausted, name, n, len(a.mem)-a.off, len(a.mem))
 	}
 	b := a.mem[a.off : a.off+n : a.off+n]
-	clear(b)
+	// Memory past the peak has never been handed out and is still the
+	// zeroes it was reserved as; clearing it would only fault it in.
+	clear(b[:max(0, min(n, a.peak-a.off))])
 	a.regions = append(a.regions, Region{Name: name, Offset: a.off, Size: n})
 	a.off += roundUp(n)
 	a.peak = max(a.peak, a.off)

@@ -13,8 +13,5 @@ func reserve(size int) ([]byte, func([]byte) error, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	if size >= 4<<20 {
-		_ = unix.Madvise(mem, unix.MADV_HUGEPAGE)
-	}
 	return mem, unix.Munmap, nil
 }
