@@ -41,6 +41,7 @@ func initAVX2Tier() {
 	avx2Tier.q4_0x8Prep = prepQ4_0x8
 	avx2Tier.q8_0x4 = q8_0x4RowsAVX2
 	avx2Tier.q8_0x4Prep = prepQ4_0x8
+	avx2Tier.quantQ8_0 = quantQ8_0
 }
 
 // registerArch fills in the assembly tiers and adds those this CPU supports
@@ -227,4 +228,35 @@ func q2_KAVX2(out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
 
 func q3_KAVX2(out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
 	dotQ3_KAVX2(&out[0], len(out), &w[0], cols/256, &act[0], &aux[0])
+}
+
+//go:noescape
+func quantQ8_0AVX2(dst *byte, src *float32, nb int)
+
+// quantQ8_0 is the avx2 tier's Q8_0 activation quantizer
+// (quantize_amd64.s); len(src) is a multiple of 32.
+func quantQ8_0(dst []byte, src []float32) {
+	nb := len(src) / 32
+	if nb == 0 {
+		return
+	}
+	_ = dst[34*nb-1]
+	quantQ8_0AVX2(&dst[0], &src[0], nb)
+}
+
+//go:noescape
+func prepQ4_0x8AVX2(dst, act *byte, nb int)
+
+// prepQ4_0x8Rows is prepQ4_0x8Generic in assembly when the CPU has AVX2.
+func prepQ4_0x8Rows(buf, act []byte, nb int) {
+	if nb == 0 {
+		return
+	}
+	if !haveAVX2 {
+		prepQ4_0x8Generic(buf, act, nb)
+		return
+	}
+	_ = buf[nb*q4_0x8TokBlock-1]
+	_ = act[34*nb-1]
+	prepQ4_0x8AVX2(&buf[0], &act[0], nb)
 }

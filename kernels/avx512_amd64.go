@@ -35,6 +35,7 @@ func initAVX512Tier() {
 	avx512Tier.q4_0x8Prep = avx2Tier.q4_0x8Prep
 	avx512Tier.q8_0x4 = avx2Tier.q8_0x4
 	avx512Tier.q8_0x4Prep = avx2Tier.q8_0x4Prep
+	avx512Tier.quantQ8_0 = avx2Tier.quantQ8_0
 	avx512Tier.kernels[quant.Q8_0] = q8_0AVX512
 	avx512Tier.preps[quant.Q8_0] = prepQ8_0AVX512
 	avx512Tier.kernels[quant.Q4_0] = q4_0AVX512

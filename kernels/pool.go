@@ -87,6 +87,7 @@ type Pool struct {
 	auxes    [][]byte  // jobMatMul's prepared activations, reused
 	tasks    []MatVecTask
 	taskAux  [][]byte // jobMatVecs' prepared activations, reused
+	taskPrep [][]byte // the prepared activation of each task: its own taskAux or an earlier task's
 	taskEnd  []int    // jobMatVecs' cumulative row counts, reused
 }
 
@@ -209,11 +210,19 @@ func (p *Pool) MatVecs(tasks []MatVecTask) {
 	p.mu.Lock()
 	for len(p.taskAux) < len(tasks) {
 		p.taskAux = append(p.taskAux, nil)
+		p.taskPrep = append(p.taskPrep, nil)
 	}
 	p.taskEnd = p.taskEnd[:0]
 	end := 0
 	for i, t := range tasks {
-		p.taskAux[i] = tr.prepare(t.Type, p.taskAux[i], t.Act, t.Cols)
+		// Tasks that read the same activation with the same type (Q, K
+		// and V; gate and up) share one preparation.
+		if i > 0 && t.Type == tasks[i-1].Type && t.Cols == tasks[i-1].Cols && sameBytes(t.Act, tasks[i-1].Act) {
+			p.taskPrep[i] = p.taskPrep[i-1]
+		} else {
+			p.taskAux[i] = tr.prepare(t.Type, p.taskAux[i], t.Act, t.Cols)
+			p.taskPrep[i] = p.taskAux[i]
+		}
 		end += len(t.Out)
 		p.taskEnd = append(p.taskEnd, end)
 	}
@@ -225,7 +234,13 @@ func (p *Pool) MatVecs(tasks []MatVecTask) {
 		p.run(total, rowAlign)
 	}
 	p.tasks = nil
+	clear(p.taskPrep)
 	p.mu.Unlock()
+}
+
+// sameBytes reports whether a and b are the same slice of memory.
+func sameBytes(a, b []byte) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
 
 // runTasks computes rows [lo, hi) of the current MatVecs job, counted over
@@ -236,7 +251,7 @@ func (p *Pool) runTasks(lo, hi int) {
 		end := p.taskEnd[i]
 		if a, b := max(lo, start)-start, min(hi, end)-start; a < b {
 			tt, rowBytes := check(t.Type, t.Out, t.W, t.Cols, t.Act)
-			p.tier.run(tt, t.Out[a:b], t.W[a*rowBytes:b*rowBytes], rowBytes, t.Cols, t.Act, p.taskAux[i])
+			p.tier.run(tt, t.Out[a:b], t.W[a*rowBytes:b*rowBytes], rowBytes, t.Cols, t.Act, p.taskPrep[i])
 		}
 		start = end
 	}

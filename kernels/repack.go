@@ -211,10 +211,16 @@ func prepQ4_0x8(buf, act []byte, cols int) []byte {
 		buf = make([]byte, need)
 	}
 	buf = buf[:need]
-	for b := 0; b < cols/32; b++ {
+	prepQ4_0x8Rows(buf, act, cols/32)
+	return buf
+}
+
+// prepQ4_0x8Generic writes the prepQ4_0x8 form of nb blocks of act to
+// buf; the avx2 build replaces it with assembly (prepQ4_0x8Rows).
+func prepQ4_0x8Generic(buf, act []byte, nb int) {
+	for b := 0; b < nb; b++ {
 		putQ4_0x8Tok(buf[b*q4_0x8TokBlock:(b+1)*q4_0x8TokBlock], act[34*b:34*b+34])
 	}
-	return buf
 }
 
 // putQ4_0x8Tok writes the q4_0x8TokBlock form of the Q8_0 block a to o.

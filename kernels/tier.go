@@ -46,6 +46,10 @@ type tier struct {
 	// means q4_0x8Generic or q8_0x4Generic, which need none.
 	q4_0x8, q8_0x4         rowsFunc
 	q4_0x8Prep, q8_0x4Prep prepFunc
+
+	// quantQ8_0 quantizes an activation to Q8_0 (see Quantize); nil
+	// means package quant's.
+	quantQ8_0 func(dst []byte, src []float32)
 }
 
 // prepFor returns the tier's activation preparation for weights of type

@@ -217,9 +217,8 @@ func (b *batch) get(wt quant.Type, n int) []byte {
 	size, _ := quant.RowBytes(at, b.width)
 	buf := b.acts[at][:n*size]
 	if !b.done[at] {
-		atr, _ := quant.Lookup(at)
 		for i := range n {
-			atr.Quantize(buf[i*size:(i+1)*size], row(b.in, i, b.width))
+			kernels.Quantize(at, buf[i*size:(i+1)*size], row(b.in, i, b.width))
 		}
 		b.done[at] = true
 	}

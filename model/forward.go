@@ -631,8 +631,7 @@ func (a *activations) get(wt quant.Type) []byte {
 	size, _ := quant.RowBytes(at, len(a.x))
 	buf := a.bufs[at][:size]
 	if !a.done[at] {
-		atr, _ := quant.Lookup(at)
-		atr.Quantize(buf, a.x)
+		kernels.Quantize(at, buf, a.x)
 		a.done[at] = true
 	}
 	return buf

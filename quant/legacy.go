@@ -302,7 +302,11 @@ func QuantizeQ8_0Ref(dst []byte, src []float32) {
 }
 
 // actQ8 quantizes one block of 32 as ggml's AVX2 quantize_row_q8_0 does and
-// returns d and Σq.
+// returns d and Σq. Like the AVX2 code it converts x·id with
+// _mm256_cvtps_epi32 semantics (NaN and values outside int32 become
+// -2³¹), packs to int8 with signed saturation and sums the int32 values
+// with wrap-around: that only shows when 127/maxAbs overflows (a block of
+// subnormals), where every quant becomes -128 while d rounds to fp16 zero.
 func actQ8(qs []byte, x []float32) (d float32, sum int) {
 	var maxAbs float32
 	for _, v := range x {
@@ -313,12 +317,22 @@ func actQ8(qs []byte, x []float32) (d float32, sum int) {
 	if maxAbs != 0 {
 		id = 127 / maxAbs
 	}
+	var s int32
 	for j, v := range x {
-		q := int(roundEven(v * id))
-		qs[j] = uint8(int8(q))
-		sum += q
+		q := cvtps2dq(roundEven(v * id))
+		qs[j] = uint8(int8(min(127, max(-128, q))))
+		s += q
 	}
-	return d, sum
+	return d, int(s)
+}
+
+// cvtps2dq converts an integral float32 to int32 as CVTPS2DQ does: NaN and
+// values outside the int32 range give the "integer indefinite" -2³¹.
+func cvtps2dq(v float32) int32 {
+	if v != v || v >= 1<<31 || v < -(1<<31) {
+		return math.MinInt32
+	}
+	return int32(v)
 }
 
 // quantQ8_0Act is the activation quantizer: AVX2 quantize_row_q8_0.

@@ -1,0 +1,30 @@
+package kernels
+
+import (
+	"fmt"
+
+	"github.com/qsf-llm/qsf/quant"
+)
+
+// Quantize converts the activation src to type t (one of the VecDot types
+// of the quant table) in dst, which must hold quant.RowBytes(t, len(src))
+// bytes, exactly as quant.Lookup(t).Quantize does: bit for bit, with the
+// tier's vector code where it has one (Q8_0 on avx2 and avx512). It panics
+// on an unknown type or wrong lengths, as MatVec does.
+func Quantize(t quant.Type, dst []byte, src []float32) {
+	tr, err := quant.Lookup(t)
+	if err != nil || tr.Quantize == nil {
+		panic(fmt.Sprintf("kernels: Quantize: no quantizer for %v", t))
+	}
+	n, err := quant.RowBytes(t, len(src))
+	if err != nil || len(dst) != n {
+		panic(fmt.Sprintf("kernels: Quantize: %v of %d elements needs %d bytes, got %d", t, len(src), n, len(dst)))
+	}
+	if t == quant.Q8_0 {
+		if f := current.Load().quantQ8_0; f != nil {
+			f(dst, src)
+			return
+		}
+	}
+	tr.Quantize(dst, src)
+}
