@@ -9,11 +9,39 @@ import (
 
 // TestForwardAllocatesNothing checks that a warm decode step (one token
 // through every layer, logits included) allocates nothing, with one and
-// two threads, for a float and a quantized model.
+// two threads, for a float and quantized models, the Q4_0 and Q8_0 ones
+// also with their matrices repacked as a resident qsf.Model holds them.
 func TestForwardAllocatesNothing(t *testing.T) {
-	for _, file := range []string{"stories260K-f32.gguf", "stories260K-Q4_0.gguf", "stories260K-pad256-Q4_K_M.gguf"} {
+	for _, c := range []struct {
+		file   string
+		repack bool
+	}{
+		{"stories260K-f32.gguf", false}, {"stories260K-Q4_0.gguf", false}, {"stories260K-pad256-Q4_K_M.gguf", false},
+		{"stories260K-Q4_0.gguf", true}, {"stories260K-Q8_0.gguf", true},
+	} {
+		file := c.file
 		path := testfiles.Path(t, "models", "gguf", file)
 		m, done := load(t, path)
+		if c.repack {
+			n := 0
+			for i := range m.Blocks {
+				for _, w := range m.Blocks[i].Matrices() {
+					if _, ok := kernels.RepackType(w.Type, w.Rows, w.Cols); ok {
+						dst := make([]byte, len(w.Data))
+						typ, err := kernels.Repack(w.Type, dst, w.Data, w.Rows, w.Cols)
+						if err != nil {
+							t.Fatal(err)
+						}
+						w.Type, w.Data = typ, dst
+						n++
+					}
+				}
+			}
+			if n == 0 {
+				t.Fatalf("%s: no matrix to repack", file)
+			}
+			file += " repacked"
+		}
 		for _, threads := range []int{1, 2} {
 			pool := kernels.NewPool(threads)
 			st, err := m.NewState(128, pool)
