@@ -170,17 +170,17 @@ r4tblock:
 // both halves, quants 16..31 in both halves, da as eight float32, 8·Σa as
 // eight int32).
 
-DATA nibMask<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f
-DATA nibMask<>+8(SB)/8, $0x0f0f0f0f0f0f0f0f
-DATA nibMask<>+16(SB)/8, $0x0f0f0f0f0f0f0f0f
-DATA nibMask<>+24(SB)/8, $0x0f0f0f0f0f0f0f0f
-GLOBL nibMask<>(SB), RODATA|NOPTR, $32
+DATA ·nibMask+0(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA ·nibMask+8(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA ·nibMask+16(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA ·nibMask+24(SB)/8, $0x0f0f0f0f0f0f0f0f
+GLOBL ·nibMask(SB), RODATA|NOPTR, $32
 
-DATA wordOnes<>+0(SB)/8, $0x0001000100010001
-DATA wordOnes<>+8(SB)/8, $0x0001000100010001
-DATA wordOnes<>+16(SB)/8, $0x0001000100010001
-DATA wordOnes<>+24(SB)/8, $0x0001000100010001
-GLOBL wordOnes<>(SB), RODATA|NOPTR, $32
+DATA ·wordOnes+0(SB)/8, $0x0001000100010001
+DATA ·wordOnes+8(SB)/8, $0x0001000100010001
+DATA ·wordOnes+16(SB)/8, $0x0001000100010001
+DATA ·wordOnes+24(SB)/8, $0x0001000100010001
+GLOBL ·wordOnes(SB), RODATA|NOPTR, $32
 
 // tileLanes puts an accumulator's lanes back in row order.
 DATA tileLanes<>+0(SB)/8, $0x0000000400000000
@@ -195,8 +195,8 @@ GLOBL tileLanes<>(SB), RODATA|NOPTR, $32
 	VMOVDQU a, xlo \
 	VINSERTI128 $1, b, lo, lo \
 	VPSRLW $4, lo, hi \
-	VPAND nibMask<>(SB), lo, lo \
-	VPAND nibMask<>(SB), hi, hi
+	VPAND ·nibMask(SB), lo, lo \
+	VPAND ·nibMask(SB), hi, hi
 
 // G4PAIR sets y to the int16 pair sums of the rows in lo/hi with the
 // activation at off(DI), as PAIR in q4_0_gemv_amd64.s; t is scratch.
@@ -216,7 +216,7 @@ GLOBL tileLanes<>(SB), RODATA|NOPTR, $32
 	G4PAIR(off, Y14, Y15, Y6, Y7) \
 	VPHADDW Y6, Y5, Y5 \
 	VPHADDW Y5, Y4, Y4 \
-	VPMADDWD wordOnes<>(SB), Y4, Y4 \
+	VPMADDWD ·wordOnes(SB), Y4, Y4 \
 	VPSUBD off+96(DI), Y4, Y4 \
 	VCVTDQ2PS Y4, Y4 \
 	VMOVUPS 0(SP), Y5 \
@@ -501,18 +501,18 @@ GLOBL q6Shuf<>(SB), RODATA|NOPTR, $128
 	VMOVDQU (128+32*h)(SI), Y10 \
 	VMOVDQU (64*h)(SI), Y11 \
 	VMOVDQU (64*h+32)(SI), Y12 \
-	VPAND nibMask<>(SB), Y11, Y8 \
+	VPAND ·nibMask(SB), Y11, Y8 \
 	VPSLLW $4, Y10, Y13 \
 	K6QUANTS(h, 0) \
-	VPAND nibMask<>(SB), Y12, Y8 \
+	VPAND ·nibMask(SB), Y12, Y8 \
 	VPSLLW $2, Y10, Y13 \
 	K6QUANTS(h, 1) \
 	VPSRLW $4, Y11, Y8 \
-	VPAND nibMask<>(SB), Y8, Y8 \
+	VPAND ·nibMask(SB), Y8, Y8 \
 	VMOVDQA Y10, Y13 \
 	K6QUANTS(h, 2) \
 	VPSRLW $4, Y12, Y8 \
-	VPAND nibMask<>(SB), Y8, Y8 \
+	VPAND ·nibMask(SB), Y8, Y8 \
 	VPSRLW $2, Y10, Y13 \
 	K6QUANTS(h, 3)
 

@@ -17,46 +17,31 @@
 // int16 pair sums before widening cannot overflow: each is at most
 // 2·15·128 in magnitude, the total 30720.
 
+// X8PROD sets lo and hi to the int16 pair products of chunk c of the
+// block at woff(SI) (its low and high nibbles) with the activation quants
+// 4c..4c+3 and 16+4c..19+4c at aoff(DI), broadcast.
+#define X8PROD(c, woff, aoff, lo, hi) \
+	VPBROADCASTD (aoff+4*c)(DI), Y7 \
+	VPBROADCASTD (aoff+16+4*c)(DI), Y8 \
+	VMOVDQU (woff+16+32*c)(SI), lo \
+	VPSRLW $4, lo, hi \
+	VPAND Y14, lo, lo \
+	VPAND Y14, hi, hi \
+	VPMADDUBSW Y7, lo, lo \
+	VPMADDUBSW Y8, hi, hi
+
 // X8BLOCK accumulates the group's block at woff(SI) into Y0, with the
 // activation block prepared by prepQ4_0x8 at aoff(DI): 32 quants, da as
-// float32, 8·Σa as int32.
+// float32, 8·Σa as int32. Chunks 0, 2 and 1, 3 sum in Y5 and Y6.
 #define X8BLOCK(woff, aoff) \
-	VPBROADCASTD (aoff+0)(DI), Y7 \
-	VPBROADCASTD (aoff+16)(DI), Y8 \
-	VMOVDQU (woff+16)(SI), Y1 \
-	VPSRLW $4, Y1, Y2 \
-	VPAND Y14, Y1, Y1 \
-	VPAND Y14, Y2, Y2 \
-	VPMADDUBSW Y7, Y1, Y1 \
-	VPMADDUBSW Y8, Y2, Y2 \
+	X8PROD(0, woff, aoff, Y1, Y2) \
 	VPADDW Y1, Y2, Y5 \
-	VPBROADCASTD (aoff+4)(DI), Y7 \
-	VPBROADCASTD (aoff+20)(DI), Y8 \
-	VMOVDQU (woff+48)(SI), Y3 \
-	VPSRLW $4, Y3, Y4 \
-	VPAND Y14, Y3, Y3 \
-	VPAND Y14, Y4, Y4 \
-	VPMADDUBSW Y7, Y3, Y3 \
-	VPMADDUBSW Y8, Y4, Y4 \
+	X8PROD(1, woff, aoff, Y3, Y4) \
 	VPADDW Y3, Y4, Y6 \
-	VPBROADCASTD (aoff+8)(DI), Y7 \
-	VPBROADCASTD (aoff+24)(DI), Y8 \
-	VMOVDQU (woff+80)(SI), Y1 \
-	VPSRLW $4, Y1, Y2 \
-	VPAND Y14, Y1, Y1 \
-	VPAND Y14, Y2, Y2 \
-	VPMADDUBSW Y7, Y1, Y1 \
-	VPMADDUBSW Y8, Y2, Y2 \
+	X8PROD(2, woff, aoff, Y1, Y2) \
 	VPADDW Y1, Y5, Y5 \
 	VPADDW Y2, Y5, Y5 \
-	VPBROADCASTD (aoff+12)(DI), Y7 \
-	VPBROADCASTD (aoff+28)(DI), Y8 \
-	VMOVDQU (woff+112)(SI), Y3 \
-	VPSRLW $4, Y3, Y4 \
-	VPAND Y14, Y3, Y3 \
-	VPAND Y14, Y4, Y4 \
-	VPMADDUBSW Y7, Y3, Y3 \
-	VPMADDUBSW Y8, Y4, Y4 \
+	X8PROD(3, woff, aoff, Y3, Y4) \
 	VPADDW Y3, Y6, Y6 \
 	VPADDW Y4, Y6, Y6 \
 	VPADDW Y6, Y5, Y5 \
@@ -148,7 +133,7 @@ store:
 	VPMADDUBSW Y5, Y15, Y5 \
 	VPADDW Y6, Y4, Y4 \
 	VPADDW Y5, Y4, Y4 \
-	VPMADDWD x8WordOnes<>(SB), Y4, Y4 \
+	VPMADDWD ·wordOnes(SB), Y4, Y4 \
 	VPBROADCASTD (off+36)(DI), Y5 \
 	VPSUBD Y5, Y4, Y4 \
 	VCVTDQ2PS Y4, Y4 \
@@ -160,20 +145,8 @@ store:
 #define X8NIBS(c, lo, hi) \
 	VMOVDQU (16+32*c)(SI), lo \
 	VPSRLW $4, lo, hi \
-	VPAND x8NibMask<>(SB), lo, lo \
-	VPAND x8NibMask<>(SB), hi, hi
-
-DATA x8NibMask<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f
-DATA x8NibMask<>+8(SB)/8, $0x0f0f0f0f0f0f0f0f
-DATA x8NibMask<>+16(SB)/8, $0x0f0f0f0f0f0f0f0f
-DATA x8NibMask<>+24(SB)/8, $0x0f0f0f0f0f0f0f0f
-GLOBL x8NibMask<>(SB), RODATA|NOPTR, $32
-
-DATA x8WordOnes<>+0(SB)/8, $0x0001000100010001
-DATA x8WordOnes<>+8(SB)/8, $0x0001000100010001
-DATA x8WordOnes<>+16(SB)/8, $0x0001000100010001
-DATA x8WordOnes<>+24(SB)/8, $0x0001000100010001
-GLOBL x8WordOnes<>(SB), RODATA|NOPTR, $32
+	VPAND ·nibMask(SB), lo, lo \
+	VPAND ·nibMask(SB), hi, hi
 
 // func dotQ4_0x8x4AVX2(out *float32, ostride, groups int, w *byte, nb int, packed *byte)
 //

@@ -77,6 +77,28 @@ reduce:
 	VZEROUPPER
 	RET
 
+// HSUM4 reduces the accumulators Y0..Y3 of four rows as hsum_float_8
+// each, four at once: lanes i and i+4, then (0+2) + (1+3) of what is
+// left, as ggml adds them. The four sums end in X5, in row order.
+#define HSUM4 \
+	VEXTRACTF128 $1, Y0, X4 \
+	VADDPS X4, X0, X0 \
+	VEXTRACTF128 $1, Y1, X5 \
+	VADDPS X5, X1, X1 \
+	VEXTRACTF128 $1, Y2, X6 \
+	VADDPS X6, X2, X2 \
+	VEXTRACTF128 $1, Y3, X7 \
+	VADDPS X7, X3, X3 \
+	VUNPCKLPS X1, X0, X4 \
+	VUNPCKHPS X1, X0, X5 \
+	VADDPS X5, X4, X4 \
+	VUNPCKLPS X3, X2, X6 \
+	VUNPCKHPS X3, X2, X7 \
+	VADDPS X7, X6, X6 \
+	VMOVLHPS X6, X4, X5 \
+	VMOVHLPS X4, X6, X7 \
+	VADDPS X7, X5, X5
+
 // dotQ8_0Rows4AVX2 is dotQ8_0AVX2 for four rows at a time, rows r..r+3 of
 // quad q starting at w + (4q+i)·rowBytes. One row's loop does a single
 // dependent FMA per 34-byte block, so it waits on the FMA latency; four
@@ -169,25 +191,7 @@ single4:
 	BLOCK4(0, 0, 0)
 
 reduce4:
-	// hsum_float_8 of each accumulator, four at once: lanes i and i+4,
-	// then (0+2) + (1+3) of what is left, as ggml adds them.
-	VEXTRACTF128 $1, Y0, X4
-	VADDPS X4, X0, X0
-	VEXTRACTF128 $1, Y1, X5
-	VADDPS X5, X1, X1
-	VEXTRACTF128 $1, Y2, X6
-	VADDPS X6, X2, X2
-	VEXTRACTF128 $1, Y3, X7
-	VADDPS X7, X3, X3
-	VUNPCKLPS X1, X0, X4 // r0[0] r1[0] r0[1] r1[1]
-	VUNPCKHPS X1, X0, X5 // r0[2] r1[2] r0[3] r1[3]
-	VADDPS X5, X4, X4    // r0[0+2] r1[0+2] r0[1+3] r1[1+3]
-	VUNPCKLPS X3, X2, X6
-	VUNPCKHPS X3, X2, X7
-	VADDPS X7, X6, X6    // the same for rows 2 and 3
-	VMOVLHPS X6, X4, X5  // r0[0+2] r1[0+2] r2[0+2] r3[0+2]
-	VMOVHLPS X4, X6, X7  // r0[1+3] r1[1+3] r2[1+3] r3[1+3]
-	VADDPS X7, X5, X5
+	HSUM4
 	VMOVUPS X5, (R8)
 	ADDQ $16, R8
 	LEAQ (R15)(R13*4), R15
@@ -272,24 +276,7 @@ r4single:
 	ADDQ $136, SI
 
 r4reduce:
-	// hsum_float_8 of each accumulator, as in dotQ8_0Rows4AVX2.
-	VEXTRACTF128 $1, Y0, X4
-	VADDPS X4, X0, X0
-	VEXTRACTF128 $1, Y1, X5
-	VADDPS X5, X1, X1
-	VEXTRACTF128 $1, Y2, X6
-	VADDPS X6, X2, X2
-	VEXTRACTF128 $1, Y3, X7
-	VADDPS X7, X3, X3
-	VUNPCKLPS X1, X0, X4
-	VUNPCKHPS X1, X0, X5
-	VADDPS X5, X4, X4
-	VUNPCKLPS X3, X2, X6
-	VUNPCKHPS X3, X2, X7
-	VADDPS X7, X6, X6
-	VMOVLHPS X6, X4, X5
-	VMOVHLPS X4, X6, X7
-	VADDPS X7, X5, X5
+	HSUM4
 	VMOVUPS X5, (R8)
 	ADDQ $16, R8
 	DECQ R9

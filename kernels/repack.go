@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 
@@ -78,7 +79,7 @@ func rowBytes(t quant.Type, cols int) (int, error) {
 }
 
 // ErrRepack is returned by RepackQ4_0x8 for a matrix it cannot repack.
-var ErrRepack = fmt.Errorf("kernels: cannot repack matrix")
+var ErrRepack = errors.New("kernels: cannot repack matrix")
 
 // RepackType returns the type Repack turns a rows×cols matrix of type t
 // into, and false when the kernels have no faster layout for it: Q4_0x8
