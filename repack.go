@@ -22,10 +22,13 @@ import (
 // Resident memory does not grow: a matrix in the file's read-only mapping
 // is copied into an arena (an anonymous mapping outside the Go heap, so
 // the garbage collector's headroom does not grow with it either) in the
-// new layout, and its mapped pages are handed back (format.File.Release),
-// one matrix at a time; a matrix already in memory (NoMmap, or a
-// decompressed QSF record) is repacked in place. The arena, nil when no
-// matrix needed one, is the caller's to close after the weights' last use.
+// new layout, and its mapped pages are handed back (format.File.Release)
+// in runs of about 4 MiB; a GGUF matrix read into memory (NoMmap, a buffer
+// of its own) is repacked in place. A QSF record read into memory (LZ4, or
+// NoMmap) stays in the file's layout: the file caches it and would hand
+// the repacked bytes to a later reader, and copying it would double it.
+// The arena, nil when no matrix needed one, is the caller's to close after
+// the weights' last use.
 func repackWeights(w *model.Weights, f *format.File) (*arena.Arena, error) {
 	var todo []*model.Tensor
 	for i := range w.Blocks {
@@ -39,7 +42,7 @@ func repackWeights(w *model.Weights, f *format.File) (*arena.Arena, error) {
 	n := 0
 	var size int
 	for _, t := range todo {
-		if _, ok := kernels.RepackType(t.Type, t.Rows, t.Cols); ok {
+		if _, ok := kernels.RepackType(t.Type, t.Rows, t.Cols); ok && (f.IsMapped(t.Data) || f.QSF() == nil) {
 			todo[n] = t
 			n++
 			if f.IsMapped(t.Data) {
