@@ -29,7 +29,8 @@ type Config struct {
 	// a pass over those weights at load, and their memory moves from the
 	// page cache, which processes mapping the same file share, into the
 	// process's own. Results are the same bit for bit. A streaming model
-	// (RAMBudget too small to hold the weights) never repacks.
+	// (RAMBudget too small to hold the weights) never repacks, nor do QSF
+	// records read into memory (LZ4-compressed, or with NoMmap).
 	NoRepack bool
 
 	// RAMBudget is the most memory (bytes of peak resident set) the model
