@@ -46,8 +46,8 @@ func check(t quant.Type, out []float32, w []byte, cols int, act []byte) (*quant.
 	if t == quant.Q4_0 && len(out)%8 == 0 {
 		tr = q4_0Repacked
 	}
-	if g := repackGroup(t); g > 0 && len(out)%g != 0 {
-		panic(fmt.Sprintf("kernels: MatVec: repacked matrix of %d rows, not a multiple of %d", len(out), g))
+	if k := repackOf(t); k != nil && len(out)%k.group != 0 {
+		panic(fmt.Sprintf("kernels: MatVec: %v matrix of %d rows, not a multiple of %d", k.file, len(out), k.group))
 	}
 	rowBytes, err := rowBytes(t, cols)
 	if err != nil {

@@ -1,15 +1,8 @@
 package kernels
 
-import (
-	"encoding/binary"
-	"fmt"
+import "github.com/qsf-llm/qsf/quant"
 
-	"github.com/x448/float16"
-
-	"github.com/qsf-llm/qsf/quant"
-)
-
-// Q8_0x4 is the element type of a Q8_0 matrix that RepackQ8_0x4 has
+// Q8_0x4 is the element type of a Q8_0 matrix that Repack has
 // rearranged at load time, as Q4_0x8 is for Q4_0: never stored in a file,
 // accepted by the MatVec and MatMul functions with Q8_0 activations for
 // matrices of a multiple of 4 rows, with the results of the Q8_0 matrix it
@@ -31,54 +24,13 @@ const q8_0x4Block = 4 * 34
 // q4_0x8Traits).
 var q8_0x4Traits = repackedTraits(quant.Q8_0, Q8_0x4)
 
-// repackedTraits is the traits row of a repacked type: that of its file
-// type, with no functions, since its rows are not contiguous.
-func repackedTraits(file, t quant.Type) *quant.Traits {
-	tr, err := quant.Lookup(file)
-	if err != nil {
-		panic(err)
+// packQ8_0x4Block writes block b of four Q8_0 rows in the Q8_0x4 layout.
+func packQ8_0x4Block(o, grp []byte, rb, b int) {
+	for r := 0; r < 4; r++ {
+		blk := grp[r*rb+34*b : r*rb+34*b+34]
+		copy(o[2*r:2*r+2], blk[:2])
+		copy(o[8+32*r:8+32*r+32], blk[2:])
 	}
-	c := *tr
-	c.Type = t
-	c.Dot, c.Dequantize, c.Quantize, c.QuantizeRef = nil, nil, nil, nil
-	return &c
-}
-
-// CanRepackQ8_0x4 reports whether a Q8_0 matrix of rows×cols can be
-// repacked into Q8_0x4: rows a positive multiple of 4 and cols a positive
-// multiple of 32.
-func CanRepackQ8_0x4(rows, cols int) bool {
-	return rows > 0 && rows%4 == 0 && cols > 0 && cols%32 == 0
-}
-
-// RepackQ8_0x4 writes the Q8_0x4 form of the rows×cols Q8_0 matrix src to
-// dst, as RepackQ4_0x8 does for Q4_0: dst may be src itself.
-func RepackQ8_0x4(dst, src []byte, rows, cols int) error {
-	if !CanRepackQ8_0x4(rows, cols) {
-		return fmt.Errorf("%w: Q8_0 %d×%d is not a multiple of 4 rows × 32 columns", ErrRepack, rows, cols)
-	}
-	rb, err := quant.RowBytes(quant.Q8_0, cols)
-	if err != nil {
-		return fmt.Errorf("%w: %w", ErrRepack, err)
-	}
-	if len(src) != rows*rb || len(dst) != len(src) {
-		return fmt.Errorf("%w: Q8_0 %d×%d needs %d bytes, got %d and %d", ErrRepack, rows, cols, rows*rb, len(src), len(dst))
-	}
-	nb := cols / 32
-	group := make([]byte, 4*rb)
-	for g := 0; g < rows/4; g++ {
-		copy(group, src[g*4*rb:(g+1)*4*rb])
-		out := dst[g*4*rb : (g+1)*4*rb]
-		for b := 0; b < nb; b++ {
-			o := out[b*q8_0x4Block : (b+1)*q8_0x4Block]
-			for r := 0; r < 4; r++ {
-				blk := group[r*rb+34*b : r*rb+34*b+34]
-				copy(o[2*r:2*r+2], blk[:2])
-				copy(o[8+32*r:8+32*r+32], blk[2:])
-			}
-		}
-	}
-	return nil
 }
 
 // q8_0x4Generic is the portable Q8_0x4 kernel, in the arithmetic of
@@ -108,6 +60,3 @@ func q8_0x4Generic(out []float32, w []byte, rowBytes, cols int, act []byte) {
 		}
 	}
 }
-
-// f16le decodes the fp16 at b.
-func f16le(b []byte) float32 { return float16.Frombits(binary.LittleEndian.Uint16(b)).Float32() }

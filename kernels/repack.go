@@ -6,12 +6,10 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/x448/float16"
-
 	"github.com/qsf-llm/qsf/quant"
 )
 
-// Q4_0x8 is the element type of a Q4_0 matrix that RepackQ4_0x8 has
+// Q4_0x8 is the element type of a Q4_0 matrix that Repack has
 // rearranged at load time for the Q4_0 kernels. It is never stored in a
 // file: its value lies outside ggml's type ids. MatVec, Pool.MatVec,
 // Pool.MatVecs, MatMul and Pool.MatMul accept it like any other type, with
@@ -34,122 +32,129 @@ const Q4_0x8 = quant.Type(1<<16 | uint32(quant.Q4_0))
 // q4_0x8Block is the size of one block of a group of 8 rows.
 const q4_0x8Block = 8 * 18
 
+// f16le decodes the fp16 at b.
+func f16le(b []byte) float32 { return quant.FP16ToFP32(binary.LittleEndian.Uint16(b)) }
+
 // q4_0x8Traits is the traits row check returns for Q4_0x8. Its Dot is
 // nil: a row of the layout is not contiguous, so tier.run sends these
 // matrices to q4_0x8Generic or the tier's kernel.
 var q4_0x8Traits = repackedTraits(quant.Q4_0, Q4_0x8)
+
+// repackKind is one row of the table of repacked types.
+type repackKind struct {
+	file   quant.Type    // the file type it is packed from
+	group  int           // rows per group; matrices are whole groups
+	traits *quant.Traits // what Lookup and check return for it
+	// packBlock writes block b of the group grp (group rows of rb bytes
+	// each, in the file's layout) to o.
+	packBlock func(o, grp []byte, rb, b int)
+}
+
+// repacked lists the repacked types.
+var repacked = map[quant.Type]*repackKind{
+	Q4_0x8: {file: quant.Q4_0, group: 8, traits: q4_0x8Traits, packBlock: packQ4_0x8Block},
+	Q8_0x4: {file: quant.Q8_0, group: 4, traits: q8_0x4Traits, packBlock: packQ8_0x4Block},
+}
+
+// repackedTraits is the traits row of a repacked type t: that of its file
+// type, with no functions, since its rows are not contiguous.
+func repackedTraits(file, t quant.Type) *quant.Traits {
+	tr, err := quant.Lookup(file)
+	if err != nil {
+		panic(err)
+	}
+	c := *tr
+	c.Type = t
+	c.Dot, c.Dequantize, c.Quantize, c.QuantizeRef = nil, nil, nil, nil
+	return &c
+}
+
+// repackOf returns the table row of repacked type t, or nil when t is a
+// file type.
+func repackOf(t quant.Type) *repackKind {
+	if t < 1<<16 {
+		return nil
+	}
+	return repacked[t]
+}
 
 // Lookup returns the traits of t as the kernels see them: quant.Lookup's
 // for file types, and for a repacked type (Q4_0x8, Q8_0x4) the row of its
 // file type with Type set to it and no functions (its rows are
 // interleaved in groups, so no row can be decoded or multiplied alone).
 func Lookup(t quant.Type) (*quant.Traits, error) {
-	if g := repackGroup(t); g > 0 {
-		return repacked[t].traits, nil
+	if k := repackOf(t); k != nil {
+		return k.traits, nil
 	}
 	return quant.Lookup(t)
-}
-
-// repacked lists the repacked types: their traits row and the rows per
-// group (the row counts their matrices must be a multiple of).
-var repacked = map[quant.Type]struct {
-	traits *quant.Traits
-	group  int
-}{
-	Q4_0x8: {q4_0x8Traits, 8},
-	Q8_0x4: {q8_0x4Traits, 4},
-}
-
-// repackGroup returns the rows per group of repacked type t, or 0 when t
-// is not one.
-func repackGroup(t quant.Type) int {
-	if t < 1<<16 {
-		return 0
-	}
-	return repacked[t].group
 }
 
 // rowBytes is quant.RowBytes extended to the repacked types (which keep
 // their file type's size).
 func rowBytes(t quant.Type, cols int) (int, error) {
-	if repackGroup(t) > 0 {
-		t &^= 1 << 16 // the file type
+	if k := repackOf(t); k != nil {
+		t = k.file
 	}
 	return quant.RowBytes(t, cols)
 }
 
-// ErrRepack is returned by RepackQ4_0x8 for a matrix it cannot repack.
+// ErrRepack is returned by Repack for a matrix it cannot repack.
 var ErrRepack = errors.New("kernels: cannot repack matrix")
 
 // RepackType returns the type Repack turns a rows×cols matrix of type t
 // into, and false when the kernels have no faster layout for it: Q4_0x8
-// for Q4_0 and Q8_0x4 for Q8_0 (see CanRepackQ4_0x8, CanRepackQ8_0x4).
+// for Q4_0 of a multiple of 8 rows, Q8_0x4 for Q8_0 of a multiple of 4
+// rows, cols a positive multiple of 32.
 func RepackType(t quant.Type, rows, cols int) (quant.Type, bool) {
-	switch {
-	case t == quant.Q4_0 && CanRepackQ4_0x8(rows, cols):
-		return Q4_0x8, true
-	case t == quant.Q8_0 && CanRepackQ8_0x4(rows, cols):
-		return Q8_0x4, true
+	for pt, k := range repacked {
+		if k.file == t && rows > 0 && rows%k.group == 0 && cols > 0 && cols%32 == 0 {
+			return pt, true
+		}
 	}
 	return t, false
 }
 
 // Repack writes the RepackType form of the rows×cols matrix src of type t
-// (as stored in a GGUF file) to dst, which must be as long as src and may
-// be src itself, and returns the new type. It returns an error wrapping
-// ErrRepack when t has no repacked layout for that shape or the lengths
-// are wrong.
+// (as stored in a GGUF file) to dst, which must be as long as src, and
+// returns the new type. dst may be src itself, to repack in place without
+// a second copy of the matrix; otherwise the two must not overlap. It
+// returns an error wrapping ErrRepack when t has no repacked layout for
+// that shape or the lengths are wrong.
 func Repack(t quant.Type, dst, src []byte, rows, cols int) (quant.Type, error) {
-	switch t {
-	case quant.Q4_0:
-		return Q4_0x8, RepackQ4_0x8(dst, src, rows, cols)
-	case quant.Q8_0:
-		return Q8_0x4, RepackQ8_0x4(dst, src, rows, cols)
+	pt, ok := RepackType(t, rows, cols)
+	if !ok {
+		return t, fmt.Errorf("%w: no repacked layout for %v %d×%d", ErrRepack, t, rows, cols)
 	}
-	return t, fmt.Errorf("%w: no repacked layout for %v", ErrRepack, t)
-}
-
-// CanRepackQ4_0x8 reports whether a Q4_0 matrix of rows×cols can be
-// repacked into Q4_0x8: rows a positive multiple of 8 and cols a positive
-// multiple of 32.
-func CanRepackQ4_0x8(rows, cols int) bool {
-	return rows > 0 && rows%8 == 0 && cols > 0 && cols%32 == 0
-}
-
-// RepackQ4_0x8 writes the Q4_0x8 form of the rows×cols Q4_0 matrix src
-// (as stored in a GGUF file) to dst, which must be as long as src. dst may
-// be src itself, to repack in place without a second copy of the matrix;
-// otherwise the two must not overlap. It returns an error wrapping
-// ErrRepack when CanRepackQ4_0x8(rows, cols) is false or the lengths are
-// wrong.
-func RepackQ4_0x8(dst, src []byte, rows, cols int) error {
-	if !CanRepackQ4_0x8(rows, cols) {
-		return fmt.Errorf("%w: Q4_0 %d×%d is not a multiple of 8 rows × 32 columns", ErrRepack, rows, cols)
-	}
-	rb, err := quant.RowBytes(quant.Q4_0, cols)
+	k := repacked[pt]
+	rb, err := quant.RowBytes(t, cols)
 	if err != nil {
-		return fmt.Errorf("%w: %w", ErrRepack, err)
+		return t, fmt.Errorf("%w: %w", ErrRepack, err)
 	}
 	if len(src) != rows*rb || len(dst) != len(src) {
-		return fmt.Errorf("%w: Q4_0 %d×%d needs %d bytes, got %d and %d", ErrRepack, rows, cols, rows*rb, len(src), len(dst))
+		return t, fmt.Errorf("%w: %v %d×%d needs %d bytes, got %d and %d", ErrRepack, t, rows, cols, rows*rb, len(src), len(dst))
 	}
-	nb := cols / 32
-	group := make([]byte, 8*rb) // one group of src, so dst may be src
-	for g := 0; g < rows/8; g++ {
-		copy(group, src[g*8*rb:(g+1)*8*rb])
-		out := dst[g*8*rb : (g+1)*8*rb]
-		for b := 0; b < nb; b++ {
-			o := out[b*q4_0x8Block : (b+1)*q4_0x8Block]
-			for r := 0; r < 8; r++ {
-				blk := group[r*rb+18*b : r*rb+18*b+18]
-				copy(o[2*r:2*r+2], blk[:2])
-				for c := 0; c < 4; c++ {
-					copy(o[16+32*c+4*r:16+32*c+4*r+4], blk[2+4*c:6+4*c])
-				}
-			}
+	size := k.group * rb
+	group := make([]byte, size) // one group of src, so dst may be src
+	block := size / (cols / 32)
+	for g := 0; g < rows/k.group; g++ {
+		copy(group, src[g*size:(g+1)*size])
+		out := dst[g*size : (g+1)*size]
+		for b := 0; b < cols/32; b++ {
+			k.packBlock(out[b*block:(b+1)*block], group, rb, b)
 		}
 	}
-	return nil
+	return pt, nil
+}
+
+// packQ4_0x8Block writes block b of eight Q4_0 rows in the Q4_0x8 layout.
+func packQ4_0x8Block(o, grp []byte, rb, b int) {
+	for r := 0; r < 8; r++ {
+		blk := grp[r*rb+18*b : r*rb+18*b+18]
+		copy(o[2*r:2*r+2], blk[:2])
+		for c := 0; c < 4; c++ {
+			copy(o[16+32*c+4*r:16+32*c+4*r+4], blk[2+4*c:6+4*c])
+		}
+	}
 }
 
 // q4_0x8Generic is the portable Q4_0x8 kernel, in quant.DotQ4_0Gemv's
@@ -164,7 +169,7 @@ func q4_0x8Generic(out []float32, w []byte, rowBytes, cols int, act []byte) {
 		for b := 0; b < nb; b++ {
 			o := grp[b*q4_0x8Block : (b+1)*q4_0x8Block]
 			a := act[34*b : 34*b+34]
-			da := float16.Frombits(binary.LittleEndian.Uint16(a)).Float32()
+			da := f16le(a)
 			for r := 0; r < 8; r++ {
 				var isum int32
 				for c := 0; c < 4; c++ {
@@ -174,7 +179,7 @@ func q4_0x8Generic(out []float32, w []byte, rowBytes, cols int, act []byte) {
 						isum += (int32(v>>4) - 8) * int32(int8(a[18+4*c+j]))
 					}
 				}
-				dw := float16.Frombits(binary.LittleEndian.Uint16(o[2*r:])).Float32()
+				dw := f16le(o[2*r:])
 				acc[r] = quant.FMA32(float32(isum), dw*da, acc[r])
 			}
 		}
@@ -231,6 +236,6 @@ func putQ4_0x8Tok(o, a []byte) {
 	for _, q := range a[2:34] {
 		sum += int(int8(q))
 	}
-	binary.LittleEndian.PutUint32(o[32:], math.Float32bits(float16.Frombits(binary.LittleEndian.Uint16(a)).Float32()))
+	binary.LittleEndian.PutUint32(o[32:], math.Float32bits(f16le(a)))
 	binary.LittleEndian.PutUint32(o[36:], uint32(int32(8*sum)))
 }

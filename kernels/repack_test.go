@@ -18,11 +18,10 @@ import (
 var repackCases = []struct {
 	file, packed quant.Type
 	group        int
-	repack       func(dst, src []byte, rows, cols int) error
 	dot          func(n int, w, act []byte) float32
 }{
-	{quant.Q4_0, Q4_0x8, 8, RepackQ4_0x8, quant.DotQ4_0Gemv},
-	{quant.Q8_0, Q8_0x4, 4, RepackQ8_0x4, func(n int, w, act []byte) float32 {
+	{quant.Q4_0, Q4_0x8, 8, quant.DotQ4_0Gemv},
+	{quant.Q8_0, Q8_0x4, 4, func(n int, w, act []byte) float32 {
 		tr, _ := quant.Lookup(quant.Q8_0)
 		return tr.Dot(n, w, act)
 	}},
@@ -68,11 +67,11 @@ func TestRepacked(t *testing.T) {
 					}
 				}
 				packed := make([]byte, len(w))
-				if err := rc.repack(packed, w, sh.rows, sh.cols); err != nil {
+				if _, err := Repack(rc.file, packed, w, sh.rows, sh.cols); err != nil {
 					t.Fatal(err)
 				}
 				inPlace := bytes.Clone(w)
-				if err := rc.repack(inPlace, inPlace, sh.rows, sh.cols); err != nil {
+				if _, err := Repack(rc.file, inPlace, inPlace, sh.rows, sh.cols); err != nil {
 					t.Fatal(err)
 				}
 				if !bytes.Equal(inPlace, packed) {
@@ -134,10 +133,11 @@ func TestRepacked(t *testing.T) {
 	}
 }
 
-// TestRepackQ4_0x8Errors checks that shapes the layout cannot hold and
-// wrong lengths are refused with ErrRepack, and that MatVec refuses a
-// Q4_0x8 matrix whose row count is not a multiple of 8.
-func TestRepackQ4_0x8Errors(t *testing.T) {
+// TestRepackErrors checks that shapes the Q4_0x8 layout cannot hold,
+// wrong lengths and types without a repacked layout are refused with
+// ErrRepack, and that MatVec refuses a Q4_0x8 matrix whose row count is
+// not a multiple of 8.
+func TestRepackErrors(t *testing.T) {
 	for _, c := range []struct {
 		rows, cols, srcLen, dstLen int
 	}{
@@ -147,10 +147,13 @@ func TestRepackQ4_0x8Errors(t *testing.T) {
 		{8, 32, 8 * 18, 8*18 - 1},
 		{8, 32, 8*18 + 1, 8*18 + 1},
 	} {
-		err := RepackQ4_0x8(make([]byte, c.dstLen), make([]byte, c.srcLen), c.rows, c.cols)
+		_, err := Repack(quant.Q4_0, make([]byte, c.dstLen), make([]byte, c.srcLen), c.rows, c.cols)
 		if !errors.Is(err, ErrRepack) {
 			t.Errorf("%d×%d (%d, %d bytes): got %v, want ErrRepack", c.rows, c.cols, c.srcLen, c.dstLen, err)
 		}
+	}
+	if _, err := Repack(quant.Q4_K, make([]byte, 8*144), make([]byte, 8*144), 8, 256); !errors.Is(err, ErrRepack) {
+		t.Errorf("Q4_K: got %v, want ErrRepack", err)
 	}
 	defer func() {
 		if recover() == nil {
@@ -175,7 +178,7 @@ func BenchmarkRepacked(b *testing.B) {
 		var file, packed [][]byte
 		for n := 0; n*len(w) < streamBytes; n++ {
 			p := make([]byte, len(w))
-			if err := rc.repack(p, w, rows, cols); err != nil {
+			if _, err := Repack(rc.file, p, w, rows, cols); err != nil {
 				b.Fatal(err)
 			}
 			file, packed = append(file, bytes.Clone(w)), append(packed, p)

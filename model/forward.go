@@ -626,7 +626,7 @@ func (a *activations) reset(x []float32) {
 
 // get returns the input converted to the activation type of weight type wt.
 func (a *activations) get(wt quant.Type) []byte {
-	tr, _ := kernels.Lookup(wt) // weight types are checked at load (or repacked: kernels.Q4_0x8)
+	tr, _ := kernels.Lookup(wt) // weight types are checked at load (or repacked, see kernels.Repack)
 	at := tr.VecDot
 	size, _ := quant.RowBytes(at, len(a.x))
 	buf := a.bufs[at][:size]
