@@ -14,7 +14,7 @@ type Config struct {
 	// at DefaultContextLength.
 	ContextLength int
 
-	// Kernel forces a kernel tier: "generic", "avx2" or "avx512". Empty
+	// Kernel forces a kernel tier: "generic" or "avx2". Empty
 	// means the best this CPU supports (or the QSF_KERNEL environment
 	// variable when set).
 	Kernel string

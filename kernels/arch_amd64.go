@@ -48,12 +48,8 @@ func initAVX2Tier() {
 // to available, slowest first.
 func registerArch() {
 	initAVX2Tier()
-	initAVX512Tier() // builds on the AVX2 table
 	if hasAVX2() {
 		available = append(available, avx2Tier)
-	}
-	if hasAVX512() {
-		available = append(available, avx512Tier)
 	}
 }
 

@@ -23,13 +23,9 @@
 //
 // The tier is chosen once at init from the CPU's features
 // (github.com/klauspost/cpuid/v2) and can be forced with the environment
-// variable QSF_KERNEL=generic|avx2|avx512 or with SetTier.
-//
-// The avx512 tier (AVX-512 VNNI kernels for Q8_0 and Q4_0, AVX2 for the
-// rest) is experimental: it was written on a CPU without AVX-512 and has not
-// been run, so it is only used when asked for by name. The tests exercise
-// every tier the CPU supports, so `go test ./kernels/` on an AVX-512 machine
-// checks it.
+// variable QSF_KERNEL=generic|avx2 or with SetTier. Every tier this CPU
+// and build can run is listed by Tiers, and every listed tier gives the
+// generic tier's results bit for bit; the tests exercise each of them.
 //
 // Assembly is built under the tag set `amd64 && !purego`; building with
 // -tags purego, or for another architecture, leaves only the generic tier.

@@ -14,10 +14,9 @@ import (
 
 // tileFor returns the tile kernel of tier tr for traits tt, or nil when
 // it has none. The tile kernels do per (row, activation) exactly what the
-// AVX2 one-activation kernels do, which the avx512 tier shares for these
-// types' results bit for bit, so both tiers use them.
+// AVX2 one-activation kernels do.
 func tileFor(tr *tier, tt *quant.Traits) *tileKernel {
-	if tr != avx2Tier && tr != avx512Tier {
+	if tr != avx2Tier {
 		return nil
 	}
 	if tt == q4_0Repacked {

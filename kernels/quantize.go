@@ -9,7 +9,7 @@ import (
 // Quantize converts the activation src to type t (one of the VecDot types
 // of the quant table) in dst, which must hold quant.RowBytes(t, len(src))
 // bytes, exactly as quant.Lookup(t).Quantize does: bit for bit, with the
-// tier's vector code where it has one (Q8_0 on avx2 and avx512). It panics
+// tier's vector code where it has one (Q8_0 on avx2). It panics
 // on an unknown type or wrong lengths, as MatVec does.
 func Quantize(t quant.Type, dst []byte, src []float32) {
 	tr, err := quant.Lookup(t)

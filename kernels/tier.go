@@ -29,8 +29,6 @@ const maxType = 32
 // tier is one set of kernels. A nil entry falls back to the generic tier.
 type tier struct {
 	name string
-	// experimental tiers are never chosen by default, only by name.
-	experimental bool
 
 	kernels [maxType]rowsFunc
 	preps   [maxType]prepFunc
@@ -129,12 +127,7 @@ var (
 
 func init() {
 	registerArch()
-	best := genericTier
-	for _, t := range available {
-		if !t.experimental {
-			best = t
-		}
-	}
+	best := available[len(available)-1]
 	current.Store(best)
 	if name := os.Getenv("QSF_KERNEL"); name != "" {
 		if err := SetTier(name); err != nil {
@@ -148,8 +141,7 @@ func Tier() string { return current.Load().name }
 
 // Tiers returns the names of the tiers available on this CPU and build,
 // slowest first. "generic" is always among them. The default tier is the
-// fastest one that is not experimental; "avx512" is experimental (see the
-// package documentation).
+// fastest one.
 func Tiers() []string {
 	names := make([]string, len(available))
 	for i, t := range available {
@@ -169,7 +161,7 @@ func SetTier(name string) error {
 		}
 	}
 	switch name {
-	case "generic", "avx2", "avx512":
+	case "generic", "avx2":
 		return fmt.Errorf("%w: %q is not supported on this CPU or build", ErrTier, name)
 	}
 	return fmt.Errorf("%w: unknown tier %q", ErrTier, name)

@@ -66,12 +66,27 @@ func ParseHFJSON(r io.Reader) (*HFVocab, error) {
 	if err != nil {
 		return nil, err
 	}
-	all := make(map[string]int, len(hf.Model.Vocab)+len(hf.AddedTokens))
-	for s, id := range hf.Model.Vocab {
-		all[s] = id
-	}
+	// Added tokens take precedence over the model vocabulary, as in HF's
+	// AddedVocabulary: an added token's id is its own whatever text the
+	// vocabulary gave that id, and of added tokens sharing a text the
+	// last one listed wins (the earlier ids are left unused). The result
+	// does not depend on map iteration order.
+	added := make(map[string]int, len(hf.AddedTokens))
 	for _, a := range hf.AddedTokens {
-		all[a.Content] = a.ID
+		added[a.Content] = a.ID
+	}
+	addedIDs := make(map[int]bool, len(added))
+	for _, id := range added {
+		addedIDs[id] = true
+	}
+	all := make(map[string]int, len(hf.Model.Vocab)+len(added))
+	for s, id := range hf.Model.Vocab {
+		if !addedIDs[id] {
+			all[s] = id
+		}
+	}
+	for s, id := range added {
+		all[s] = id
 	}
 	tokens, err := tokensFromMap(all, len(hf.AddedTokens))
 	if err != nil {

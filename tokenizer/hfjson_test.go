@@ -47,6 +47,26 @@ func TestParseHFJSON(t *testing.T) {
 				Merges: []string{}, Pre: "gpt-2", BOS: -1, EOS: -1,
 			},
 		},
+		{
+			// Two vocabulary texts with one id: the smallest text wins,
+			// whatever the map's iteration order.
+			name: "duplicate vocabulary id",
+			json: `{` + byteLevel + `,"model":{"type":"BPE","vocab":{"b":0,"c":0,"a":0,"d":1},"merges":[]}}`,
+			want: &HFVocab{
+				Tokens: []string{"a", "d"}, Types: []TokenType{TypeNormal, TypeNormal},
+				Merges: []string{}, Pre: "gpt-2", BOS: -1, EOS: -1,
+			},
+		},
+		{
+			// An added token takes its id from a vocabulary text.
+			name: "added token over vocabulary id",
+			json: `{` + byteLevel + `,"added_tokens":[{"id":1,"content":"<s>","special":true}],
+				"model":{"type":"BPE","vocab":{"a":0,"b":1},"merges":[]}}`,
+			want: &HFVocab{
+				Tokens: []string{"a", "<s>"}, Types: []TokenType{TypeNormal, TypeControl},
+				Merges: []string{}, Pre: "gpt-2", BOS: 1, EOS: -1,
+			},
+		},
 		{name: "bad json", json: `{"model":`, wantErr: ErrMalformed},
 		{name: "bad merge", json: `{` + byteLevel + `,"model":{"type":"BPE","vocab":{"a":0},"merges":[["a"]]}}`, wantErr: ErrMalformed},
 		{name: "negative id", json: `{` + byteLevel + `,"model":{"type":"BPE","vocab":{"a":-1}}}`, wantErr: ErrMalformed},

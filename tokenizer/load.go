@@ -98,7 +98,8 @@ func readMerges(r io.Reader) ([]string, error) {
 	return merges, nil
 }
 
-// tokensFromMap orders a token -> id map into a dense vocabulary.
+// tokensFromMap orders a token -> id map into a dense vocabulary; ids no
+// text has (or only the empty text) are filled with "[PADn]".
 func tokensFromMap(m map[string]int, extra int) ([]string, error) {
 	n := 0
 	for _, id := range m {
@@ -108,11 +109,16 @@ func tokensFromMap(m map[string]int, extra int) ([]string, error) {
 		n = max(n, id+1)
 	}
 	tokens := make([]string, n)
+	set := make([]bool, n)
 	for s, id := range m {
-		tokens[id] = s
+		// Several texts with one id: the smallest text wins, so the
+		// table does not depend on map iteration order.
+		if !set[id] || s < tokens[id] {
+			tokens[id], set[id] = s, true
+		}
 	}
-	for i, s := range tokens {
-		if s == "" {
+	for i := range tokens {
+		if tokens[i] == "" {
 			tokens[i] = "[PAD" + strconv.Itoa(i) + "]"
 		}
 	}

@@ -1,8 +1,13 @@
 package tokenizer
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
+	"unicode"
+
+	"github.com/qsf-llm/qsf/internal/testfiles"
 )
 
 func TestPreTokenizers(t *testing.T) {
@@ -54,6 +59,59 @@ func TestCompletePrefix(t *testing.T) {
 	for _, c := range cases {
 		if got := completePrefix([]byte(c.in)); got != c.want {
 			t.Errorf("completePrefix(%q) = %d, want %d", c.in, got, c.want)
+		}
+	}
+}
+
+// TestDeepseekLetterClass guards the deepseek-llm letter class against
+// Unicode normalization of its source: every range is ordered and starts and
+// ends on a letter, and the only ASCII it holds is A-Z and a-z.
+func TestDeepseekLetterClass(t *testing.T) {
+	for _, r := range deepseekLetters {
+		if r.lo > r.hi || !unicode.IsLetter(r.lo) || !unicode.IsLetter(r.hi) {
+			t.Errorf("range %U-%U is not an ordered range of letters", r.lo, r.hi)
+		}
+	}
+	for r := rune(0); r < 0x80; r++ {
+		want := 'A' <= r && r <= 'Z' || 'a' <= r && r <= 'z'
+		if got := inRanges(r, deepseekLetters); got != want {
+			t.Errorf("inRanges(%q, deepseekLetters) = %v, want %v", r, got, want)
+		}
+	}
+}
+
+// TestDeepseekLLMSpecialSpelling covers text in which the spelling of a
+// special token, parsed as plain text, is followed by more words: llama.cpp
+// splits "|>" off as one punctuation run (id 66325 in deepseek-llm's vocab).
+func TestDeepseekLLMSpecialSpelling(t *testing.T) {
+	path := filepath.Join(testfiles.Dir(t), "models/vocab/ggml-vocab-deepseek-llm.gguf")
+	if _, err := os.Stat(path); err != nil {
+		t.Skipf("no deepseek-llm vocab: %v", err)
+	}
+	tok := loadGGUFTokenizer(t, path)
+	cases := []struct {
+		text string
+		want []int
+	}{
+		{"<|endoftext|> more words", []int{27, 91, 409, 994, 822, 66325, 691, 3073}},
+		{"|>", []int{66325}},
+		{"a|> b", []int{64, 66325, 270}},
+	}
+	for _, c := range cases {
+		if got := tok.Encode(c.text, EncodeOptions{}); !slices.Equal(got, c.want) {
+			t.Errorf("Encode(%q) = %v, want %v", c.text, got, c.want)
+		}
+	}
+	var p pretok
+	for text, want := range map[string][]string{
+		"<|endoftext|> more": {"<|", "endoftext", "|>", " more"},
+		"x~| y{z}":           {"x", "~|", " y", "{", "z", "}"},
+		// ":-~" in the punctuation class holds the ASCII letters, so
+		// that stage splits the ASCII part off a letter run.
+		"Zoë~ß|": {"Zo", "ë", "~", "ß", "|"},
+	} {
+		if got := p.split(preDeepseekLLM, text); !slices.Equal(got, want) {
+			t.Errorf("split(%q) = %q, want %q", text, got, want)
 		}
 	}
 }
