@@ -14,9 +14,11 @@ type Config struct {
 	// at DefaultContextLength.
 	ContextLength int
 
-	// Kernel forces a kernel tier: "generic" or "avx2". Empty
-	// means the best this CPU supports (or the QSF_KERNEL environment
-	// variable when set).
+	// Kernel picks the model's kernel tier: "generic" or "avx2" (see
+	// kernels.Tiers). Empty means the QSF_KERNEL environment variable
+	// when it is set, else the fastest tier this CPU supports. The tier
+	// belongs to the model: other models and the process default
+	// (kernels.DefaultTier) are not affected.
 	Kernel string
 
 	// NoMmap reads the weights into memory instead of mapping the file.

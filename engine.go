@@ -15,13 +15,13 @@ import (
 	"github.com/qsf-llm/qsf/tokenizer"
 )
 
-// Session is one conversation with a model: its KV cache, its position and
-// its worker threads. A Session is not safe for concurrent use; run several
-// sessions (on one Model) to serve several conversations at once. Close it
-// to release its threads.
+// Session is one conversation with a model: its KV cache and its position.
+// The sessions of a model share its worker threads. A Session is not safe
+// for concurrent use; run several sessions (on one Model) to serve several
+// conversations at once. Close it to release its buffers (a streaming
+// session's also when it is dropped without Close).
 type Session struct {
 	m      *Model
-	pool   *kernels.Pool
 	state  *model.State
 	stats  Stats
 	closed bool
@@ -31,40 +31,41 @@ type Session struct {
 	// start of the next Generate or Forward (-1 when there is none).
 	pending int
 
-	arena *arena.Arena   // streaming mode: every runtime buffer
-	src   *stream.Source // streaming mode: the layer reader
+	arena   *arena.Arena    // streaming mode: every runtime buffer
+	src     *stream.Source  // streaming mode: the layer reader
+	cleanup runtime.Cleanup // streaming mode: closes src and arena if s is dropped
 }
 
 // NewSession starts a conversation with an empty KV cache of
 // Info().ContextLength positions.
 func (m *Model) NewSession() (*Session, error) {
-	m.mu.Lock()
-	closed := m.closed
-	m.mu.Unlock()
-	if closed {
-		return nil, ErrClosed
+	if err := m.acquire(); err != nil {
+		return nil, err
 	}
-	threads := m.cfg.Threads
-	if threads <= 0 {
-		threads = defaultThreads()
-	}
-	pool := kernels.NewPool(threads)
+	defer m.release()
 	if m.layout != nil {
-		s, err := m.newStreamingSession(pool)
+		s, err := m.newStreamingSession(m.pool)
 		if err != nil {
-			pool.Close()
 			return nil, fmt.Errorf("qsf: %w", err)
 		}
 		return s, nil
 	}
-	st, err := m.net.NewStateWith(pool, model.StateOptions{Capacity: m.ctx, KV: m.kv})
+	st, err := m.net.NewStateWith(m.pool, model.StateOptions{Capacity: m.ctx, KV: m.kv})
 	if err != nil {
-		pool.Close()
 		return nil, fmt.Errorf("qsf: %w", err)
 	}
-	s := &Session{m: m, pool: pool, state: st, pending: -1}
-	runtime.AddCleanup(s, func(p *kernels.Pool) { p.Close() }, pool)
-	return s, nil
+	return &Session{m: m, state: st, pending: -1}, nil
+}
+
+// streamResources is what a streaming session holds outside the Go heap.
+type streamResources struct {
+	src   *stream.Source
+	arena *arena.Arena
+}
+
+func (r streamResources) close() {
+	r.src.Close()
+	r.arena.Close()
 }
 
 // newStreamingSession allocates the session's arena (buffers, KV cache,
@@ -103,20 +104,22 @@ func (m *Model) newStreamingSession(pool *kernels.Pool) (*Session, error) {
 		return nil, err
 	}
 	st.Source = src
-	s := &Session{m: m, pool: pool, state: st, pending: -1, arena: a, src: src}
-	runtime.AddCleanup(s, func(p *kernels.Pool) { p.Close() }, pool)
+	s := &Session{m: m, state: st, pending: -1, arena: a, src: src}
+	// A session dropped without Close still stops its reader and frees
+	// its buffers.
+	s.cleanup = runtime.AddCleanup(s, streamResources.close, streamResources{src, a})
 	return s, nil
 }
 
-// Close releases the session's worker threads (and, when streaming, its
-// buffers and file). It is safe to call more than once.
+// Close releases the session's buffers (and, when streaming, its layer
+// reader and file). It is safe to call more than once, and after the
+// model's Close.
 func (s *Session) Close() error {
 	if !s.closed {
 		s.closed = true
-		s.pool.Close()
 		if s.src != nil {
-			s.src.Close()
-			s.arena.Close()
+			s.cleanup.Stop()
+			streamResources{s.src, s.arena}.close()
 		}
 	}
 	return nil
@@ -212,6 +215,10 @@ func (s *Session) feed(ctx context.Context, ids []int, each func(i int, logits [
 	if s.closed {
 		return ErrClosed
 	}
+	if err := s.m.acquire(); err != nil {
+		return err
+	}
+	defer s.m.release()
 	if !s.state.KV.Evicts() && s.Pos()+len(ids) > s.state.KV.Capacity() {
 		return fmt.Errorf("%w: %d tokens in context, %d more, room for %d", ErrContextFull, s.Pos(), len(ids), s.state.KV.Capacity())
 	}
@@ -219,7 +226,7 @@ func (s *Session) feed(ctx context.Context, ids []int, each func(i int, logits [
 		// Prompt processing: batches of tokens, each weight read once per
 		// batch; the same bits as one token at a time.
 		for start := 0; start < len(ids); start += promptChunk {
-			if err := ctx.Err(); err != nil {
+			if err := s.interrupted(ctx); err != nil {
 				return err
 			}
 			end := min(start+promptChunk, len(ids))
@@ -230,7 +237,7 @@ func (s *Session) feed(ctx context.Context, ids []int, each func(i int, logits [
 		return nil
 	}
 	for i, id := range ids {
-		if err := ctx.Err(); err != nil {
+		if err := s.interrupted(ctx); err != nil {
 			return err
 		}
 		last := i == len(ids)-1
@@ -244,6 +251,14 @@ func (s *Session) feed(ctx context.Context, ids []int, each func(i int, logits [
 		}
 	}
 	return nil
+}
+
+// interrupted returns ctx's error, or ErrClosed once the model is closing.
+func (s *Session) interrupted(ctx context.Context) error {
+	if s.m.closed.Load() {
+		return ErrClosed
+	}
+	return ctx.Err()
 }
 
 // Token is one generated token as passed to a Generate callback.
@@ -298,7 +313,7 @@ type Result struct {
 // when fn returns an error (returning it). The Result holds what was
 // generated up to then, also on error.
 func (s *Session) Generate(ctx context.Context, prompt string, opts GenerateOptions, fn func(Token) error) (res Result, err error) {
-	if s.closed {
+	if s.closed || s.m.closed.Load() {
 		return res, ErrClosed
 	}
 	s.stats = Stats{}

@@ -20,9 +20,10 @@ package qsf
 import (
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
-	"runtime/debug"
 	"sync"
+	"sync/atomic"
 
 	"github.com/klauspost/cpuid/v2"
 	"github.com/qsf-llm/qsf/arena"
@@ -55,13 +56,22 @@ var (
 // Model is a loaded model: weights, hyperparameters and tokenizer. It is
 // immutable and safe to share between goroutines and sessions.
 type Model struct {
-	cfg    Config
-	file   *format.File
-	net    *model.Model
-	tok    *tokenizer.Tokenizer
-	ctx    int
-	mu     sync.Mutex
-	closed bool
+	cfg  Config
+	file *format.File
+	net  *model.Model
+	tok  *tokenizer.Tokenizer
+	ctx  int
+	tier *kernels.Tier // the model's kernels (Config.Kernel)
+	pool *kernels.Pool // the worker threads every session of the model shares
+
+	// use guards the weights: every computation holds it for reading,
+	// Close takes it for writing, so Close waits for computations in
+	// flight and nothing reads freed memory. closed makes computations
+	// stop at their next token and new ones fail with ErrClosed.
+	use    sync.RWMutex
+	closed atomic.Bool
+
+	memLimit int64 // suggested Go memory limit in streaming mode, or 0
 
 	packed *arena.Arena   // the weights repacked at load (resident mode), or nil
 	plan   *plan.Plan     // the memory plan
@@ -70,16 +80,41 @@ type Model struct {
 }
 
 // Load opens a model file and prepares it for inference. The weights stay
-// in the (memory-mapped) file; nothing is copied.
+// in the (memory-mapped) file, except Q4_0 and Q8_0 matrices, which a
+// resident model copies once into faster layouts (see Config.NoRepack).
+// Load changes no process-wide state: the kernel tier, threads and memory
+// plan belong to the model.
 func Load(path string, cfg Config) (*Model, error) {
-	if cfg.Kernel != "" {
-		if err := kernels.SetTier(cfg.Kernel); err != nil {
-			return nil, fmt.Errorf("qsf: %w", err)
-		}
+	name := cfg.Kernel
+	if name == "" {
+		name = os.Getenv("QSF_KERNEL")
 	}
+	tier, err := kernels.TierNamed(name)
+	if err != nil {
+		return nil, fmt.Errorf("qsf: %w", err)
+	}
+	var m *Model
 	if cfg.RAMBudget > 0 {
-		return loadBudget(path, cfg)
+		m, err = loadBudget(path, cfg)
+	} else {
+		m, err = loadResident(path, cfg)
 	}
+	if err != nil {
+		return nil, err
+	}
+	threads := cfg.Threads
+	if threads <= 0 {
+		threads = defaultThreads()
+	}
+	m.tier = tier
+	m.pool = kernels.NewPoolTier(tier, threads)
+	// A Model dropped without Close still stops its workers.
+	runtime.AddCleanup(m, func(p *kernels.Pool) { p.Close() }, m.pool)
+	return m, nil
+}
+
+// loadResident loads a model whose weights stay mapped (or in memory).
+func loadResident(path string, cfg Config) (*Model, error) {
 	f, err := format.OpenWith(path, format.OpenOptions{NoMmap: cfg.NoMmap})
 	if err != nil {
 		return nil, fmt.Errorf("qsf: load %s: %w", path, err)
@@ -91,6 +126,19 @@ func Load(path string, cfg Config) (*Model, error) {
 	}
 	return m, nil
 }
+
+// acquire marks a computation on the model's weights as in flight, or
+// returns ErrClosed; release ends it.
+func (m *Model) acquire() error {
+	m.use.RLock()
+	if m.closed.Load() {
+		m.use.RUnlock()
+		return ErrClosed
+	}
+	return nil
+}
+
+func (m *Model) release() { m.use.RUnlock() }
 
 // hparams reads a model's hyperparameters from f's metadata.
 func hparams(f *format.File) (model.Hparams, error) {
@@ -280,12 +328,20 @@ func newBudgetModel(f *format.File, path string, cfg Config) (*Model, error) {
 		return nil, err
 	}
 	// The Go heap (tokenizer, metadata) is all that is left outside the
-	// arena: keep the collector within the budget's remainder.
+	// arena: the collector should stay within the budget's remainder.
 	if limit := cfg.RAMBudget - p.ArenaBytes - plan.RuntimeBytes/2; limit > 0 {
-		debug.SetMemoryLimit(max(limit, 8<<20))
+		m.memLimit = max(limit, 8<<20)
 	}
 	return m, nil
 }
+
+// MemoryLimit returns the Go memory limit (runtime/debug.SetMemoryLimit)
+// that keeps the process's heap within what Config.RAMBudget leaves once
+// the streaming buffers are counted, or 0 when the model is resident or
+// has no budget. Load does not set it: the collector's settings belong to
+// the program, which may apply this value when QSF is all it runs (the
+// qsf command does).
+func (m *Model) MemoryLimit() int64 { return m.memLimit }
 
 // Plan returns the memory plan the model was loaded with.
 func (m *Model) Plan() *plan.Plan { return m.plan }
@@ -293,15 +349,19 @@ func (m *Model) Plan() *plan.Plan { return m.plan }
 // Streaming reports whether the model streams its layers from the file.
 func (m *Model) Streaming() bool { return m.layout != nil }
 
-// Close releases the model file. Sessions of a closed model must not be
-// used.
+// Close releases the model: its worker threads, its repacked weights and
+// its file. It is safe to call while sessions generate, from any
+// goroutine: their computations stop at the next token with ErrClosed,
+// Close waits for them, and every later call on the model or its sessions
+// returns ErrClosed (Session.Close still releases a session's buffers).
+// Close is idempotent.
 func (m *Model) Close() error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.closed {
+	if m.closed.Swap(true) {
 		return nil
 	}
-	m.closed = true
+	m.use.Lock()
+	defer m.use.Unlock()
+	m.pool.Close()
 	if m.packed != nil {
 		m.packed.Close()
 	}
@@ -336,7 +396,7 @@ func (m *Model) Info() Info {
 		Architecture: hp.Arch, Name: name, Layers: hp.Layers, Embedding: hp.Embd,
 		Heads: hp.Heads, KVHeads: hp.KVHeads, FFN: hp.FFN, Vocab: hp.Vocab,
 		ContextLength: m.ctx, TrainContext: hp.CtxLen, WeightBytes: bytes,
-		Kernel: kernels.Tier(),
+		Kernel: m.tier.Name(),
 	}
 }
 

@@ -9,7 +9,7 @@ import (
 )
 
 // avx2Tier holds the AVX2+FMA+F16C kernels.
-var avx2Tier = &tier{name: "avx2"}
+var avx2Tier = &Tier{name: "avx2"}
 
 // initAVX2Tier fills in the AVX2 kernel table.
 func initAVX2Tier() {

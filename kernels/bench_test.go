@@ -27,7 +27,7 @@ var benchTypes = []quant.Type{
 // "stream" rotates through ≥1 GiB of matrices, as a forward pass does.
 // Throughput is weight bytes per second.
 func BenchmarkMatVec(b *testing.B) {
-	defer SetTier(Tier())
+	defer SetTier(DefaultTier().Name())
 	const rows, cols = 4096, 4096
 	for _, typ := range benchTypes {
 		if _, err := quant.Lookup(typ); err != nil {

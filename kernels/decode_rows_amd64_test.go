@@ -26,7 +26,7 @@ func TestDecodeRowsBits(t *testing.T) {
 	if !hasAVX2() {
 		t.Skip("no AVX2")
 	}
-	defer SetTier(Tier())
+	defer SetTier(DefaultTier().Name())
 	pools := []*Pool{NewPool(1), NewPool(2), NewPool(3)}
 	defer func() {
 		for _, p := range pools {
@@ -88,6 +88,7 @@ func TestDecodeRowsBits(t *testing.T) {
 						MatVec(typ, got, w, cols, act)
 						same(name+" MatVec", got)
 						for _, p := range pools {
+							p.base = DefaultTier()
 							clear(got)
 							p.MatVec(typ, got, w, cols, act)
 							same(fmt.Sprintf("%s Pool(%d).MatVec", name, p.threads), got)
@@ -106,7 +107,7 @@ func TestDecodeRowsPoolSplit(t *testing.T) {
 	if !hasAVX2() {
 		t.Skip("no AVX2")
 	}
-	defer SetTier(Tier())
+	defer SetTier(DefaultTier().Name())
 	if err := SetTier("avx2"); err != nil {
 		t.Fatal(err)
 	}

@@ -19,9 +19,14 @@ import (
 // whole groups of 8, float32(math.Exp) (C's expf) for the len(x)%8 left.
 // dst must be at least as long as x and either be x or not overlap it.
 func SiluF32(dst, x []float32) {
+	current.Load().SiluF32(dst, x)
+}
+
+// SiluF32 is the package function SiluF32 on tier tr.
+func (tr *Tier) SiluF32(dst, x []float32) {
 	dst = dst[:len(x)]
 	n8 := len(x) &^ 7
-	if n8 > 0 && !(current.Load() != genericTier && siluAsm(dst[:n8], x[:n8])) {
+	if n8 > 0 && !(tr != genericTier && siluAsm(dst[:n8], x[:n8])) {
 		for i, v := range x[:n8] {
 			dst[i] = v / (1 + expf8(0-v))
 		}
@@ -41,11 +46,16 @@ func SiluF32(dst, x []float32) {
 // lanes of exactly 0. dst must be at least as long as x and either be x or
 // not overlap it.
 func ExpSubF32(dst, x []float32, max float32) (sum float64) {
+	return current.Load().ExpSubF32(dst, x, max)
+}
+
+// ExpSubF32 is the package function ExpSubF32 on tier tr.
+func (tr *Tier) ExpSubF32(dst, x []float32, max float32) (sum float64) {
 	dst = dst[:len(x)]
 	if len(x) == 0 {
 		return 0
 	}
-	if current.Load() != genericTier {
+	if tr != genericTier {
 		if s, ok := expSubAsm(dst, x, max); ok {
 			return s
 		}

@@ -82,7 +82,7 @@ func TestExpf8(t *testing.T) {
 
 // withTiers runs f under every available tier.
 func withTiers(t *testing.T, f func(tier string)) {
-	defer SetTier(Tier())
+	defer SetTier(DefaultTier().Name())
 	for _, name := range Tiers() {
 		if err := SetTier(name); err != nil {
 			t.Fatal(err)
@@ -224,7 +224,7 @@ func BenchmarkSilu(b *testing.B) {
 		x[i] = float32(r.NormFloat64() * 3)
 	}
 	dst := make([]float32, len(x))
-	defer SetTier(Tier())
+	defer SetTier(DefaultTier().Name())
 	for _, name := range Tiers() {
 		b.Run(name, func(b *testing.B) {
 			SetTier(name)
@@ -243,7 +243,7 @@ func BenchmarkExpSub(b *testing.B) {
 		x[i] = float32(r.NormFloat64()*4 - 10)
 	}
 	dst := make([]float32, len(x))
-	defer SetTier(Tier())
+	defer SetTier(DefaultTier().Name())
 	for _, name := range Tiers() {
 		b.Run(name, func(b *testing.B) {
 			SetTier(name)

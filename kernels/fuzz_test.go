@@ -80,7 +80,7 @@ func FuzzMatVec(f *testing.F) {
 		}
 		sanitize(typ, w)
 		sanitize(vd, act)
-		defer SetTier(Tier())
+		defer SetTier(DefaultTier().Name())
 		for _, name := range Tiers() {
 			SetTier(name)
 			out := make([]float32, rows)

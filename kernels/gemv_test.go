@@ -71,7 +71,7 @@ func extremeQ8_0(r *rand.Rand, w []byte) {
 // on every tier and through MatVec, Pool.MatVec and MatMul, bit for bit as
 // quant.DotQ4_0Gemv (llama.cpp's repacked gemv order) computes them.
 func TestQ4_0Gemv(t *testing.T) {
-	defer SetTier(Tier())
+	defer SetTier(DefaultTier().Name())
 	r := rand.New(rand.NewPCG(31, 32))
 	pool := NewPool(2)
 	defer pool.Close()
@@ -98,6 +98,7 @@ func TestQ4_0Gemv(t *testing.T) {
 				if err := SetTier(name); err != nil {
 					t.Fatal(err)
 				}
+				pool.base = DefaultTier()
 				for _, c := range []struct {
 					how  string
 					call func(out []float32)

@@ -31,7 +31,7 @@ func shapesFor(t quant.Type) []struct{ rows, cols int } {
 }
 
 // kernelTypes returns the types a tier has assembly kernels for.
-func kernelTypes(tr *tier) []quant.Type {
+func kernelTypes(tr *Tier) []quant.Type {
 	var ts []quant.Type
 	for t, f := range tr.kernels {
 		if f != nil {
@@ -107,7 +107,7 @@ func TestRefVsQuant(t *testing.T) {
 // TestMatVecTiers runs MatVec under every tier, forced with SetTier, and
 // compares each with the generic tier.
 func TestMatVecTiers(t *testing.T) {
-	defer SetTier(Tier())
+	defer SetTier(DefaultTier().Name())
 	r := rand.New(rand.NewPCG(5, 6))
 	for typ := range refDots {
 		if _, err := quant.Lookup(typ); err != nil {
@@ -137,24 +137,27 @@ func TestMatVecTiers(t *testing.T) {
 }
 
 func TestSetTier(t *testing.T) {
-	defer SetTier(Tier())
+	defer SetTier(DefaultTier().Name())
 	for _, name := range Tiers() {
 		if err := SetTier(name); err != nil {
 			t.Errorf("SetTier(%q) = %v", name, err)
 		}
-		if Tier() != name {
-			t.Errorf("after SetTier(%q), Tier() = %q", name, Tier())
+		if DefaultTier().Name() != name {
+			t.Errorf("after SetTier(%q), DefaultTier().Name() = %q", name, DefaultTier().Name())
 		}
 	}
-	for _, name := range []string{"avx512", "avx2", "sse9", ""} {
+	if err := SetTier(""); err != nil || DefaultTier() != BestTier() {
+		t.Errorf("SetTier(\"\") = %v, default %s, want nil and the best tier %s", err, DefaultTier().Name(), BestTier().Name())
+	}
+	for _, name := range []string{"avx512", "avx2", "sse9", "neon"} {
 		if slices.Contains(Tiers(), name) {
 			continue
 		}
-		before := Tier()
+		before := DefaultTier().Name()
 		if err := SetTier(name); !errors.Is(err, ErrTier) {
 			t.Errorf("SetTier(%q) = %v, want ErrTier", name, err)
 		}
-		if Tier() != before {
+		if DefaultTier().Name() != before {
 			t.Errorf("failed SetTier(%q) changed the tier", name)
 		}
 	}

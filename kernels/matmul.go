@@ -29,8 +29,13 @@ var useTiles = true
 // MatMul runs on the calling goroutine; see Pool.MatMul. It panics on
 // inconsistent arguments, as MatVec does.
 func MatMul(t quant.Type, out []float32, w []byte, cols int, acts []byte, n int) {
+	current.Load().MatMul(t, out, w, cols, acts, n)
+}
+
+// MatMul is the package function MatMul on tier tr.
+func (tr *Tier) MatMul(t quant.Type, out []float32, w []byte, cols int, acts []byte, n int) {
 	var j matmulJob
-	j.init(t, out, w, cols, acts, n)
+	j.init(tr, t, out, w, cols, acts, n)
 	if j.rows == 0 {
 		return
 	}
@@ -45,7 +50,7 @@ var auxesPool = sync.Pool{New: func() any { return new([][]byte) }}
 
 // matmulJob is one validated MatMul call.
 type matmulJob struct {
-	tier     *tier
+	tier     *Tier
 	traits   *quant.Traits
 	out      []float32
 	w        []byte
@@ -61,8 +66,8 @@ type matmulJob struct {
 	actBytes int
 }
 
-// init validates the arguments of a MatMul and fills in j.
-func (j *matmulJob) init(t quant.Type, out []float32, w []byte, cols int, acts []byte, n int) {
+// init validates the arguments of a MatMul on tier tr and fills in j.
+func (j *matmulJob) init(tr *Tier, t quant.Type, out []float32, w []byte, cols int, acts []byte, n int) {
 	if n <= 0 || len(out)%n != 0 {
 		panic(fmt.Sprintf("kernels: MatMul: %d outputs are not %d whole vectors", len(out), n))
 	}
@@ -82,7 +87,7 @@ func (j *matmulJob) init(t quant.Type, out []float32, w []byte, cols int, acts [
 	// of 8 rows, llama.cpp's repacked order), so that MatMul equals n
 	// calls of MatVec.
 	tt, rowBytes := check(t, out[:rows], w, cols, acts[:actBytes])
-	*j = matmulJob{tier: current.Load(), traits: tt, out: out, w: w, acts: acts,
+	*j = matmulJob{tier: tr, traits: tt, out: out, w: w, acts: acts,
 		rows: rows, cols: cols, n: n, rowBytes: rowBytes, actBytes: actBytes}
 	if useTiles && n >= tileTokens && cols > 0 {
 		// Row ranges are multiples of rowAlign or end at rows, so they

@@ -15,7 +15,7 @@ import (
 // tileFor returns the tile kernel of tier tr for traits tt, or nil when
 // it has none. The tile kernels do per (row, activation) exactly what the
 // AVX2 one-activation kernels do.
-func tileFor(tr *tier, tt *quant.Traits) *tileKernel {
+func tileFor(tr *Tier, tt *quant.Traits) *tileKernel {
 	if tr != avx2Tier {
 		return nil
 	}

@@ -18,7 +18,7 @@ import (
 // multiple of 4 KiB (the activations are then packed apart), token counts
 // around the tiles of four, and one to three threads, on every tier.
 func TestMatMulF32(t *testing.T) {
-	defer SetTier(Tier())
+	defer SetTier(DefaultTier().Name())
 	type shape struct{ rows, cols, n int }
 	var shapes []shape
 	for rows := 1; rows <= 8; rows++ {

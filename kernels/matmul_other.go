@@ -6,4 +6,4 @@ import "github.com/qsf-llm/qsf/quant"
 
 // tileFor returns the tile kernel of tier tr for traits tt, or nil: this
 // build has none.
-func tileFor(tr *tier, tt *quant.Traits) *tileKernel { return nil }
+func tileFor(tr *Tier, tt *quant.Traits) *tileKernel { return nil }

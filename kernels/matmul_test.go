@@ -11,7 +11,7 @@ import (
 // TestMatMul checks that MatMul and Pool.MatMul give exactly the results of
 // n MatVec calls, for every tier, including matrices larger than a tile.
 func TestMatMul(t *testing.T) {
-	defer SetTier(Tier())
+	defer SetTier(DefaultTier().Name())
 	r := rand.New(rand.NewPCG(19, 20))
 	cases := []struct {
 		typ        quant.Type

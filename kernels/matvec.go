@@ -18,19 +18,23 @@ import (
 // w and act do not match len(out), t and cols: like an out-of-range slice
 // index, that is a bug in the caller, not a condition to handle.
 func MatVec(t quant.Type, out []float32, w []byte, cols int, act []byte) {
-	tr, rowBytes := check(t, out, w, cols, act)
+	current.Load().MatVec(t, out, w, cols, act)
+}
+
+// MatVec is the package function MatVec on tier tr.
+func (tr *Tier) MatVec(t quant.Type, out []float32, w []byte, cols int, act []byte) {
+	tt, rowBytes := check(t, out, w, cols, act)
 	if len(out) == 0 {
 		return
 	}
-	tier := current.Load()
-	if tier.prepFor(t) != nil {
+	if tr.prepFor(t) != nil {
 		bp := auxPool.Get().(*[]byte)
-		*bp = tier.prepare(t, *bp, act, cols)
-		tier.run(tr, out, w, rowBytes, cols, act, *bp)
+		*bp = tr.prepare(t, *bp, act, cols)
+		tr.run(tt, out, w, rowBytes, cols, act, *bp)
 		auxPool.Put(bp)
 		return
 	}
-	tier.run(tr, out, w, rowBytes, cols, act, nil)
+	tr.run(tt, out, w, rowBytes, cols, act, nil)
 }
 
 // auxPool recycles the prepared-activation buffers of MatVec.

@@ -55,6 +55,7 @@ const (
 // MatVec are whole runs of rows computed by the same kernel as MatVec, so
 // the results do not depend on the number of threads.
 type Pool struct {
+	base    *Tier // the tier of every call
 	threads int
 	mu      sync.Mutex // serializes calls
 	workers []*worker
@@ -72,7 +73,7 @@ type Pool struct {
 	// and read by a thread only after it has claimed a piece.
 	kind     jobKind
 	traits   *quant.Traits
-	tier     *tier
+	tier     *Tier
 	out      []float32
 	w        []byte
 	rowBytes int
@@ -96,13 +97,19 @@ type worker struct {
 	wake   chan struct{} // buffered 1
 }
 
-// NewPool starts a pool of threads workers, the caller included; threads <= 0
-// means runtime.GOMAXPROCS(0).
-func NewPool(threads int) *Pool {
+// NewPool starts a pool of threads workers, the caller included, that runs
+// DefaultTier's kernels; threads <= 0 means runtime.GOMAXPROCS(0).
+func NewPool(threads int) *Pool { return NewPoolTier(DefaultTier(), threads) }
+
+// NewPoolTier is NewPool with the kernels of tier tr (nil: DefaultTier).
+func NewPoolTier(tr *Tier, threads int) *Pool {
+	if tr == nil {
+		tr = DefaultTier()
+	}
 	if threads <= 0 {
 		threads = runtime.GOMAXPROCS(0)
 	}
-	p := &Pool{threads: threads}
+	p := &Pool{base: tr, threads: threads}
 	for i := 1; i < threads; i++ {
 		wk := &worker{wake: make(chan struct{}, 1)}
 		p.workers = append(p.workers, wk)
@@ -111,6 +118,9 @@ func NewPool(threads int) *Pool {
 	}
 	return p
 }
+
+// Tier returns the tier whose kernels the pool runs.
+func (p *Pool) Tier() *Tier { return p.base }
 
 // Threads returns the number of threads that share each call, the caller
 // included.
@@ -139,7 +149,7 @@ func (p *Pool) MatVec(t quant.Type, out []float32, w []byte, cols int, act []byt
 	if len(out) == 0 {
 		return
 	}
-	tr := current.Load()
+	tr := p.base
 	p.mu.Lock()
 	p.aux = tr.prepare(t, p.aux, act, cols)
 	if p.threads == 1 || len(out) <= rowAlign {
@@ -158,7 +168,7 @@ func (p *Pool) MatVec(t quant.Type, out []float32, w []byte, cols int, act []byt
 // thread walks its rows in cache-sized tiles.
 func (p *Pool) MatMul(t quant.Type, out []float32, w []byte, cols int, acts []byte, n int) {
 	var j matmulJob
-	j.init(t, out, w, cols, acts, n)
+	j.init(p.base, t, out, w, cols, acts, n)
 	if j.rows == 0 {
 		return
 	}
@@ -206,7 +216,7 @@ func (p *Pool) MatVecs(tasks []MatVecTask) {
 	if total == 0 {
 		return
 	}
-	tr := current.Load()
+	tr := p.base
 	p.mu.Lock()
 	for len(p.taskAux) < len(tasks) {
 		p.taskAux = append(p.taskAux, nil)

@@ -13,7 +13,7 @@ import (
 // TestPoolMatVec checks that a pool of any size gives exactly the results
 // of the single-threaded MatVec, under every tier.
 func TestPoolMatVec(t *testing.T) {
-	defer SetTier(Tier())
+	defer SetTier(DefaultTier().Name())
 	r := rand.New(rand.NewPCG(7, 8))
 	for _, threads := range []int{1, 2, 3} {
 		p := NewPool(threads)
@@ -26,6 +26,7 @@ func TestPoolMatVec(t *testing.T) {
 				act := randomRows(r, vecDotType[typ], 1, sh.cols)
 				for _, name := range Tiers() {
 					SetTier(name)
+					p.base = DefaultTier()
 					want := make([]float32, sh.rows)
 					MatVec(typ, want, w, sh.cols, act)
 					got := make([]float32, sh.rows)

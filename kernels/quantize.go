@@ -12,8 +12,13 @@ import (
 // tier's vector code where it has one (Q8_0 on avx2). It panics
 // on an unknown type or wrong lengths, as MatVec does.
 func Quantize(t quant.Type, dst []byte, src []float32) {
-	tr, err := quant.Lookup(t)
-	if err != nil || tr.Quantize == nil {
+	current.Load().Quantize(t, dst, src)
+}
+
+// Quantize is the package function Quantize on tier tr.
+func (tr *Tier) Quantize(t quant.Type, dst []byte, src []float32) {
+	tt, err := quant.Lookup(t)
+	if err != nil || tt.Quantize == nil {
 		panic(fmt.Sprintf("kernels: Quantize: no quantizer for %v", t))
 	}
 	n, err := quant.RowBytes(t, len(src))
@@ -21,10 +26,10 @@ func Quantize(t quant.Type, dst []byte, src []float32) {
 		panic(fmt.Sprintf("kernels: Quantize: %v of %d elements needs %d bytes, got %d", t, len(src), n, len(dst)))
 	}
 	if t == quant.Q8_0 {
-		if f := current.Load().quantQ8_0; f != nil {
+		if f := tr.quantQ8_0; f != nil {
 			f(dst, src)
 			return
 		}
 	}
-	tr.Quantize(dst, src)
+	tt.Quantize(dst, src)
 }

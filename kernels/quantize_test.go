@@ -58,7 +58,7 @@ func activationVector(r *rand.Rand, n int) []float32 {
 // TestQuantizeQ8_0 checks every tier's Q8_0 activation quantizer against
 // package quant's bit for bit.
 func TestQuantizeQ8_0(t *testing.T) {
-	defer SetTier(Tier())
+	defer SetTier(DefaultTier().Name())
 	r := rand.New(rand.NewPCG(51, 52))
 	tr, _ := quant.Lookup(quant.Q8_0)
 	for _, n := range []int{0, 32, 64, 224, 2048, 5632} {

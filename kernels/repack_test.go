@@ -33,7 +33,7 @@ var repackCases = []struct {
 // and a remainder), bit for bit as the file type's reference dot product
 // computes the file's rows.
 func TestRepacked(t *testing.T) {
-	defer SetTier(Tier())
+	defer SetTier(DefaultTier().Name())
 	r := rand.New(rand.NewPCG(41, 42))
 	pools := map[int]*Pool{1: NewPool(1), 2: NewPool(2), 3: NewPool(3)}
 	for _, p := range pools {
@@ -93,6 +93,7 @@ func TestRepacked(t *testing.T) {
 						{"MatMul", n, func(out []float32) { MatMul(typ, out, packed, sh.cols, acts, n) }},
 					}
 					for threads, p := range pools {
+						p.base = DefaultTier()
 						calls = append(calls,
 							call{fmt.Sprintf("Pool%d.MatVec", threads), 1, func(out []float32) { p.MatVec(typ, out, packed, sh.cols, act) }},
 							call{fmt.Sprintf("Pool%d.MatMul", threads), n, func(out []float32) { p.MatMul(typ, out, packed, sh.cols, acts, n) }},
@@ -189,7 +190,7 @@ func BenchmarkRepacked(b *testing.B) {
 		}{{rc.file, file}, {rc.packed, packed}} {
 			for _, mode := range []string{"hot", "stream"} {
 				for _, threads := range []int{1, 2} {
-					b.Run(fmt.Sprintf("%s/%s/%s/t%d", Tier(), typeName(layout.typ), mode, threads), func(b *testing.B) {
+					b.Run(fmt.Sprintf("%s/%s/%s/t%d", DefaultTier().Name(), typeName(layout.typ), mode, threads), func(b *testing.B) {
 						mats := layout.mats
 						if mode == "hot" {
 							mats = mats[:1]

@@ -3,14 +3,13 @@ package kernels
 import (
 	"errors"
 	"fmt"
-	"os"
 	"sync/atomic"
 
 	"github.com/qsf-llm/qsf/quant"
 )
 
-// ErrTier is returned by SetTier for a tier name that does not exist or is
-// not supported by this CPU or build.
+// ErrTier is returned by TierNamed and SetTier for a tier name that does not
+// exist or is not supported by this CPU or build.
 var ErrTier = errors.New("kernels: tier not available")
 
 // rowsFunc computes out[r] = dot(row r, act) for every r in out, where row r
@@ -26,8 +25,13 @@ type prepFunc func(buf, act []byte, cols int) []byte
 // maxType bounds the quant.Type ids a tier table can hold.
 const maxType = 32
 
-// tier is one set of kernels. A nil entry falls back to the generic tier.
-type tier struct {
+// Tier is one set of kernels for one instruction set ("generic", "avx2").
+// Every tier computes the generic tier's results bit for bit; they differ
+// in speed only. A Tier is immutable and safe for concurrent use. Its
+// methods (Quantize, SiluF32, DotF32Rows, ...) are the package functions of
+// the same names run on that tier; a Pool runs its matrix kernels on the
+// tier it was made with.
+type Tier struct {
 	name string
 
 	kernels [maxType]rowsFunc
@@ -52,7 +56,7 @@ type tier struct {
 
 // prepFor returns the tier's activation preparation for weights of type
 // t, or nil when its kernel needs none.
-func (tr *tier) prepFor(t quant.Type) prepFunc {
+func (tr *Tier) prepFor(t quant.Type) prepFunc {
 	switch t {
 	case Q4_0x8:
 		return tr.q4_0x8Prep
@@ -67,7 +71,7 @@ func (tr *tier) prepFor(t quant.Type) prepFunc {
 
 // prepare returns the auxiliary activation data the tier's kernel for t
 // needs, built in buf, or buf itself when it needs none.
-func (tr *tier) prepare(t quant.Type, buf, act []byte, cols int) []byte {
+func (tr *Tier) prepare(t quant.Type, buf, act []byte, cols int) []byte {
 	if f := tr.prepFor(t); f != nil && cols > 0 {
 		return f(buf, act, cols)
 	}
@@ -77,7 +81,7 @@ func (tr *tier) prepare(t quant.Type, buf, act []byte, cols int) []byte {
 // run computes the rows of out with the tier's kernel for the type of tt,
 // or with the generic one when the tier has none. aux is the result of
 // prepare.
-func (tr *tier) run(tt *quant.Traits, out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
+func (tr *Tier) run(tt *quant.Traits, out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
 	if cols == 0 {
 		clear(out)
 		return
@@ -116,32 +120,34 @@ func (tr *tier) run(tt *quant.Traits, out []float32, w []byte, rowBytes, cols in
 }
 
 var (
-	genericTier = &tier{name: "generic"}
+	genericTier = &Tier{name: "generic"}
 
 	// available lists the tiers this CPU and build can run, slowest
 	// first. Architecture-specific files append to it in their init.
-	available = []*tier{genericTier}
+	available = []*Tier{genericTier}
 
-	current atomic.Pointer[tier]
+	current atomic.Pointer[Tier]
 )
 
 func init() {
 	registerArch()
-	best := available[len(available)-1]
-	current.Store(best)
-	if name := os.Getenv("QSF_KERNEL"); name != "" {
-		if err := SetTier(name); err != nil {
-			fmt.Fprintf(os.Stderr, "kernels: QSF_KERNEL=%s: %v; using %s\n", name, err, best.name)
-		}
-	}
+	current.Store(BestTier())
 }
 
-// Tier returns the name of the tier MatVec currently uses.
-func Tier() string { return current.Load().name }
+// Name returns the tier's name, as Tiers lists it.
+func (tr *Tier) Name() string { return tr.name }
+
+// BestTier returns the fastest tier this CPU and build can run.
+func BestTier() *Tier { return available[len(available)-1] }
+
+// DefaultTier returns the tier of the package-level functions (MatVec,
+// MatMul, Quantize, the vector functions) and of pools made by NewPool:
+// BestTier, unless the program chose another with SetTier.
+func DefaultTier() *Tier { return current.Load() }
 
 // Tiers returns the names of the tiers available on this CPU and build,
-// slowest first. "generic" is always among them. The default tier is the
-// fastest one.
+// slowest first. "generic" is always among them. Only complete tiers are
+// listed, and each gives the generic tier's results bit for bit.
 func Tiers() []string {
 	names := make([]string, len(available))
 	for i, t := range available {
@@ -150,19 +156,35 @@ func Tiers() []string {
 	return names
 }
 
-// SetTier makes MatVec and every Pool use the named tier. It returns an
-// error wrapping ErrTier, and leaves the tier unchanged, when the name is
-// unknown or the tier cannot run on this CPU or build.
-func SetTier(name string) error {
+// TierNamed returns the named tier; "" names BestTier. It returns an error
+// wrapping ErrTier when the name is unknown or the tier cannot run on this
+// CPU or build.
+func TierNamed(name string) (*Tier, error) {
+	if name == "" {
+		return BestTier(), nil
+	}
 	for _, t := range available {
 		if t.name == name {
-			current.Store(t)
-			return nil
+			return t, nil
 		}
 	}
 	switch name {
 	case "generic", "avx2":
-		return fmt.Errorf("%w: %q is not supported on this CPU or build", ErrTier, name)
+		return nil, fmt.Errorf("%w: %q is not supported on this CPU or build", ErrTier, name)
 	}
-	return fmt.Errorf("%w: unknown tier %q", ErrTier, name)
+	return nil, fmt.Errorf("%w: unknown tier %q", ErrTier, name)
+}
+
+// SetTier changes DefaultTier for the whole process; "" restores
+// BestTier. It is meant for programs and tests: a library should pick a
+// tier with TierNamed and run it through NewPoolTier and the Tier methods
+// instead, leaving the process default alone. On error (wrapping ErrTier)
+// the default is unchanged.
+func SetTier(name string) error {
+	t, err := TierNamed(name)
+	if err != nil {
+		return err
+	}
+	current.Store(t)
+	return nil
 }

@@ -13,7 +13,12 @@ import "github.com/qsf-llm/qsf/quant"
 // RoundF16 replaces every element of x by the nearest IEEE half-precision
 // value, ties to even (as F16C's VCVTPS2PH and ggml_fp32_to_fp16 round).
 func RoundF16(x []float32) {
-	if current.Load() != genericTier && roundF16Asm(x) {
+	current.Load().RoundF16(x)
+}
+
+// RoundF16 is the package function RoundF16 on tier tr.
+func (tr *Tier) RoundF16(x []float32) {
+	if tr != genericTier && roundF16Asm(x) {
 		return
 	}
 	for i, v := range x {
@@ -25,8 +30,13 @@ func RoundF16(x []float32) {
 // nearest with ties to even, for every i in src. dst must be at least as
 // long as src.
 func F16FromF32(dst []uint16, src []float32) {
+	current.Load().F16FromF32(dst, src)
+}
+
+// F16FromF32 is the package function F16FromF32 on tier tr.
+func (tr *Tier) F16FromF32(dst []uint16, src []float32) {
 	dst = dst[:len(src)]
-	if current.Load() != genericTier && f16FromF32Asm(dst, src) {
+	if tr != genericTier && f16FromF32Asm(dst, src) {
 		return
 	}
 	for i, v := range src {
@@ -44,6 +54,11 @@ func F16FromF32(dst []uint16, src []float32) {
 // ggml converts the vector to f16 first; x should hold such values (see
 // RoundF16), but it is used as given.
 func DotF16Rows(out []float32, w []uint16, stride int, x []float32) {
+	current.Load().DotF16Rows(out, w, stride, x)
+}
+
+// DotF16Rows is the package function DotF16Rows on tier tr.
+func (tr *Tier) DotF16Rows(out []float32, w []uint16, stride int, x []float32) {
 	if len(out) == 0 {
 		return
 	}
@@ -55,7 +70,7 @@ func DotF16Rows(out []float32, w []uint16, stride int, x []float32) {
 		clear(out)
 		return
 	}
-	if current.Load() == genericTier || !dotF16RowsAsm(out, w, stride, x, false) {
+	if tr == genericTier || !dotF16RowsAsm(out, w, stride, x, false) {
 		for r := range out {
 			out[r] = dotF16Row(w[r*stride:r*stride+cols], x, false)
 		}
@@ -76,6 +91,11 @@ func DotF16Rows(out []float32, w []uint16, stride int, x []float32) {
 // but every row must have len(x) rounded up to a multiple of 8 elements in
 // w (the kernels read whole groups of 8).
 func DotF16RowsPadded(out []float32, w []uint16, stride int, x []float32) {
+	current.Load().DotF16RowsPadded(out, w, stride, x)
+}
+
+// DotF16RowsPadded is the package function DotF16RowsPadded on tier tr.
+func (tr *Tier) DotF16RowsPadded(out []float32, w []uint16, stride int, x []float32) {
 	if len(out) == 0 {
 		return
 	}
@@ -88,7 +108,7 @@ func DotF16RowsPadded(out []float32, w []uint16, stride int, x []float32) {
 		clear(out)
 		return
 	}
-	if current.Load() != genericTier && dotF16RowsAsm(out, w, stride, x, true) {
+	if tr != genericTier && dotF16RowsAsm(out, w, stride, x, true) {
 		return
 	}
 	for r := range out {

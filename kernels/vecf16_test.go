@@ -48,7 +48,7 @@ func TestRoundF16Tiers(t *testing.T) {
 	for len(src)%8 != 5 { // leave a scalar tail
 		src = append(src, 0.1)
 	}
-	defer SetTier(Tier())
+	defer SetTier(DefaultTier().Name())
 	for _, tier := range Tiers() {
 		if err := SetTier(tier); err != nil {
 			t.Fatal(err)
@@ -76,7 +76,7 @@ func TestRoundF16Tiers(t *testing.T) {
 func TestDotF16RowsTiers(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	trF16, _ := quant.Lookup(quant.F16)
-	defer SetTier(Tier())
+	defer SetTier(DefaultTier().Name())
 	for _, tier := range Tiers() {
 		if err := SetTier(tier); err != nil {
 			t.Fatal(err)

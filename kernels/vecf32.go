@@ -18,6 +18,11 @@ import (
 // AVX2: four 8-lane FMA accumulators over each 32 elements, reduced as
 // GGML_F32x8_REDUCE, then the tail added in float32 without fusing.
 func DotF32Rows(out, w []float32, stride int, x []float32) {
+	current.Load().DotF32Rows(out, w, stride, x)
+}
+
+// DotF32Rows is the package function DotF32Rows on tier tr.
+func (tr *Tier) DotF32Rows(out, w []float32, stride int, x []float32) {
 	cols := len(x)
 	if len(out) == 0 {
 		return
@@ -29,21 +34,26 @@ func DotF32Rows(out, w []float32, stride int, x []float32) {
 	if stride < cols || (len(out)-1)*stride+cols > len(w) {
 		panic("kernels: DotF32Rows: rows do not fit in w")
 	}
-	if current.Load() != genericTier && dotF32RowsAsm(out, w, stride, x) {
+	if tr != genericTier && dotF32RowsAsm(out, w, stride, x) {
 		return
 	}
 	act := f32Bytes(x)
-	tr, _ := quant.Lookup(quant.F32)
+	tt, _ := quant.Lookup(quant.F32)
 	for r := range out {
-		out[r] = tr.Dot(cols, f32Bytes(w[r*stride:r*stride+cols]), act)
+		out[r] = tt.Dot(cols, f32Bytes(w[r*stride:r*stride+cols]), act)
 	}
 }
 
 // AxpyF32 sets y[i] = x[i]·a + y[i] rounded once (a fused multiply-add, as
 // VFMADD computes it), for every i in y.
 func AxpyF32(y, x []float32, a float32) {
+	current.Load().AxpyF32(y, x, a)
+}
+
+// AxpyF32 is the package function AxpyF32 on tier tr.
+func (tr *Tier) AxpyF32(y, x []float32, a float32) {
 	x = x[:len(y)]
-	if current.Load() != genericTier && axpyF32Asm(y, x, a) {
+	if tr != genericTier && axpyF32Asm(y, x, a) {
 		return
 	}
 	for i := range y {
@@ -70,6 +80,11 @@ func f32Bytes(v []float32) []byte {
 //
 // It is the loop of AxpyF32 calls it replaces, computed in registers.
 func LanesF32(lanes []float32, width int, x []float32, stride int, p []float32) {
+	current.Load().LanesF32(lanes, width, x, stride, p)
+}
+
+// LanesF32 is the package function LanesF32 on tier tr.
+func (tr *Tier) LanesF32(lanes []float32, width int, x []float32, stride int, p []float32) {
 	if width <= 0 || len(lanes)%width != 0 {
 		panic("kernels: LanesF32: lanes is not width rows")
 	}
@@ -80,7 +95,7 @@ func LanesF32(lanes []float32, width int, x []float32, stride int, p []float32) 
 	if len(p) > 0 && (stride < cols || (len(p)-1)*stride+cols > len(x)) {
 		panic("kernels: LanesF32: rows do not fit in x")
 	}
-	if current.Load() != genericTier && lanesF32Asm(lanes, width, cols, x, stride, p) {
+	if tr != genericTier && lanesF32Asm(lanes, width, cols, x, stride, p) {
 		return
 	}
 	clear(lanes)
@@ -94,6 +109,11 @@ func LanesF32(lanes []float32, width int, x []float32, stride int, p []float32) 
 // + c] in the order of GGML_F32x8_REDUCE: the four 8-lane registers added
 // as (x0+x2) + (x1+x3), then the upper half onto the lower, then pairs.
 func ReduceLanes32F32(out, lanes []float32) {
+	current.Load().ReduceLanes32F32(out, lanes)
+}
+
+// ReduceLanes32F32 is the package function ReduceLanes32F32 on tier tr.
+func (tr *Tier) ReduceLanes32F32(out, lanes []float32) {
 	cols := len(out)
 	if len(lanes) != 32*cols {
 		panic("kernels: ReduceLanes32F32: lanes is not 32 rows of len(out)")
@@ -101,7 +121,7 @@ func ReduceLanes32F32(out, lanes []float32) {
 	if cols == 0 {
 		return
 	}
-	if current.Load() != genericTier && reduceLanes32Asm(out, lanes) {
+	if tr != genericTier && reduceLanes32Asm(out, lanes) {
 		return
 	}
 	for c := range out {
@@ -121,6 +141,11 @@ func ReduceLanes32F32(out, lanes []float32) {
 //	v[a] = fma(x0, cos, -(x1·sin))
 //	v[b] = fma(x0, sin, x1·cos)
 func RotateF32(v, cs []float32, step, off int) {
+	current.Load().RotateF32(v, cs, step, off)
+}
+
+// RotateF32 is the package function RotateF32 on tier tr.
+func (tr *Tier) RotateF32(v, cs []float32, step, off int) {
 	pairs := len(cs) / 2
 	if pairs == 0 {
 		return
@@ -128,7 +153,7 @@ func RotateF32(v, cs []float32, step, off int) {
 	if step <= 0 || off <= 0 || (pairs-1)*step+off >= len(v) {
 		panic("kernels: RotateF32: pairs do not fit in v")
 	}
-	if current.Load() != genericTier && rotateF32Asm(v, cs, pairs, step, off) {
+	if tr != genericTier && rotateF32Asm(v, cs, pairs, step, off) {
 		return
 	}
 	for i := range pairs {

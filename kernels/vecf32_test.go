@@ -19,7 +19,7 @@ func TestVecF32Tiers(t *testing.T) {
 		}
 		return v
 	}
-	defer SetTier(Tier())
+	defer SetTier(DefaultTier().Name())
 	for _, tier := range Tiers() {
 		if err := SetTier(tier); err != nil {
 			t.Fatal(err)
@@ -77,7 +77,7 @@ func TestLanesF32Tiers(t *testing.T) {
 		}
 		return v
 	}
-	defer SetTier(Tier())
+	defer SetTier(DefaultTier().Name())
 	tests := []struct{ width, cols, stride, n int }{
 		{32, 64, 64, 0}, {32, 64, 64, 1}, {32, 64, 256, 80}, {32, 128, 128, 33},
 		{32, 8, 24, 70}, {32, 72, 80, 100}, {32, 5, 7, 40}, {8, 64, 192, 19},
@@ -131,7 +131,7 @@ func TestLanesF32Tiers(t *testing.T) {
 // definition, bit for bit, in both pair layouts.
 func TestRotateF32Tiers(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
-	defer SetTier(Tier())
+	defer SetTier(DefaultTier().Name())
 	tests := []struct{ dims, step, off int }{
 		{2, 2, 1}, {64, 2, 1}, {128, 2, 1}, {64, 1, 32}, {128, 1, 64}, {6, 1, 3},
 	}

@@ -17,6 +17,7 @@ const maxBatch = 64
 // forward pass side by side (token-major), and their conversions to the
 // activation types of the weights.
 type batch struct {
+	tier                              *kernels.Tier // converts with this tier's quantizers
 	x, xb, q, k, v, qkv, att, hb, hb2 []float32
 	acts                              [maxType][]byte
 	done                              [maxType]bool
@@ -83,6 +84,7 @@ func (s *State) forwardChunk(tokens []int, pos int, logits bool) error {
 	}
 	if s.batch == nil {
 		s.batch = newBatch(hp)
+		s.batch.tier = s.tier
 	}
 	b := s.batch
 	e := hp.Embd
@@ -172,20 +174,20 @@ func (s *State) feedForwardBatch(ly *Block, n int) {
 		// 2f still to be read.
 		for i := range n {
 			gu := b.hb[i*2*f : (i+1)*2*f]
-			gated(b.hb2[:f], gu[:f], gu[f:], hp.Act)
+			gated(s.tier, b.hb2[:f], gu[:f], gu[f:], hp.Act)
 			copy(b.hb[i*f:(i+1)*f], b.hb2[:f])
 		}
 	case ly.Gate.Data != nil:
 		s.matMul(hidden, &ly.Gate, n)
 		s.matMul(b.hb2[:n*f], &ly.Up, n)
 		for i := range n {
-			gated(row(hidden, i, f), row(hidden, i, f), row(b.hb2, i, f), hp.Act)
+			gated(s.tier, row(hidden, i, f), row(hidden, i, f), row(b.hb2, i, f), hp.Act)
 		}
 	default:
 		s.matMul(hidden, &ly.Up, n)
 		for i := range n {
 			addBias(row(hidden, i, f), ly.UpB)
-			activate(row(hidden, i, f), hp.Act)
+			activate(s.tier, row(hidden, i, f), hp.Act)
 		}
 	}
 	b.input(hidden, f)
@@ -218,7 +220,7 @@ func (b *batch) get(wt quant.Type, n int) []byte {
 	buf := b.acts[at][:n*size]
 	if !b.done[at] {
 		for i := range n {
-			kernels.Quantize(at, buf[i*size:(i+1)*size], row(b.in, i, b.width))
+			b.tier.Quantize(at, buf[i*size:(i+1)*size], row(b.in, i, b.width))
 		}
 		b.done[at] = true
 	}

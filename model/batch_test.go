@@ -25,7 +25,7 @@ func TestForwardBatchEqualsForward(t *testing.T) {
 		"synthetic/synth-qwen3-Q8_0.gguf", "synthetic/synth-phi3-Q4_0.gguf", "synthetic/synth-gpt2-Q8_0.gguf",
 		"synthetic/synth-gemma-Q4_0.gguf", "synthetic/synth-qwen2-f32.gguf",
 	}
-	defer kernels.SetTier(kernels.Tier())
+	defer kernels.SetTier(kernels.DefaultTier().Name())
 	for _, tier := range kernels.Tiers() {
 		if err := kernels.SetTier(tier); err != nil {
 			t.Fatal(err)

@@ -38,20 +38,16 @@ func dotLanes(a, b []float32) float32 {
 	return hsum8(&acc)
 }
 
-// siluVec writes silu(x) = x/(1+exp(-x)) into dst as ggml_vec_silu_f32:
-// ggml_v_expf for whole groups of 8, expf for the tail.
-func siluVec(dst, x []float32) { kernels.SiluF32(dst, x) }
-
 // softmaxPadded replaces x by its softmax as ggml_soft_max_f32 computes it
 // for a row of llama.cpp's KV cache: the row is padded with masked (zero
 // probability) positions to a multiple of 32, exponentials come from
 // ggml_v_expf in groups of 8 whose lane sums are added in float64.
-func softmaxPadded(x []float32) {
+func softmaxPadded(k *kernels.Tier, x []float32) {
 	mx := float32(math.Inf(-1))
 	for _, v := range x {
 		mx = max(mx, v)
 	}
-	inv := float32(1 / kernels.ExpSubF32(x, x, mx))
+	inv := float32(1 / k.ExpSubF32(x, x, mx))
 	for i := range x {
 		x[i] *= inv
 	}

@@ -36,7 +36,7 @@ func TestForwardExactF16KV(t *testing.T) {
 	}
 	dir := testfiles.Dir(t)
 	cases := exactCases(t, dir)
-	prev := kernels.Tier()
+	prev := kernels.DefaultTier().Name()
 	defer kernels.SetTier(prev)
 	tiers := []string{prev}
 	if prev != "generic" {

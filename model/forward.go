@@ -23,6 +23,7 @@ type Model struct {
 type State struct {
 	m    *Model
 	pool *kernels.Pool
+	tier *kernels.Tier // pool's tier: the element-wise kernels run on it too
 	KV   *kvcache.Cache
 
 	x       []float32 // residual stream
@@ -179,7 +180,8 @@ func (m *Model) NewStateWith(pool *kernels.Pool, opts StateOptions) (*State, err
 	if err != nil {
 		return nil, err
 	}
-	s := &State{m: m, pool: pool, KV: kv}
+	s := &State{m: m, pool: pool, tier: pool.Tier(), KV: kv}
+	s.acts.tier = s.tier
 	for _, e := range stateVectors(hp, opts.Capacity) {
 		b := alloc(e.name, e.n*4)
 		if len(b) != e.n*4 {
@@ -359,8 +361,8 @@ func (s *State) attendToken(ly *Block, l, pos int) error {
 			ropeAngles(s.ropeCS, hp.RopeDim, pos, hp.RopeBase)
 			s.ropePos = pos
 		}
-		rope(s.q, hp.Heads, hp.HeadDimK, hp.RopeDim, s.ropeCS, hp.Rope)
-		rope(s.k, hp.KVHeads, hp.HeadDimK, hp.RopeDim, s.ropeCS, hp.Rope)
+		rope(s.tier, s.q, hp.Heads, hp.HeadDimK, hp.RopeDim, s.ropeCS, hp.Rope)
+		rope(s.tier, s.k, hp.KVHeads, hp.HeadDimK, hp.RopeDim, s.ropeCS, hp.Rope)
 	}
 	if hp.QPreScale {
 		scale(s.q, attentionScale(hp))
@@ -422,12 +424,12 @@ func (s *State) attendHeads(lo, hi int) {
 				sc[t] = dotLanes(q, keys[t*kd+kvh*hdk:t*kd+(kvh+1)*hdk])
 			}
 		} else {
-			kernels.DotF32Rows(sc, keys[kvh*hdk:], kd, q)
+			s.tier.DotF32Rows(sc, keys[kvh*hdk:], kd, q)
 		}
 		for t := range sc {
 			sc[t] *= scale
 		}
-		softmaxPadded(sc)
+		softmaxPadded(s.tier, sc)
 
 		// out[d] = Σ_t p[t]·V[t][d] over llama.cpp's KV row, which is padded
 		// with zero-probability positions to a multiple of 32: position t
@@ -438,10 +440,10 @@ func (s *State) attendHeads(lo, hi int) {
 			width = 8
 		}
 		lanes := s.vlanes[h*hdv*32 : h*hdv*32+hdv*width]
-		kernels.LanesF32(lanes, width, values[kvh*hdv:], vd, sc)
+		s.tier.LanesF32(lanes, width, values[kvh*hdv:], vd, sc)
 		out := s.att[h*hdv : (h+1)*hdv]
 		if !s.BatchOrder {
-			kernels.ReduceLanes32F32(out, lanes)
+			s.tier.ReduceLanes32F32(out, lanes)
 			continue
 		}
 		var acc [8]float32
@@ -475,15 +477,15 @@ func (s *State) attendF16(lo, hi int) {
 	for h := lo; h < hi; h++ {
 		kvh := h / group
 		q := s.q[h*hdk : (h+1)*hdk]
-		kernels.RoundF16(q)
+		s.tier.RoundF16(q)
 		sc := s.scores[h*s.KV.Capacity() : h*s.KV.Capacity()+n]
-		kernels.DotF16Rows(sc, s.KV.KeysF16(s.layer, kvh, n), hdk, q)
+		s.tier.DotF16Rows(sc, s.KV.KeysF16(s.layer, kvh, n), hdk, q)
 		for t := range sc {
 			sc[t] *= scale
 		}
-		softmaxPadded(sc)
-		kernels.RoundF16(sc)
-		kernels.DotF16RowsPadded(s.att[h*hdv:(h+1)*hdv], vt[kvh*hdv*stride:], stride, sc)
+		softmaxPadded(s.tier, sc)
+		s.tier.RoundF16(sc)
+		s.tier.DotF16RowsPadded(s.att[h*hdv:(h+1)*hdv], vt[kvh*hdv*stride:], stride, sc)
 	}
 }
 
@@ -502,7 +504,7 @@ func (s *State) attendCoded(lo, hi int) {
 		for t := range sc {
 			sc[t] = s.KV.DotKey(l, t, kvh, q) * scale
 		}
-		softmaxPadded(sc)
+		softmaxPadded(s.tier, sc)
 		out := s.att[h*hdv : (h+1)*hdv]
 		clear(out)
 		for t, p := range sc {
@@ -527,14 +529,14 @@ func (s *State) feedForward(l int) error {
 	switch {
 	case ly.GateUp.Data != nil: // fused [gate; up]
 		s.matVec(s.hb, &ly.GateUp)
-		gated(hidden, s.hb[:f], s.hb[f:2*f], hp.Act)
+		gated(s.tier, hidden, s.hb[:f], s.hb[f:2*f], hp.Act)
 	case ly.Gate.Data != nil: // SwiGLU / GeGLU
 		s.matVecs(s.hb[:f], &ly.Gate, s.hb2, &ly.Up, nil, nil)
-		gated(hidden, s.hb[:f], s.hb2, hp.Act)
+		gated(s.tier, hidden, s.hb[:f], s.hb2, hp.Act)
 	default: // plain MLP
 		s.matVec(hidden, &ly.Up)
 		addBias(hidden, ly.UpB)
-		activate(hidden, hp.Act)
+		activate(s.tier, hidden, hp.Act)
 	}
 	s.release(l, StageGateUp)
 
@@ -590,6 +592,7 @@ func (s *State) matVecs(out1 []float32, w1 *Tensor, out2 []float32, w2 *Tensor, 
 // activations holds the current input vector and its conversions to the
 // activation types of the weights that read it.
 type activations struct {
+	tier *kernels.Tier // converts with this tier's quantizers
 	x    []float32
 	bufs [maxType][]byte
 	done [maxType]bool
@@ -631,7 +634,7 @@ func (a *activations) get(wt quant.Type) []byte {
 	size, _ := quant.RowBytes(at, len(a.x))
 	buf := a.bufs[at][:size]
 	if !a.done[at] {
-		kernels.Quantize(at, buf, a.x)
+		a.tier.Quantize(at, buf, a.x)
 		a.done[at] = true
 	}
 	return buf

@@ -142,7 +142,7 @@ func TestForwardExactGeneric(t *testing.T) {
 		t.Skip("every reference model on every tier: skipped in -short mode (the race-detector pass)")
 	}
 	dir := testfiles.Dir(t)
-	prev := kernels.Tier()
+	prev := kernels.DefaultTier().Name()
 	if err := kernels.SetTier("generic"); err != nil {
 		t.Fatal(err)
 	}

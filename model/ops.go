@@ -61,13 +61,13 @@ func ropeAngles(cs []float32, dims, pos int, base float32) {
 // rope rotates the first dims dimensions of each of heads heads of width
 // headDim in x by the angles in cs (from ropeAngles). The rotation is
 // fused as GCC compiles ggml's rope (x0·cos − x1·sin with one FMA).
-func rope(x []float32, heads, headDim, dims int, cs []float32, style RopeStyle) {
+func rope(k *kernels.Tier, x []float32, heads, headDim, dims int, cs []float32, style RopeStyle) {
 	step, off := 2, 1 // normal: adjacent pairs
 	if style == RopeNeoX {
 		step, off = 1, dims/2
 	}
 	for h := 0; h < heads; h++ {
-		kernels.RotateF32(x[h*headDim:h*headDim+dims], cs[:dims&^1], step, off)
+		k.RotateF32(x[h*headDim:h*headDim+dims], cs[:dims&^1], step, off)
 	}
 }
 
@@ -92,19 +92,19 @@ func addBias(dst, b []float32) {
 }
 
 // gated writes act(gate)·up into dst (dst may be gate).
-func gated(dst, gate, up []float32, act Activation) {
-	activateInto(dst, gate, act)
+func gated(k *kernels.Tier, dst, gate, up []float32, act Activation) {
+	activateInto(k, dst, gate, act)
 	for i := range dst {
 		dst[i] *= up[i]
 	}
 }
 
 // activate applies act to x in place.
-func activate(x []float32, act Activation) { activateInto(x, x, act) }
+func activate(k *kernels.Tier, x []float32, act Activation) { activateInto(k, x, x, act) }
 
-func activateInto(dst, x []float32, act Activation) {
+func activateInto(k *kernels.Tier, dst, x []float32, act Activation) {
 	if act == SiLU {
-		siluVec(dst, x)
+		k.SiluF32(dst, x)
 		return
 	}
 	for i, v := range x {

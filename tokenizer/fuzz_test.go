@@ -61,6 +61,9 @@ func FuzzEncodeDecode(f *testing.F) {
 			if !utf8.ValidString(s) {
 				continue
 			}
+			if !bytesRepresentable(tok, s) {
+				continue // bytes without a token are dropped, as llama.cpp does
+			}
 			ids := tok.Encode(s, EncodeOptions{})
 			var got string
 			if tok.Model() == SPM {
@@ -103,4 +106,20 @@ func FuzzLoaders(f *testing.F) {
 		use(LoadHFJSON(bytes.NewReader(data)))
 		use(LoadEncoderJSON(bytes.NewReader(data), strings.NewReader("a b\n"), ""))
 	})
+}
+
+// bytesRepresentable reports whether a byte-level BPE vocabulary has a
+// token for every byte of s (SentencePiece vocabularies always pass: they
+// fall back to byte tokens or <unk>). Some vocabularies (falcon) lack
+// tokens for a few bytes, which both llama.cpp and this package drop.
+func bytesRepresentable(tok *Tokenizer, s string) bool {
+	if tok.Model() != BPE {
+		return true
+	}
+	for i := 0; i < len(s); i++ {
+		if _, ok := tok.Lookup(byteToUTF8[s[i]]); !ok {
+			return false
+		}
+	}
+	return true
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 
 	"github.com/qsf-llm/qsf"
 	"github.com/qsf-llm/qsf/plan"
@@ -83,7 +84,16 @@ func (mf *modelFlags) load() (*qsf.Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	return qsf.Load(mf.path, cfg)
+	m, err := qsf.Load(mf.path, cfg)
+	if err != nil {
+		return nil, err
+	}
+	// The command is all the process runs: keep the Go heap within what
+	// the RAM budget leaves, as the model suggests.
+	if limit := m.MemoryLimit(); limit > 0 {
+		debug.SetMemoryLimit(limit)
+	}
+	return m, nil
 }
 
 // stringList is a repeatable string flag.
