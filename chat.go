@@ -3,6 +3,7 @@ package qsf
 import (
 	"context"
 	"errors"
+	"slices"
 
 	"github.com/qsf-llm/qsf/chat"
 	"github.com/qsf-llm/qsf/tokenizer"
@@ -116,8 +117,14 @@ func (s *Session) Chat(ctx context.Context, messages []Message, opts GenerateOpt
 		}
 	}
 	res, err := s.generate(ctx, ids[keep:], opts, fn)
+	s.messages = append(slices.Clone(messages), Message{Role: "assistant", Content: res.Text})
 	return ChatResult{Result: res, CachedTokens: keep}, err
 }
+
+// Messages returns the conversation of the session's last Chat call, its
+// answer (as far as it got) included, or of the session Restore loaded;
+// nil after Reset or when the session has not chatted.
+func (s *Session) Messages() []Message { return slices.Clone(s.messages) }
 
 // reuse keeps the longest prefix of ids that the session has evaluated
 // (at least one token is left to evaluate, for the logits) and returns its

@@ -32,8 +32,11 @@ type Session struct {
 	// start of the next Generate or Forward (-1 when there is none).
 	pending int
 
-	// history holds the tokens in the KV cache, in order (see chat.go).
-	history []int
+	// history holds the tokens in the KV cache, in order, and messages
+	// the conversation of the last Chat call, its answer included (see
+	// chat.go).
+	history  []int
+	messages []Message
 
 	arena *arena.Arena   // streaming mode: every runtime buffer
 	src   *stream.Source // streaming mode: the layer reader
@@ -156,6 +159,7 @@ func (s *Session) Reset() {
 	s.state.KV.Reset()
 	s.pending = -1
 	s.history = s.history[:0]
+	s.messages = nil
 	s.stats = Stats{}
 }
 

@@ -31,6 +31,9 @@ func FuzzParseSession(f *testing.F) {
 		body = binary.LittleEndian.AppendUint32(body, uint32(id))
 	}
 	body = binary.LittleEndian.AppendUint32(body, uint32(0xffffffff))
+	msgs := `[{"role":"user","content":"hi"}]`
+	body = binary.LittleEndian.AppendUint32(body, uint32(len(msgs)))
+	body = append(body, msgs...)
 	body = binary.LittleEndian.AppendUint64(body, uint64(kvb.Len()))
 	body = append(body, kvb.Bytes()...)
 	f.Add(wrapSession(body))

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/crc32"
@@ -34,6 +35,7 @@ var (
 //	  model    [32]byte fingerprint (Model.fingerprint)
 //	  tokens   u32 count, then u32 ids: the tokens in the KV cache
 //	  pending  i32: the generated token not yet in the cache, or -1
+//	  messages u32 length, then JSON: the conversation (Session.Messages)
 //	  kv       u64 length, then kvcache.Cache.WriteTo's encoding
 //	crc        u32: CRC-32C of version, length and body
 const (
@@ -45,7 +47,8 @@ const (
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // Save writes the session's state — the tokens of the conversation, the
-// KV cache and the model's fingerprint — so that LoadSession (or Restore)
+// KV cache, the messages of the last Chat call and the model's
+// fingerprint — so that LoadSession (or Restore)
 // can resume it, after a restart, with the same next-token logits.
 // Sampling state is not part of a session: each Generate or Chat call
 // starts its sampler from GenerateOptions.Sampling (its Seed), so the same
@@ -65,6 +68,12 @@ func (s *Session) Save(w io.Writer) error {
 		binary.Write(&body, binary.LittleEndian, uint32(id))
 	}
 	binary.Write(&body, binary.LittleEndian, int32(s.pending))
+	msgs, err := json.Marshal(s.messages)
+	if err != nil {
+		return err
+	}
+	binary.Write(&body, binary.LittleEndian, uint32(len(msgs)))
+	body.Write(msgs)
 	binary.Write(&body, binary.LittleEndian, uint64(s.state.KV.StateBytes()))
 	if _, err := s.state.KV.WriteTo(&body); err != nil {
 		return err
@@ -81,10 +90,11 @@ func (s *Session) Save(w io.Writer) error {
 
 // sessionFile is a parsed session file, not yet applied to a session.
 type sessionFile struct {
-	model   [32]byte
-	tokens  []int
-	pending int
-	kv      []byte // kvcache encoding
+	model    [32]byte
+	tokens   []int
+	pending  int
+	messages []Message
+	kv       []byte // kvcache encoding
 }
 
 // parseSession checks and parses a whole session file. It allocates at
@@ -130,12 +140,24 @@ func parseSessionBody(b []byte) (*sessionFile, error) {
 		f.tokens[i] = int(binary.LittleEndian.Uint32(b[4*i:]))
 	}
 	b = b[4*int(count):]
-	if len(b) < 4+8 {
+	if len(b) < 4 {
 		return nil, short("pending token")
 	}
 	f.pending = int(int32(binary.LittleEndian.Uint32(b)))
-	kvLen := binary.LittleEndian.Uint64(b[4:])
-	b = b[12:]
+	b = b[4:]
+	if len(b) < 4 || uint64(binary.LittleEndian.Uint32(b)) > uint64(len(b)-4) {
+		return nil, short("messages")
+	}
+	msgs := b[4 : 4+binary.LittleEndian.Uint32(b)]
+	b = b[4+len(msgs):]
+	if err := json.Unmarshal(msgs, &f.messages); err != nil {
+		return nil, fmt.Errorf("%w: messages: %v", ErrSessionCorrupt, err)
+	}
+	if len(b) < 8 {
+		return nil, short("KV cache length")
+	}
+	kvLen := binary.LittleEndian.Uint64(b)
+	b = b[8:]
 	if kvLen != uint64(len(b)) {
 		return nil, fmt.Errorf("%w: KV cache of %d bytes, %d left", ErrSessionCorrupt, kvLen, len(b))
 	}
@@ -192,6 +214,7 @@ func (s *Session) Restore(r io.Reader) error {
 	}
 	s.history = append(s.history[:0], f.tokens...)
 	s.pending = f.pending
+	s.messages = f.messages
 	return nil
 }
 

@@ -106,9 +106,14 @@ func TestSessionRestoreChild(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	var conv []qsf.Message
+	// The conversation comes back with the session.
+	var want []qsf.Message
 	cj, _ := os.ReadFile(filepath.Join(dir, "conv.json"))
-	json.Unmarshal(cj, &conv)
+	json.Unmarshal(cj, &want)
+	conv := s.Messages()
+	if !slices.Equal(conv, want) {
+		t.Fatalf("restored messages %q, saved %q", conv, want)
+	}
 	_, answers := chatTurns(t, s, conv, 2)
 	if s.Stats().PromptTokens >= 40 {
 		t.Errorf("restored session evaluated %d prompt tokens: the cache was not reused", s.Stats().PromptTokens)
