@@ -43,6 +43,7 @@ func init() {
 		"bench":      {"measure prefill and decode speed (and memory bandwidth)", cmdBench},
 		"plan":       {"print the memory plan of a model under a RAM budget", cmdPlan},
 		"template":   {"print a conversation formatted with a model's chat template", cmdTemplate},
+		"chat":       {"chat with a model in the terminal (streamed, /save and /load)", cmdChat},
 	}
 }
 
