@@ -77,6 +77,13 @@ type Config struct {
 	// read, that the file's pages are not needed (posix_fadvise
 	// DONTNEED), so they are not kept in the page cache on its account.
 	DropPageCache bool
+
+	// ChatTemplate overrides the model's chat template (its
+	// tokenizer.chat_template) for ApplyTemplate and Session.Chat: the
+	// name of a built-in format ("chatml", "llama3", ...; see
+	// chat.Formats) or a template text to recognise. Empty means the
+	// model's own.
+	ChatTemplate string
 }
 
 // DefaultContextLength caps the context of a session when

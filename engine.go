@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -30,6 +31,12 @@ type Session struct {
 	// conversation but not yet in the KV cache: it is processed at the
 	// start of the next Generate or Forward (-1 when there is none).
 	pending int
+
+	// history holds the tokens in the KV cache, in order, and messages
+	// the conversation of the last Chat call, its answer included (see
+	// chat.go).
+	history  []int
+	messages []Message
 
 	arena   *arena.Arena    // streaming mode: every runtime buffer
 	src     *stream.Source  // streaming mode: the layer reader
@@ -154,6 +161,8 @@ func (s *Session) withPending(ids []int) []int {
 func (s *Session) Reset() {
 	s.state.KV.Reset()
 	s.pending = -1
+	s.history = s.history[:0]
+	s.messages = nil
 	s.stats = Stats{}
 }
 
@@ -219,6 +228,7 @@ func (s *Session) feed(ctx context.Context, ids []int, each func(i int, logits [
 		return err
 	}
 	defer s.m.release()
+	defer s.record(ids)
 	if !s.state.KV.Evicts() && s.Pos()+len(ids) > s.state.KV.Capacity() {
 		return fmt.Errorf("%w: %d tokens in context, %d more, room for %d", ErrContextFull, s.Pos(), len(ids), s.state.KV.Capacity())
 	}
@@ -284,6 +294,8 @@ type GenerateOptions struct {
 	// ParseSpecial lets special-token text in the prompt (e.g. "<s>")
 	// become special tokens.
 	ParseSpecial bool
+
+	endOfTurn []int // more tokens that end generation (Session.Chat)
 }
 
 // StopReason says why generation ended.
@@ -316,8 +328,15 @@ func (s *Session) Generate(ctx context.Context, prompt string, opts GenerateOpti
 	if s.closed || s.m.closed.Load() {
 		return res, ErrClosed
 	}
+	ids := s.m.tok.Encode(prompt, tokenizer.EncodeOptions{AddSpecial: s.Pos() == 0, ParseSpecial: opts.ParseSpecial})
+	return s.generate(ctx, ids, opts, fn)
+}
+
+// generate is Generate after tokenization: prompt is appended to the
+// context (after the pending token) and tokens are generated.
+func (s *Session) generate(ctx context.Context, prompt []int, opts GenerateOptions, fn func(Token) error) (res Result, err error) {
 	s.stats = Stats{}
-	res.PromptTokens = s.m.tok.Encode(prompt, tokenizer.EncodeOptions{AddSpecial: s.Pos() == 0, ParseSpecial: opts.ParseSpecial})
+	res.PromptTokens = prompt
 	sampler := NewSampler(opts.Sampling)
 	for _, id := range res.PromptTokens {
 		sampler.Accept(id)
@@ -371,7 +390,7 @@ func (s *Session) Generate(ctx context.Context, prompt string, opts GenerateOpti
 		res.Tokens = append(res.Tokens, id)
 		s.pending = id
 		s.stats.GeneratedTokens++
-		if s.m.tok.IsEOG(id) {
+		if s.m.tok.IsEOG(id) || slices.Contains(opts.endOfTurn, id) {
 			res.Reason = StopEOS
 			break
 		}

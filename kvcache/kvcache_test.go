@@ -2,6 +2,7 @@ package kvcache
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -195,5 +196,76 @@ func TestInvalid(t *testing.T) {
 	}
 	if _, err := NewWith(Shape{Layers: 1, Capacity: 1, KVHeads: 1, HeadDimK: 1, HeadDimV: 1}, Options{Type: 9}); err == nil {
 		t.Error("unknown type accepted")
+	}
+}
+
+// TestTruncate writes positions, truncates and writes different ones:
+// the cache then equals one that was written the second way from the
+// start (F32, F16), and an evicted cache refuses.
+func TestTruncate(t *testing.T) {
+	for _, typ := range []Type{F32, F16} {
+		sh := Shape{Layers: 2, Capacity: 8, KVHeads: 2, HeadDimK: 4, HeadDimV: 4}
+		a, _ := NewWith(sh, Options{Type: typ})
+		b, _ := NewWith(sh, Options{Type: typ})
+		vec := func(seed, l, p int) []float32 {
+			v := make([]float32, 8)
+			for i := range v {
+				v[i] = float32(seed*1000+l*100+p*10+i) / 7
+			}
+			return v
+		}
+		write := func(c *Cache, seed, from, to int) {
+			for p := from; p < to; p++ {
+				for l := range sh.Layers {
+					s, err := c.Slot(l)
+					if err != nil {
+						t.Fatal(err)
+					}
+					c.Store(l, s, vec(seed, l, p), vec(seed+1, l, p))
+				}
+				if err := c.SetLen(p + 1); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		write(a, 1, 0, 6)
+		if err := a.Truncate(3); err != nil {
+			t.Fatal(err)
+		}
+		if a.Len() != 3 || a.Used(0) != 3 || a.Position(1, 3) != -1 {
+			t.Fatalf("%v: after Truncate(3): len %d used %d pos %d", typ, a.Len(), a.Used(0), a.Position(1, 3))
+		}
+		write(a, 2, 3, 7)
+		write(b, 1, 0, 3)
+		write(b, 2, 3, 7)
+		q := []float32{1, -2, 3, 0.5}
+		for l := range sh.Layers {
+			for s := range 7 {
+				for h := range sh.KVHeads {
+					if x, y := a.DotKey(l, s, h, q), b.DotKey(l, s, h, q); x != y {
+						t.Fatalf("%v layer %d slot %d head %d: %v != %v", typ, l, s, h, x, y)
+					}
+					ox, oy := make([]float32, 4), make([]float32, 4)
+					a.AddValue(ox, l, s, h, 1)
+					b.AddValue(oy, l, s, h, 1)
+					if fmt.Sprint(ox) != fmt.Sprint(oy) {
+						t.Fatalf("%v values differ at layer %d slot %d", typ, l, s)
+					}
+				}
+			}
+		}
+		if err := a.Truncate(8); !errors.Is(err, ErrTruncate) {
+			t.Errorf("Truncate beyond Len: %v", err)
+		}
+	}
+	sh := Shape{Layers: 1, Capacity: 2, KVHeads: 1, HeadDimK: 4, HeadDimV: 4}
+	c, _ := NewWith(sh, Options{Policy: Window{}})
+	for p := range 3 {
+		s, _ := c.Slot(0)
+		c.Store(0, s, make([]float32, 4), make([]float32, 4))
+		c.SetLen(p + 1)
+	}
+	if err := c.Truncate(1); !errors.Is(err, ErrTruncate) {
+		t.Errorf("Truncate of an evicted cache: %v, want ErrTruncate", err)
 	}
 }

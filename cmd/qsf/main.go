@@ -42,6 +42,8 @@ func init() {
 		"synth":      {"write a random-weight model file of a real model's shape", cmdSynth},
 		"bench":      {"measure prefill and decode speed (and memory bandwidth)", cmdBench},
 		"plan":       {"print the memory plan of a model under a RAM budget", cmdPlan},
+		"template":   {"print a conversation formatted with a model's chat template", cmdTemplate},
+		"chat":       {"chat with a model in the terminal (streamed, /save and /load)", cmdChat},
 	}
 }
 

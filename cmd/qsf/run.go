@@ -66,7 +66,11 @@ func (mf *modelFlags) config() (qsf.Config, error) {
 	return cfg, nil
 }
 
-func (mf *modelFlags) load() (*qsf.Model, error) {
+func (mf *modelFlags) load() (*qsf.Model, error) { return mf.loadWith(nil) }
+
+// loadWith loads the model, with adjust (when non-nil) changing the
+// configuration the flags ask for.
+func (mf *modelFlags) loadWith(adjust func(*qsf.Config)) (*qsf.Model, error) {
 	if mf.synthetic != "" {
 		if mf.path != "" {
 			return nil, usagef("pass -m FILE or --synthetic SHAPE, not both")
@@ -83,6 +87,9 @@ func (mf *modelFlags) load() (*qsf.Model, error) {
 	cfg, err := mf.config()
 	if err != nil {
 		return nil, err
+	}
+	if adjust != nil {
+		adjust(&cfg)
 	}
 	m, err := qsf.Load(mf.path, cfg)
 	if err != nil {
@@ -122,13 +129,22 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	fs.Var(&stops, "stop", "stop when this string appears (repeatable)")
 	asJSON := fs.Bool("json", false, "print one JSON object at the end instead of streaming text")
 	verbose := fs.Bool("verbose", false, "print model information and speed to stderr")
+	chatMode := fs.Bool("chat", false, "send the prompt as one user message through the model's chat template (see qsf chat)")
+	system := fs.String("system", "", "with --chat: a system message before the prompt")
+	tmpl := fs.String("chat-template", "", "with --chat: a built-in chat format name or a template file (default: the model's)")
 	if _, err := parse(fs, args); err != nil {
 		return err
 	}
 	so.Temperature, so.TopK, so.TopP, so.MinP = float32(*temp), *topK, float32(*topP), float32(*minP)
 	so.RepeatPenalty, so.FrequencyPenalty, so.PresencePenalty = float32(*rep), float32(*freq), float32(*pres)
 
-	m, err := mf.load()
+	var m *qsf.Model
+	var err error
+	if *chatMode {
+		m, err = loadChatModel(&mf, *tmpl)
+	} else {
+		m, err = mf.load()
+	}
 	if err != nil {
 		return err
 	}
@@ -145,17 +161,29 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	if !*asJSON {
+	if !*asJSON && !*chatMode {
 		fmt.Fprint(stdout, *prompt)
 	}
-	res, err := s.Generate(ctx, *prompt, qsf.GenerateOptions{MaxTokens: *n, Sampling: so, Stop: stops},
-		func(t qsf.Token) error {
-			if !*asJSON {
-				_, err := io.WriteString(stdout, t.Text)
-				return err
-			}
-			return nil
-		})
+	gen := qsf.GenerateOptions{MaxTokens: *n, Sampling: so, Stop: stops}
+	show := func(t qsf.Token) error {
+		if !*asJSON {
+			_, err := io.WriteString(stdout, t.Text)
+			return err
+		}
+		return nil
+	}
+	var res qsf.Result
+	if *chatMode {
+		var msgs []qsf.Message
+		if *system != "" {
+			msgs = append(msgs, qsf.Message{Role: "system", Content: *system})
+		}
+		var cr qsf.ChatResult
+		cr, err = s.Chat(ctx, append(msgs, qsf.Message{Role: "user", Content: *prompt}), gen, show)
+		res = cr.Result
+	} else {
+		res, err = s.Generate(ctx, *prompt, gen, show)
+	}
 	if err != nil {
 		return err
 	}

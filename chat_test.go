@@ -1,0 +1,110 @@
+package qsf_test
+
+import (
+	"context"
+	"math"
+	"slices"
+	"testing"
+
+	"github.com/qsf-llm/qsf"
+	"github.com/qsf-llm/qsf/internal/testfiles"
+)
+
+func loadChatModel(t *testing.T, file, tmpl, kv string) *qsf.Model {
+	t.Helper()
+	m, err := qsf.Load(testfiles.Path(t, "models", file), qsf.Config{Threads: 1, ContextLength: 256, ChatTemplate: tmpl, KVType: kv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return m
+}
+
+func commonPrefix(a, b []int) int {
+	n := 0
+	for n < len(a) && n < len(b) && a[n] == b[n] {
+		n++
+	}
+	return n
+}
+
+// TestChatReusesCache has a three-turn conversation and checks, after
+// each turn, that the session evaluated only the tokens beyond what its
+// KV cache shares with the formatted conversation, and that the logits
+// then equal those of a fresh session evaluating the whole conversation
+// (prompt and answer) from scratch, bit for bit.
+func TestChatReusesCache(t *testing.T) {
+	for _, tc := range []struct {
+		file, tmpl, kv string
+		continues      bool // the answers re-tokenize to the generated tokens
+	}{
+		{"gguf/stories260K-f32.gguf", "llama2-sys", "f32", true},
+		{"gguf/stories260K-f32.gguf", "zephyr", "f16", false},
+		{"synthetic/synth-qwen2-f32.gguf", "chatml", "f32", false},
+	} {
+		t.Run(tc.file+"/"+tc.tmpl+"/"+tc.kv, func(t *testing.T) {
+			m := loadChatModel(t, tc.file, tc.tmpl, tc.kv)
+			ctx := context.Background()
+			s, err := m.NewSession()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			msgs := []qsf.Message{{Role: "system", Content: "You tell short stories."}}
+			var fed []int // what the session evaluated, as the test sees it
+			for turn, user := range []string{"Once upon a time", "Tell me about Lily.", "And the dog?"} {
+				msgs = append(msgs, qsf.Message{Role: "user", Content: user})
+				ids, err := m.TokenizeChat(msgs, true)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := min(commonPrefix(fed, ids), len(ids)-1)
+				res, err := s.Chat(ctx, msgs, qsf.GenerateOptions{MaxTokens: 10}, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if tc.continues && res.CachedTokens != len(fed) {
+					t.Errorf("turn %d: %d tokens reused, want all %d evaluated before", turn+1, res.CachedTokens, len(fed))
+				}
+				if res.CachedTokens != want {
+					t.Errorf("turn %d: %d tokens reused, want %d", turn+1, res.CachedTokens, want)
+				}
+				if got := s.Stats().PromptTokens; got != len(ids)-want {
+					t.Errorf("turn %d: %d prompt tokens evaluated, want %d of %d", turn+1, got, len(ids)-want, len(ids))
+				}
+				if !slices.Equal(res.PromptTokens, ids[want:]) {
+					t.Errorf("turn %d: evaluated %v, want %v", turn+1, res.PromptTokens, ids[want:])
+				}
+				t.Logf("turn %d: %d prompt tokens, %d reused, answer %q (%s)", turn+1, len(ids), res.CachedTokens, res.Text, res.Reason)
+				fed = append(ids, res.Tokens[:len(res.Tokens)-1]...)
+				msgs = append(msgs, qsf.Message{Role: "assistant", Content: res.Text})
+
+				if turn < 2 {
+					continue
+				}
+				// One more token through both: the chat session (its pending
+				// answer token, then this one) and a fresh one (everything).
+				extra := []int{res.Tokens[len(res.Tokens)-1], 300}
+				got, err := s.Forward(ctx, extra[1:])
+				if err != nil {
+					t.Fatal(err)
+				}
+				fed = append(fed, extra...)
+				fresh, err := m.NewSession()
+				if err != nil {
+					t.Fatal(err)
+				}
+				wantLogits, err := fresh.Forward(ctx, fed)
+				fresh.Close()
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i := range got {
+					if math.Float32bits(got[i]) != math.Float32bits(wantLogits[i]) {
+						t.Fatalf("turn %d: logit %d = %v, from scratch %v", turn+1, i, got[i], wantLogits[i])
+					}
+				}
+			}
+		})
+	}
+}
