@@ -10,6 +10,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -65,6 +66,10 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	if err := cmd.run(args[1:], stdout, stderr); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
+		}
+		if errors.Is(err, context.Canceled) {
+			fmt.Fprintf(stderr, "qsf %s: interrupted\n", args[0])
+			return 130
 		}
 		var ue usageError
 		if errors.As(err, &ue) {

@@ -1,13 +1,10 @@
 package main
 
 import (
-	"bufio"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 
 	"github.com/qsf-llm/qsf"
@@ -133,7 +130,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	}
 	defer s.Close()
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := interruptContext()
 	defer stop()
 	if !*asJSON {
 		fmt.Fprint(stdout, *prompt)
@@ -204,22 +201,7 @@ func syntheticModel(shapeName string, stderr io.Writer) (string, error) {
 	if st, err := os.Stat(path); err == nil && st.Size() == size {
 		return path, nil
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".*")
-	if err != nil {
-		return "", err
-	}
-	defer os.Remove(tmp.Name())
-	w := bufio.NewWriterSize(tmp, 1<<20)
-	if err := plan.Write(w, synth.WriteOptions{}); err != nil {
-		tmp.Close()
-		return "", err
-	}
-	if err := w.Flush(); err != nil {
-		tmp.Close()
-		return "", err
-	}
-	if err := tmp.Close(); err != nil {
-		return "", err
-	}
-	return path, os.Rename(tmp.Name(), path)
+	ctx, stop := interruptContext()
+	defer stop()
+	return path, writeSynthFile(ctx, plan, path, synth.WriteOptions{})
 }
