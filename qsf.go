@@ -69,8 +69,10 @@ type Model struct {
 	kv     kvcache.Options
 }
 
-// Load opens a model file and prepares it for inference. The weights stay
-// in the (memory-mapped) file; nothing is copied.
+// Load opens a model file and prepares it for inference. The weights are
+// memory-mapped (read into memory with Config.NoMmap), except that Q4_0 and
+// Q8_0 matrices are repacked into process memory unless Config.NoRepack is
+// set; under Config.RAMBudget the plan decides (see package plan).
 func Load(path string, cfg Config) (*Model, error) {
 	if cfg.Kernel != "" {
 		if err := kernels.SetTier(cfg.Kernel); err != nil {
