@@ -1,5 +1,7 @@
 package qsf
 
+import "log/slog"
+
 // Config controls how a model is loaded and run. The zero value is a good
 // default: every physical core, the fastest kernels this CPU has, the
 // model's own context length (capped at DefaultContextLength), weights
@@ -75,6 +77,21 @@ type Config struct {
 	// read, that the file's pages are not needed (posix_fadvise
 	// DONTNEED), so they are not kept in the page cache on its account.
 	DropPageCache bool
+
+	// Logger receives a warning whenever Load changes what the config
+	// asks for or accepts a risky value: Threads above the CPUs (clamped),
+	// a ContextLength above the model's trained context or cut to its
+	// position table, a context or KV cache type lowered to fit
+	// RAMBudget. nil means no logging; the library never prints.
+	Logger *slog.Logger
+}
+
+// logger returns the configured logger, or one that discards.
+func (cfg *Config) logger() *slog.Logger {
+	if cfg.Logger != nil {
+		return cfg.Logger
+	}
+	return slog.New(slog.DiscardHandler)
 }
 
 // DefaultContextLength caps the context of a session when

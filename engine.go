@@ -295,11 +295,15 @@ type Result struct {
 // passes each to fn as soon as it is chosen. It stops at an
 // end-of-generation token, after opts.MaxTokens tokens, at a stop string,
 // when the context is full, when ctx is cancelled (returning ctx.Err()) or
-// when fn returns an error (returning it). The Result holds what was
+// when fn returns an error (returning it). It refuses sampling options
+// that SamplerOptions.Validate refuses. The Result holds what was
 // generated up to then, also on error.
 func (s *Session) Generate(ctx context.Context, prompt string, opts GenerateOptions, fn func(Token) error) (res Result, err error) {
 	if s.closed {
 		return res, ErrClosed
+	}
+	if err := opts.Sampling.Validate(); err != nil {
+		return res, err
 	}
 	s.stats = Stats{}
 	res.PromptTokens = s.m.tok.Encode(prompt, tokenizer.EncodeOptions{AddSpecial: s.Pos() == 0, ParseSpecial: opts.ParseSpecial})

@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/debug"
+	"strings"
 	"sync"
 
 	"github.com/klauspost/cpuid/v2"
@@ -74,6 +75,10 @@ type Model struct {
 // Q8_0 matrices are repacked into process memory unless Config.NoRepack is
 // set; under Config.RAMBudget the plan decides (see package plan).
 func Load(path string, cfg Config) (*Model, error) {
+	if n := runtime.NumCPU(); cfg.Threads > n {
+		cfg.logger().Warn(fmt.Sprintf("%d threads asked, %d CPUs: using %d", cfg.Threads, n, n))
+		cfg.Threads = n
+	}
 	if cfg.Kernel != "" {
 		if err := kernels.SetTier(cfg.Kernel); err != nil {
 			return nil, fmt.Errorf("qsf: %w", err)
@@ -172,10 +177,16 @@ func (m *Model) setKV(p *plan.Plan) error {
 		return err
 	}
 	if p != nil {
+		m.warnDegraded(p, typ)
 		m.ctx, typ = p.Ctx, p.KV()
 	}
-	if hp.LearnedPos && m.net.PosEmbd.Rows > 0 {
-		m.ctx = min(m.ctx, m.net.PosEmbd.Rows)
+	if hp.LearnedPos && m.net.PosEmbd.Rows > 0 && m.ctx > m.net.PosEmbd.Rows {
+		if cfg.ContextLength > 0 {
+			cfg.logger().Warn(fmt.Sprintf("context %d is longer than the model's %d learned positions: using %d", m.ctx, m.net.PosEmbd.Rows, m.net.PosEmbd.Rows))
+		}
+		m.ctx = m.net.PosEmbd.Rows
+	} else if hp.CtxLen > 0 && m.ctx > hp.CtxLen {
+		cfg.logger().Warn(fmt.Sprintf("context %d is longer than the %d tokens the model was trained on: output past %d tokens may be poor", m.ctx, hp.CtxLen, hp.CtxLen))
 	}
 	m.kv = kvcache.Options{Type: typ}
 	switch cfg.KVEviction {
@@ -199,6 +210,22 @@ func (m *Model) setKV(p *plan.Plan) error {
 		m.plan, _ = plan.Compute(m.file, hp, nil, plan.Request{Ctx: m.ctx, KV: typ, Threads: threads})
 	}
 	return nil
+}
+
+// warnDegraded logs one warning when the plan p shortened the context or
+// lowered the KV cache type the config asked for (kv) to fit the budget.
+func (m *Model) warnDegraded(p *plan.Plan, kv kvcache.Type) {
+	var changes []string
+	if want := wantCtx(m.cfg, &m.net.Hparams); p.Ctx < want {
+		changes = append(changes, fmt.Sprintf("context %d tokens (instead of %d)", p.Ctx, want))
+	}
+	if p.KV() != kv {
+		changes = append(changes, fmt.Sprintf("KV cache %s (instead of %s)", p.KV(), kv))
+	}
+	if len(changes) > 0 {
+		m.cfg.logger().Warn(fmt.Sprintf("to fit the RAM budget of %s: %s; set the context length or KV type to choose",
+			plan.FormatBytes(m.cfg.RAMBudget), strings.Join(changes, ", ")))
+	}
 }
 
 // loadBudget plans the memory of a model from its metadata, then loads it

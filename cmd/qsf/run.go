@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -27,13 +28,14 @@ type modelFlags struct {
 	kvEvict    string
 	noPrefetch bool
 	dropCache  bool
+
+	logLevel string
+	stderr   io.Writer // where warnings go: the flag set's output
 }
 
-func (mf *modelFlags) register(fs interface {
-	StringVar(*string, string, string, string)
-	IntVar(*int, string, int, string)
-	BoolVar(*bool, string, bool, string)
-}) {
+func (mf *modelFlags) register(fs *flag.FlagSet) {
+	mf.stderr = fs.Output()
+	fs.StringVar(&mf.logLevel, "log-level", "warn", "log messages at this level and above on stderr: debug, info, warn or error")
 	fs.StringVar(&mf.path, "m", "", "model file (GGUF or QSF)")
 	fs.StringVar(&mf.synthetic, "synthetic", "", "instead of -m, run a RANDOM-WEIGHT model of this shape (e.g. tiny), written once to the temp dir: a demo that needs no download; its output is noise")
 	fs.IntVar(&mf.threads, "threads", 0, "threads (0 = one per physical core)")
@@ -52,6 +54,11 @@ func (mf *modelFlags) register(fs interface {
 func (mf *modelFlags) config() (qsf.Config, error) {
 	cfg := qsf.Config{Threads: mf.threads, ContextLength: mf.ctx, Kernel: mf.kernel, NoMmap: mf.noMmap, NoRepack: mf.noRepack,
 		KVType: mf.kvType, KVEviction: mf.kvEvict, NoPrefetch: mf.noPrefetch, DropPageCache: mf.dropCache}
+	level, err := parseLevel(mf.logLevel)
+	if err != nil {
+		return cfg, err
+	}
+	cfg.Logger = newLogger(mf.stderr, level)
 	if mf.budget != "" {
 		n, err := plan.ParseBytes(mf.budget)
 		if err != nil {
@@ -67,7 +74,7 @@ func (mf *modelFlags) load() (*qsf.Model, error) {
 		if mf.path != "" {
 			return nil, usagef("pass -m FILE or --synthetic SHAPE, not both")
 		}
-		path, err := syntheticModel(mf.synthetic, os.Stderr)
+		path, err := syntheticModel(mf.synthetic, mf.stderr)
 		if err != nil {
 			return nil, err
 		}
@@ -93,7 +100,8 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("run", "-m FILE -p PROMPT [flags]", stderr)
 	var mf modelFlags
 	mf.register(fs)
-	prompt := fs.String("p", "", "prompt")
+	prompt := fs.String("p", "", "prompt (- reads it from stdin)")
+	promptFile := fs.String("file", "", "read the prompt from this file")
 	n := fs.Int("n", 64, "tokens to generate (0 = until end of text or a full context)")
 	var so qsf.SamplerOptions
 	temp := fs.Float64("temp", 0.8, "temperature (0 = greedy)")
@@ -114,6 +122,12 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	}
 	so.Temperature, so.TopK, so.TopP, so.MinP = float32(*temp), *topK, float32(*topP), float32(*minP)
 	so.RepeatPenalty, so.FrequencyPenalty, so.PresencePenalty = float32(*rep), float32(*freq), float32(*pres)
+	if err := so.Validate(); err != nil {
+		return usagef("%v", err)
+	}
+	if err := readPrompt(prompt, *promptFile, stdin); err != nil {
+		return err
+	}
 
 	m, err := mf.load()
 	if err != nil {
@@ -123,6 +137,9 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	if *verbose {
 		printInfo(stderr, m)
 		m.Plan().Print(stderr)
+	}
+	if n, room := len(m.Tokenize(*prompt, qsf.TokenizeOptions{})), m.Info().ContextLength; n > room && mf.kvEvict == "" {
+		return usagef("the prompt is %d tokens, longer than the context of %d (raise --ctx, or --kv-evict window)", n, room)
 	}
 	s, err := m.NewSession()
 	if err != nil {
@@ -145,6 +162,10 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 		})
 	if err != nil {
 		return err
+	}
+	if res.Reason == qsf.StopContext {
+		fmt.Fprintf(stderr, "\nqsf: warning: the context of %d tokens is full: generation stopped after %d tokens (raise --ctx, or --kv-evict window)\n",
+			m.Info().ContextLength, len(res.Tokens))
 	}
 	st := s.Stats()
 	if *verbose {
@@ -178,6 +199,31 @@ func nonNil(ids []int) []int {
 		return []int{}
 	}
 	return ids
+}
+
+// stdin is where "-p -" reads the prompt (a variable for the tests).
+var stdin io.Reader = os.Stdin
+
+// readPrompt sets *prompt from stdin when it is "-", or from file when
+// file is not empty.
+func readPrompt(prompt *string, file string, stdin io.Reader) error {
+	switch {
+	case file != "" && *prompt != "":
+		return usagef("pass -p PROMPT or --file FILE, not both")
+	case file != "":
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return err
+		}
+		*prompt = string(b)
+	case *prompt == "-":
+		b, err := io.ReadAll(stdin)
+		if err != nil {
+			return fmt.Errorf("reading the prompt from stdin: %w", err)
+		}
+		*prompt = string(b)
+	}
+	return nil
 }
 
 // syntheticModel returns the path of a random-weight q8_0 model of the
