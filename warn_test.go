@@ -74,4 +74,3 @@ func TestSamplingValidation(t *testing.T) {
 		t.Errorf("Sample = %d, want 1", id)
 	}
 }
-
