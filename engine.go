@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/qsf-llm/qsf/arena"
 	"github.com/qsf-llm/qsf/kernels"
@@ -249,10 +250,12 @@ func (s *Session) feed(ctx context.Context, ids []int, each func(i int, logits [
 // Token is one generated token as passed to a Generate callback.
 type Token struct {
 	ID int
-	// Text is the text this token adds to the output. It holds only
-	// complete UTF-8 characters (bytes of a character split over several
-	// tokens arrive with its last token) and is empty while text that may
-	// begin a stop string is held back.
+	// Text is the text this token adds to the output, always valid
+	// UTF-8: bytes of a character split over several tokens arrive with
+	// its last token, bytes that cannot form a character arrive as U+FFFD
+	// (as do the incomplete bytes left at the end, in a last Token with ID
+	// -1), and Text is empty while text that may begin a stop string is
+	// held back.
 	Text string
 }
 
@@ -419,7 +422,8 @@ func (w *stopWriter) scan() (string, bool) {
 	}
 	for _, stop := range w.stops {
 		if i := strings.Index(w.pending, stop); i >= 0 {
-			out := w.pending[:i]
+			// An invalid UTF-8 stop string can match inside a character.
+			out := strings.ToValidUTF8(w.pending[:i], "\uFFFD")
 			w.pending = ""
 			return out, true
 		}
@@ -434,8 +438,12 @@ func (w *stopWriter) scan() (string, bool) {
 			}
 		}
 	}
-	out := w.pending[:len(w.pending)-hold]
-	w.pending = w.pending[len(w.pending)-hold:]
+	cut := len(w.pending) - hold
+	for cut > 0 && cut < len(w.pending) && !utf8.RuneStart(w.pending[cut]) {
+		cut-- // never split a character (a stop string may be invalid UTF-8)
+	}
+	out := w.pending[:cut]
+	w.pending = w.pending[cut:]
 	return out, false
 }
 
