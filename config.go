@@ -84,6 +84,12 @@ type Config struct {
 	// position table, a context or KV cache type lowered to fit
 	// RAMBudget. nil means no logging; the library never prints.
 	Logger *slog.Logger
+
+	// LoadProgress, when not nil, is called by Load as it prepares the
+	// weights (repacking them, the slow part of loading a large Q4_0 or
+	// Q8_0 model), with the bytes done so far out of a fixed total. It is
+	// not called when there is nothing to prepare.
+	LoadProgress func(done, total int64)
 }
 
 // logger returns the configured logger, or one that discards.

@@ -18,12 +18,14 @@
 package qsf
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"runtime"
 	"runtime/debug"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/klauspost/cpuid/v2"
 	"github.com/qsf-llm/qsf/arena"
@@ -84,6 +86,16 @@ func Load(path string, cfg Config) (*Model, error) {
 			return nil, fmt.Errorf("qsf: %w", err)
 		}
 	}
+	start := time.Now()
+	m, err := load(path, cfg)
+	if err == nil {
+		cfg.logger().Debug("loaded", "path", path, "mode", m.plan.Mode, "context", m.ctx, "kv", m.kv.Type.String(),
+			"threads", cmp.Or(max(cfg.Threads, 0), defaultThreads()), "kernel", kernels.Tier(), "repacked", m.packed != nil, "elapsed", time.Since(start))
+	}
+	return m, err
+}
+
+func load(path string, cfg Config) (*Model, error) {
 	if cfg.RAMBudget > 0 {
 		return loadBudget(path, cfg)
 	}
@@ -143,7 +155,7 @@ func newModel(f *format.File, cfg Config, p *plan.Plan) (*Model, error) {
 	}
 	var packed *arena.Arena
 	if !cfg.NoRepack {
-		if packed, err = repackWeights(weights, f); err != nil {
+		if packed, err = repackWeights(weights, f, cfg.LoadProgress); err != nil {
 			return nil, err
 		}
 	}

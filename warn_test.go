@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/qsf-llm/qsf"
+	"github.com/qsf-llm/qsf/internal/testfiles"
 )
 
 // TestLoadWarnings checks that Load logs one warning through
@@ -72,5 +73,32 @@ func TestSamplingValidation(t *testing.T) {
 	}
 	if id := qsf.Sample([]float32{0, 3, 1}, qsf.SamplerOptions{}); id != 1 {
 		t.Errorf("Sample = %d, want 1", id)
+	}
+}
+
+// TestLoadProgress checks that Load reports the repacking of a Q8_0 model
+// up to its total, and nothing with NoRepack.
+func TestLoadProgress(t *testing.T) {
+	path := testfiles.Path(t, "models", "gguf", "stories260K-Q8_0.gguf")
+	for _, noRepack := range []bool{false, true} {
+		var calls int
+		var last, total int64
+		m, err := qsf.Load(path, qsf.Config{Threads: 1, NoRepack: noRepack, LoadProgress: func(done, tot int64) {
+			if done < last || (total != 0 && tot != total) || done > tot {
+				t.Errorf("progress %d/%d after %d/%d", done, tot, last, total)
+			}
+			calls++
+			last, total = done, tot
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.Close()
+		if noRepack && calls != 0 {
+			t.Errorf("NoRepack: %d progress calls, want 0", calls)
+		}
+		if !noRepack && (calls == 0 || last != total || total == 0) {
+			t.Errorf("%d calls, last %d of %d: want the total reached", calls, last, total)
+		}
 	}
 }

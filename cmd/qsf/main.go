@@ -43,6 +43,7 @@ func init() {
 		"synth":      {"write a random-weight model file of a real model's shape", cmdSynth},
 		"bench":      {"measure prefill and decode speed (and memory bandwidth)", cmdBench},
 		"plan":       {"print the memory plan of a model under a RAM budget", cmdPlan},
+		"version":    {"print the version of qsf and of Go it was built with", cmdVersion},
 	}
 }
 

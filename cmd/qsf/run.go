@@ -2,13 +2,16 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/qsf-llm/qsf"
+	"github.com/qsf-llm/qsf/format"
 	"github.com/qsf-llm/qsf/plan"
 	"github.com/qsf-llm/qsf/synth"
 )
@@ -87,7 +90,44 @@ func (mf *modelFlags) load() (*qsf.Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	return qsf.Load(mf.path, cfg)
+	var bar *loadBar
+	if isTerminal(mf.stderr) {
+		bar = &loadBar{w: mf.stderr, name: filepath.Base(mf.path), start: time.Now()}
+		cfg.LoadProgress = bar.update
+	}
+	m, err := qsf.Load(mf.path, cfg)
+	bar.clear()
+	if errors.Is(err, format.ErrBadMagic) {
+		return nil, fmt.Errorf("%s is neither GGUF nor QSF; a llama2.c checkpoint (.bin) or a Hugging Face folder must be converted first: qsf convert %s model.qsf (%w)",
+			mf.path, mf.path, err)
+	}
+	return m, err
+}
+
+// loadBar draws load progress on a terminal, once a load has taken more
+// than a second.
+type loadBar struct {
+	w     io.Writer
+	name  string
+	start time.Time
+	last  time.Time
+	drawn bool
+}
+
+func (b *loadBar) update(done, total int64) {
+	now := time.Now()
+	if now.Sub(b.start) < time.Second || (now.Sub(b.last) < 100*time.Millisecond && done < total) {
+		return
+	}
+	b.last, b.drawn = now, true
+	fmt.Fprintf(b.w, "\r\x1b[Kloading %s: %3d%% of %s (%.0f s)", b.name, 100*done/max(total, 1), mib(total), now.Sub(b.start).Seconds())
+}
+
+// clear erases the bar, if it was drawn (b may be nil).
+func (b *loadBar) clear() {
+	if b != nil && b.drawn {
+		fmt.Fprint(b.w, "\r\x1b[K")
+	}
 }
 
 // stringList is a repeatable string flag.

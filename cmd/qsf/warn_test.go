@@ -76,3 +76,24 @@ func degradingBudget(t *testing.T, model string) string {
 	t.Fatal("no budget lowers the KV cache type")
 	return ""
 }
+
+func TestLogLevel(t *testing.T) {
+	model := filepath.Join(testfiles.Dir(t), "models", "gguf", "stories260K-f32.gguf")
+	common := []string{"run", "-m", model, "-p", "Once", "-n", "1", "--threads", "1000"}
+	for _, tc := range []struct {
+		level string
+		code  int
+		want  string // in stderr; "" for nothing
+	}{
+		{"error", 0, ""},
+		{"warn", 0, "qsf: warning: 1000 threads asked"},
+		{"debug", 0, "qsf: debug: loaded path="},
+		{"loud", 2, "--log-level"},
+	} {
+		var out, errb bytes.Buffer
+		code := runMain(append(common, "--log-level", tc.level), &out, &errb)
+		if code != tc.code || (tc.want == "") != (errb.Len() == 0) || !strings.Contains(errb.String(), tc.want) {
+			t.Errorf("--log-level %s: exit %d, stderr %q; want exit %d and %q", tc.level, code, errb.String(), tc.code, tc.want)
+		}
+	}
+}
