@@ -1,5 +1,7 @@
 package qsf
 
+import "log/slog"
+
 // Config controls how a model is loaded and run. The zero value is a good
 // default: every physical core, the fastest kernels this CPU has, the
 // model's own context length (capped at DefaultContextLength), weights
@@ -84,6 +86,27 @@ type Config struct {
 	// chat.Formats) or a template text to recognise. Empty means the
 	// model's own.
 	ChatTemplate string
+
+	// Logger receives a warning whenever Load changes what the config
+	// asks for or accepts a risky value: Threads above the CPUs (clamped),
+	// a ContextLength above the model's trained context or cut to its
+	// position table, a context or KV cache type lowered to fit
+	// RAMBudget. nil means no logging; the library never prints.
+	Logger *slog.Logger
+
+	// LoadProgress, when not nil, is called by Load as it prepares the
+	// weights (repacking them, the slow part of loading a large Q4_0 or
+	// Q8_0 model), with the bytes done so far out of a fixed total. It is
+	// not called when there is nothing to prepare.
+	LoadProgress func(done, total int64)
+}
+
+// logger returns the configured logger, or one that discards.
+func (cfg *Config) logger() *slog.Logger {
+	if cfg.Logger != nil {
+		return cfg.Logger
+	}
+	return slog.New(slog.DiscardHandler)
 }
 
 // DefaultContextLength caps the context of a session when

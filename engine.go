@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/qsf-llm/qsf/arena"
 	"github.com/qsf-llm/qsf/kernels"
@@ -274,10 +275,12 @@ func (s *Session) interrupted(ctx context.Context) error {
 // Token is one generated token as passed to a Generate callback.
 type Token struct {
 	ID int
-	// Text is the text this token adds to the output. It holds only
-	// complete UTF-8 characters (bytes of a character split over several
-	// tokens arrive with its last token) and is empty while text that may
-	// begin a stop string is held back.
+	// Text is the text this token adds to the output, always valid
+	// UTF-8: bytes of a character split over several tokens arrive with
+	// its last token, bytes that cannot form a character arrive as U+FFFD
+	// (as do the incomplete bytes left at the end, in a last Token with ID
+	// -1), and Text is empty while text that may begin a stop string is
+	// held back.
 	Text string
 }
 
@@ -322,11 +325,15 @@ type Result struct {
 // passes each to fn as soon as it is chosen. It stops at an
 // end-of-generation token, after opts.MaxTokens tokens, at a stop string,
 // when the context is full, when ctx is cancelled (returning ctx.Err()) or
-// when fn returns an error (returning it). The Result holds what was
+// when fn returns an error (returning it). It refuses sampling options
+// that SamplerOptions.Validate refuses. The Result holds what was
 // generated up to then, also on error.
 func (s *Session) Generate(ctx context.Context, prompt string, opts GenerateOptions, fn func(Token) error) (res Result, err error) {
 	if s.closed || s.m.closed.Load() {
 		return res, ErrClosed
+	}
+	if err := opts.Sampling.Validate(); err != nil {
+		return res, err
 	}
 	ids := s.m.tok.Encode(prompt, tokenizer.EncodeOptions{AddSpecial: s.Pos() == 0, ParseSpecial: opts.ParseSpecial})
 	return s.generate(ctx, ids, opts, fn)
@@ -449,7 +456,8 @@ func (w *stopWriter) scan() (string, bool) {
 	}
 	for _, stop := range w.stops {
 		if i := strings.Index(w.pending, stop); i >= 0 {
-			out := w.pending[:i]
+			// An invalid UTF-8 stop string can match inside a character.
+			out := strings.ToValidUTF8(w.pending[:i], "\uFFFD")
 			w.pending = ""
 			return out, true
 		}
@@ -464,8 +472,12 @@ func (w *stopWriter) scan() (string, bool) {
 			}
 		}
 	}
-	out := w.pending[:len(w.pending)-hold]
-	w.pending = w.pending[len(w.pending)-hold:]
+	cut := len(w.pending) - hold
+	for cut > 0 && cut < len(w.pending) && !utf8.RuneStart(w.pending[cut]) {
+		cut-- // never split a character (a stop string may be invalid UTF-8)
+	}
+	out := w.pending[:cut]
+	w.pending = w.pending[cut:]
 	return out, false
 }
 

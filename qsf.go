@@ -18,12 +18,15 @@
 package qsf
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/klauspost/cpuid/v2"
 	"github.com/qsf-llm/qsf/arena"
@@ -79,12 +82,17 @@ type Model struct {
 	kv     kvcache.Options
 }
 
-// Load opens a model file and prepares it for inference. The weights stay
-// in the (memory-mapped) file, except Q4_0 and Q8_0 matrices, which a
-// resident model copies once into faster layouts (see Config.NoRepack).
-// Load changes no process-wide state: the kernel tier, threads and memory
-// plan belong to the model.
+// Load opens a model file and prepares it for inference. The weights are
+// memory-mapped (read into memory with Config.NoMmap), except that Q4_0 and
+// Q8_0 matrices are repacked into process memory unless Config.NoRepack is
+// set; under Config.RAMBudget the plan decides (see package plan). Load
+// changes no process-wide state: the kernel tier, threads and memory plan
+// belong to the model.
 func Load(path string, cfg Config) (*Model, error) {
+	if n := runtime.NumCPU(); cfg.Threads > n {
+		cfg.logger().Warn(fmt.Sprintf("%d threads asked, %d CPUs: using %d", cfg.Threads, n, n))
+		cfg.Threads = n
+	}
 	name := cfg.Kernel
 	if name == "" {
 		name = os.Getenv("QSF_KERNEL")
@@ -93,24 +101,28 @@ func Load(path string, cfg Config) (*Model, error) {
 	if err != nil {
 		return nil, fmt.Errorf("qsf: %w", err)
 	}
-	var m *Model
-	if cfg.RAMBudget > 0 {
-		m, err = loadBudget(path, cfg)
-	} else {
-		m, err = loadResident(path, cfg)
-	}
+	start := time.Now()
+	m, err := load(path, cfg)
 	if err != nil {
 		return nil, err
 	}
-	threads := cfg.Threads
-	if threads <= 0 {
-		threads = defaultThreads()
-	}
+	threads := cmp.Or(max(cfg.Threads, 0), defaultThreads())
 	m.tier = tier
 	m.pool = kernels.NewPoolTier(tier, threads)
 	// A Model dropped without Close still stops its workers.
 	runtime.AddCleanup(m, func(p *kernels.Pool) { p.Close() }, m.pool)
+	cfg.logger().Debug("loaded", "path", path, "mode", m.plan.Mode, "context", m.ctx, "kv", m.kv.Type.String(),
+		"threads", threads, "kernel", tier.Name(), "repacked", m.packed != nil, "elapsed", time.Since(start))
 	return m, nil
+}
+
+// load opens the file and prepares the weights: resident, or as the plan
+// for Config.RAMBudget says.
+func load(path string, cfg Config) (*Model, error) {
+	if cfg.RAMBudget > 0 {
+		return loadBudget(path, cfg)
+	}
+	return loadResident(path, cfg)
 }
 
 // loadResident loads a model whose weights stay mapped (or in memory).
@@ -184,7 +196,7 @@ func newModel(f *format.File, cfg Config, p *plan.Plan) (*Model, error) {
 	}
 	var packed *arena.Arena
 	if !cfg.NoRepack {
-		if packed, err = repackWeights(weights, f); err != nil {
+		if packed, err = repackWeights(weights, f, cfg.LoadProgress); err != nil {
 			return nil, err
 		}
 	}
@@ -218,10 +230,16 @@ func (m *Model) setKV(p *plan.Plan) error {
 		return err
 	}
 	if p != nil {
+		m.warnDegraded(p, typ)
 		m.ctx, typ = p.Ctx, p.KV()
 	}
-	if hp.LearnedPos && m.net.PosEmbd.Rows > 0 {
-		m.ctx = min(m.ctx, m.net.PosEmbd.Rows)
+	if hp.LearnedPos && m.net.PosEmbd.Rows > 0 && m.ctx > m.net.PosEmbd.Rows {
+		if cfg.ContextLength > 0 {
+			cfg.logger().Warn(fmt.Sprintf("context %d is longer than the model's %d learned positions: using %d", m.ctx, m.net.PosEmbd.Rows, m.net.PosEmbd.Rows))
+		}
+		m.ctx = m.net.PosEmbd.Rows
+	} else if hp.CtxLen > 0 && m.ctx > hp.CtxLen {
+		cfg.logger().Warn(fmt.Sprintf("context %d is longer than the %d tokens the model was trained on: output past %d tokens may be poor", m.ctx, hp.CtxLen, hp.CtxLen))
 	}
 	m.kv = kvcache.Options{Type: typ}
 	switch cfg.KVEviction {
@@ -245,6 +263,22 @@ func (m *Model) setKV(p *plan.Plan) error {
 		m.plan, _ = plan.Compute(m.file, hp, nil, plan.Request{Ctx: m.ctx, KV: typ, Threads: threads})
 	}
 	return nil
+}
+
+// warnDegraded logs one warning when the plan p shortened the context or
+// lowered the KV cache type the config asked for (kv) to fit the budget.
+func (m *Model) warnDegraded(p *plan.Plan, kv kvcache.Type) {
+	var changes []string
+	if want := wantCtx(m.cfg, &m.net.Hparams); p.Ctx < want {
+		changes = append(changes, fmt.Sprintf("context %d tokens (instead of %d)", p.Ctx, want))
+	}
+	if p.KV() != kv {
+		changes = append(changes, fmt.Sprintf("KV cache %s (instead of %s)", p.KV(), kv))
+	}
+	if len(changes) > 0 {
+		m.cfg.logger().Warn(fmt.Sprintf("to fit the RAM budget of %s: %s; set the context length or KV type to choose",
+			plan.FormatBytes(m.cfg.RAMBudget), strings.Join(changes, ", ")))
+	}
 }
 
 // loadBudget plans the memory of a model from its metadata, then loads it

@@ -29,7 +29,7 @@ import (
 // the repacked bytes to a later reader, and copying it would double it.
 // The arena, nil when no matrix needed one, is the caller's to close after
 // the weights' last use.
-func repackWeights(w *model.Weights, f *format.File) (*arena.Arena, error) {
+func repackWeights(w *model.Weights, f *format.File, progress func(done, total int64)) (*arena.Arena, error) {
 	var todo []*model.Tensor
 	for i := range w.Blocks {
 		for _, t := range w.Blocks[i].Matrices() {
@@ -51,6 +51,10 @@ func repackWeights(w *model.Weights, f *format.File) (*arena.Arena, error) {
 		}
 	}
 	todo = todo[:n]
+	var done, total int64
+	for _, t := range todo {
+		total += int64(len(t.Data))
+	}
 	var a *arena.Arena
 	if size > 0 {
 		var err error
@@ -75,6 +79,9 @@ func repackWeights(w *model.Weights, f *format.File) (*arena.Arena, error) {
 			return nil, err
 		}
 		t.Data, t.Type = dst, typ
+		if done += int64(len(dst)); progress != nil {
+			progress(done, total)
+		}
 	}
 	return a, nil
 }

@@ -1,6 +1,8 @@
 package qsf
 
 import (
+	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -41,6 +43,47 @@ type SamplerOptions struct {
 	Seed int64
 }
 
+// ErrInvalidOption is wrapped by the errors of SamplerOptions.Validate and
+// of Generate for an option out of range.
+var ErrInvalidOption = errors.New("qsf: invalid option")
+
+// Validate reports the first option out of range: a NaN or infinite
+// value, TopK or RepeatPenalty below 0, TopP or MinP outside [0, 1], or
+// RepeatLastN below -1. (A Temperature of 0 or less means greedy decoding;
+// negative frequency and presence penalties favour repetition.) Generate
+// refuses options Validate refuses; a Sampler itself treats out-of-range
+// values as their nearest meaningful value.
+func (o SamplerOptions) Validate() error {
+	floats := []struct {
+		name   string
+		v      float32
+		lo, hi float64
+	}{
+		{"temperature", o.Temperature, math.Inf(-1), math.Inf(1)},
+		{"top-p", o.TopP, 0, 1},
+		{"min-p", o.MinP, 0, 1},
+		{"repeat penalty", o.RepeatPenalty, 0, math.Inf(1)},
+		{"frequency penalty", o.FrequencyPenalty, math.Inf(-1), math.Inf(1)},
+		{"presence penalty", o.PresencePenalty, math.Inf(-1), math.Inf(1)},
+	}
+	for _, f := range floats {
+		v := float64(f.v)
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Errorf("%w: %s %v", ErrInvalidOption, f.name, f.v)
+		}
+		if v < f.lo || v > f.hi {
+			return fmt.Errorf("%w: %s %v is outside [%v, %v]", ErrInvalidOption, f.name, f.v, f.lo, f.hi)
+		}
+	}
+	if o.TopK < 0 {
+		return fmt.Errorf("%w: top-k %d is negative (0 = off)", ErrInvalidOption, o.TopK)
+	}
+	if o.RepeatLastN < -1 {
+		return fmt.Errorf("%w: repeat-last-n %d is below -1 (-1 = the whole history)", ErrInvalidOption, o.RepeatLastN)
+	}
+	return nil
+}
+
 // Sampler draws tokens according to SamplerOptions. It remembers the
 // tokens it was told about (Accept) for the repetition penalties and owns
 // its random number generator, so one Sampler serves one sequence.
@@ -78,8 +121,12 @@ func (s *Sampler) Accept(id int) { s.history = append(s.history, id) }
 // Reset forgets the history.
 func (s *Sampler) Reset() { s.history = s.history[:0] }
 
-// Sample returns the next token. It does not modify logits.
+// Sample returns the next token, or -1 when logits is empty. It does not
+// modify logits.
 func (s *Sampler) Sample(logits []float32) int {
+	if len(logits) == 0 {
+		return -1
+	}
 	o := &s.opts
 	penalize := o.RepeatPenalty != 0 && o.RepeatPenalty != 1 || o.FrequencyPenalty != 0 || o.PresencePenalty != 0
 	if o.Temperature <= 0 && !penalize {
@@ -204,8 +251,8 @@ func argmax(x []float32) int {
 	return best
 }
 
-// Sample picks one token from logits with a fresh Sampler: a convenience
-// for one-off draws. Use a Sampler to keep penalty history and a random
+// Sample picks one token from logits with a fresh Sampler, or returns -1
+// when logits is empty (nil): a convenience for one-off draws. Use a Sampler to keep penalty history and a random
 // stream across tokens.
 func Sample(logits []float32, opts SamplerOptions) int {
 	return NewSampler(opts).Sample(logits)

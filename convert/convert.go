@@ -8,6 +8,7 @@
 package convert
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/qsf-llm/qsf/format"
+	"github.com/qsf-llm/qsf/internal/atomicfile"
 	"github.com/qsf-llm/qsf/quant"
 )
 
@@ -45,6 +47,8 @@ type Options struct {
 	Tokenizer string
 	// Progress, when not nil, is called after each layer is written.
 	Progress func(layer, layers int, e format.LayerEntry)
+
+	ctx context.Context // set by ConvertContext; nil means never cancelled
 }
 
 // Result summarizes a conversion.
@@ -60,7 +64,18 @@ type Result struct {
 // Convert converts in to the QSF file out, detecting the input kind: a
 // directory is a Hugging Face model, a file starting with "GGUF" a GGUF
 // file, anything else a llama2.c checkpoint.
+//
+// Every converter writes a temporary file beside out and renames it to out
+// when it is complete: on error nothing is left under either name.
 func Convert(in, out string, opts Options) (*Result, error) {
+	return ConvertContext(context.Background(), in, out, opts)
+}
+
+// ConvertContext is Convert stopped by ctx: once ctx is done, the
+// conversion stops at its next write, removes its temporary file and
+// returns ctx's error.
+func ConvertContext(ctx context.Context, in, out string, opts Options) (*Result, error) {
+	opts.ctx = ctx
 	st, err := os.Stat(in)
 	if err != nil {
 		return nil, err
@@ -189,17 +204,15 @@ func write(p *plan, out string, opts Options, start time.Time) (*Result, error) 
 	for _, l := range p.layers {
 		m.Layers = append(m.Layers, p.tensors(l))
 	}
-	f, err := os.Create(out)
+	ctx := opts.ctx
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	f, err := atomicfile.Create(ctx, out)
 	if err != nil {
 		return nil, err
 	}
-	ok := false
-	defer func() {
-		if !ok {
-			f.Close()
-			os.Remove(out)
-		}
-	}()
+	defer f.Abort()
 	threads := max(opts.Threads, 1)
 	var scratch []byte
 	data := func(place format.QSFPlacement, layer, i int, w io.Writer) error {
@@ -223,10 +236,9 @@ func write(p *plan, out string, opts Options, start time.Time) (*Result, error) 
 	if err != nil {
 		return nil, fmt.Errorf("convert: %s: %w", out, err)
 	}
-	if err := f.Close(); err != nil {
-		return nil, err
+	if err := f.Commit(); err != nil {
+		return nil, fmt.Errorf("convert: %s: %w", out, err)
 	}
-	ok = true
 	return &Result{
 		Input: p.kind, InputBytes: p.inBytes, OutputBytes: int64(hdr.FileSize),
 		Header: *hdr, Layers: entries, Duration: time.Since(start),

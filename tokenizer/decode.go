@@ -184,9 +184,10 @@ func cleanSpaces(text []byte) []byte {
 	return text[:total]
 }
 
-// StreamDecoder turns a stream of token ids into text without ever
-// splitting a UTF-8 character: bytes of an incomplete character are held
-// back until the rest arrives.
+// StreamDecoder turns a stream of token ids into valid UTF-8 text without
+// ever splitting a character: bytes of an incomplete character are held
+// back until the rest arrives, and bytes that cannot form a character
+// become U+FFFD (one per invalid run within a Push).
 type StreamDecoder struct {
 	t       *Tokenizer
 	pending []byte
@@ -195,19 +196,20 @@ type StreamDecoder struct {
 // NewStreamDecoder returns a decoder that emits Piece text.
 func (t *Tokenizer) NewStreamDecoder() *StreamDecoder { return &StreamDecoder{t: t} }
 
-// Push adds one token and returns the text that is now complete.
+// Push adds one token and returns the text that is now complete, always
+// valid UTF-8.
 func (d *StreamDecoder) Push(id int) string {
 	d.pending = append(d.pending, d.t.Piece(id)...)
 	n := completePrefix(d.pending)
-	out := string(d.pending[:n])
+	out := strings.ToValidUTF8(string(d.pending[:n]), "\uFFFD")
 	d.pending = append(d.pending[:0], d.pending[n:]...)
 	return out
 }
 
-// Flush returns whatever is held back (possibly invalid UTF-8) and resets
-// the decoder.
+// Flush returns whatever is held back, an incomplete character becoming
+// U+FFFD, and resets the decoder.
 func (d *StreamDecoder) Flush() string {
-	out := string(d.pending)
+	out := strings.ToValidUTF8(string(d.pending), "\uFFFD")
 	d.pending = d.pending[:0]
 	return out
 }

@@ -15,7 +15,8 @@ import (
 	"github.com/qsf-llm/qsf"
 )
 
-// stdin is what qsf chat reads (a variable so tests can replace it).
+// stdin is what qsf chat and "qsf run -p -" read (a variable so tests can
+// replace it).
 var stdin io.Reader = os.Stdin
 
 // samplingFlags are the sampling flags of qsf chat.

@@ -47,7 +47,9 @@ func cmdConvert(args []string, stdout, stderr io.Writer) error {
 		}
 		fmt.Fprintf(stderr, "layer %d/%d: %d bytes stored (%v)\n", layer+1, layers, e.StoredSize, e.Compression)
 	}
-	res, err := convert.Convert(pos[0], pos[1], opts)
+	ctx, stop := interruptContext()
+	defer stop()
+	res, err := convert.ConvertContext(ctx, pos[0], pos[1], opts)
 	if err != nil {
 		return err
 	}

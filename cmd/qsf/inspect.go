@@ -11,6 +11,7 @@ import (
 
 func cmdInspect(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("inspect", "FILE", stderr)
+	asJSON := fs.Bool("json", false, "print the format, metadata and tensors as one JSON object (arrays over 256 elements as their type and length)")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -23,6 +24,9 @@ func cmdInspect(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer f.Close()
+	if *asJSON {
+		return inspectJSON(stdout, pos[0], f)
+	}
 	if f.QSF() != nil {
 		return inspectQSF(pos[0], stdout)
 	}

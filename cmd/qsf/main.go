@@ -10,6 +10,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -44,6 +45,7 @@ func init() {
 		"plan":       {"print the memory plan of a model under a RAM budget", cmdPlan},
 		"template":   {"print a conversation formatted with a model's chat template", cmdTemplate},
 		"chat":       {"chat with a model in the terminal (streamed, /save and /load)", cmdChat},
+		"version":    {"print the version of qsf and of Go it was built with", cmdVersion},
 	}
 }
 
@@ -67,6 +69,10 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	if err := cmd.run(args[1:], stdout, stderr); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
+		}
+		if errors.Is(err, context.Canceled) {
+			fmt.Fprintf(stderr, "qsf %s: interrupted\n", args[0])
+			return 130
 		}
 		var ue usageError
 		if errors.As(err, &ue) {

@@ -1,17 +1,18 @@
 package main
 
 import (
-	"bufio"
-	"context"
 	"encoding/json"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"runtime/debug"
+	"time"
 
 	"github.com/qsf-llm/qsf"
+	"github.com/qsf-llm/qsf/format"
 	"github.com/qsf-llm/qsf/plan"
 	"github.com/qsf-llm/qsf/synth"
 )
@@ -31,13 +32,14 @@ type modelFlags struct {
 	kvEvict    string
 	noPrefetch bool
 	dropCache  bool
+
+	logLevel string
+	stderr   io.Writer // where warnings go: the flag set's output
 }
 
-func (mf *modelFlags) register(fs interface {
-	StringVar(*string, string, string, string)
-	IntVar(*int, string, int, string)
-	BoolVar(*bool, string, bool, string)
-}) {
+func (mf *modelFlags) register(fs *flag.FlagSet) {
+	mf.stderr = fs.Output()
+	fs.StringVar(&mf.logLevel, "log-level", "warn", "log messages at this level and above on stderr: debug, info, warn or error")
 	fs.StringVar(&mf.path, "m", "", "model file (GGUF or QSF)")
 	fs.StringVar(&mf.synthetic, "synthetic", "", "instead of -m, run a RANDOM-WEIGHT model of this shape (e.g. tiny), written once to the temp dir: a demo that needs no download; its output is noise")
 	fs.IntVar(&mf.threads, "threads", 0, "threads (0 = one per physical core)")
@@ -56,6 +58,11 @@ func (mf *modelFlags) register(fs interface {
 func (mf *modelFlags) config() (qsf.Config, error) {
 	cfg := qsf.Config{Threads: mf.threads, ContextLength: mf.ctx, Kernel: mf.kernel, NoMmap: mf.noMmap, NoRepack: mf.noRepack,
 		KVType: mf.kvType, KVEviction: mf.kvEvict, NoPrefetch: mf.noPrefetch, DropPageCache: mf.dropCache}
+	level, err := parseLevel(mf.logLevel)
+	if err != nil {
+		return cfg, err
+	}
+	cfg.Logger = newLogger(mf.stderr, level)
 	if mf.budget != "" {
 		n, err := plan.ParseBytes(mf.budget)
 		if err != nil {
@@ -75,7 +82,7 @@ func (mf *modelFlags) loadWith(adjust func(*qsf.Config)) (*qsf.Model, error) {
 		if mf.path != "" {
 			return nil, usagef("pass -m FILE or --synthetic SHAPE, not both")
 		}
-		path, err := syntheticModel(mf.synthetic, os.Stderr)
+		path, err := syntheticModel(mf.synthetic, mf.stderr)
 		if err != nil {
 			return nil, err
 		}
@@ -88,10 +95,20 @@ func (mf *modelFlags) loadWith(adjust func(*qsf.Config)) (*qsf.Model, error) {
 	if err != nil {
 		return nil, err
 	}
+	var bar *loadBar
+	if isTerminal(mf.stderr) {
+		bar = &loadBar{w: mf.stderr, name: filepath.Base(mf.path), start: time.Now()}
+		cfg.LoadProgress = bar.update
+	}
 	if adjust != nil {
 		adjust(&cfg)
 	}
 	m, err := qsf.Load(mf.path, cfg)
+	bar.clear()
+	if errors.Is(err, format.ErrBadMagic) {
+		return nil, fmt.Errorf("%s is neither GGUF nor QSF; a llama2.c checkpoint (.bin) or a Hugging Face folder must be converted first: qsf convert %s model.qsf (%w)",
+			mf.path, mf.path, err)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -101,6 +118,32 @@ func (mf *modelFlags) loadWith(adjust func(*qsf.Config)) (*qsf.Model, error) {
 		debug.SetMemoryLimit(limit)
 	}
 	return m, nil
+}
+
+// loadBar draws load progress on a terminal, once a load has taken more
+// than a second.
+type loadBar struct {
+	w     io.Writer
+	name  string
+	start time.Time
+	last  time.Time
+	drawn bool
+}
+
+func (b *loadBar) update(done, total int64) {
+	now := time.Now()
+	if now.Sub(b.start) < time.Second || (now.Sub(b.last) < 100*time.Millisecond && done < total) {
+		return
+	}
+	b.last, b.drawn = now, true
+	fmt.Fprintf(b.w, "\r\x1b[Kloading %s: %3d%% of %s (%.0f s)", b.name, 100*done/max(total, 1), mib(total), now.Sub(b.start).Seconds())
+}
+
+// clear erases the bar, if it was drawn (b may be nil).
+func (b *loadBar) clear() {
+	if b != nil && b.drawn {
+		fmt.Fprint(b.w, "\r\x1b[K")
+	}
 }
 
 // stringList is a repeatable string flag.
@@ -113,7 +156,8 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("run", "-m FILE -p PROMPT [flags]", stderr)
 	var mf modelFlags
 	mf.register(fs)
-	prompt := fs.String("p", "", "prompt")
+	prompt := fs.String("p", "", "prompt (- reads it from stdin)")
+	promptFile := fs.String("file", "", "read the prompt from this file")
 	n := fs.Int("n", 64, "tokens to generate (0 = until end of text or a full context)")
 	var so qsf.SamplerOptions
 	temp := fs.Float64("temp", 0.8, "temperature (0 = greedy)")
@@ -137,6 +181,12 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	}
 	so.Temperature, so.TopK, so.TopP, so.MinP = float32(*temp), *topK, float32(*topP), float32(*minP)
 	so.RepeatPenalty, so.FrequencyPenalty, so.PresencePenalty = float32(*rep), float32(*freq), float32(*pres)
+	if err := so.Validate(); err != nil {
+		return usagef("%v", err)
+	}
+	if err := readPrompt(prompt, *promptFile, stdin); err != nil {
+		return err
+	}
 
 	var m *qsf.Model
 	var err error
@@ -153,13 +203,16 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 		printInfo(stderr, m)
 		m.Plan().Print(stderr)
 	}
+	if n, room := len(m.Tokenize(*prompt, qsf.TokenizeOptions{})), m.Info().ContextLength; n > room && mf.kvEvict == "" {
+		return usagef("the prompt is %d tokens, longer than the context of %d (raise --ctx, or --kv-evict window)", n, room)
+	}
 	s, err := m.NewSession()
 	if err != nil {
 		return err
 	}
 	defer s.Close()
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := interruptContext()
 	defer stop()
 	if !*asJSON && !*chatMode {
 		fmt.Fprint(stdout, *prompt)
@@ -186,6 +239,10 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	}
 	if err != nil {
 		return err
+	}
+	if res.Reason == qsf.StopContext {
+		fmt.Fprintf(stderr, "\nqsf: warning: the context of %d tokens is full: generation stopped after %d tokens (raise --ctx, or --kv-evict window)\n",
+			m.Info().ContextLength, len(res.Tokens))
 	}
 	st := s.Stats()
 	if *verbose {
@@ -221,6 +278,28 @@ func nonNil(ids []int) []int {
 	return ids
 }
 
+// readPrompt sets *prompt from stdin when it is "-", or from file when
+// file is not empty.
+func readPrompt(prompt *string, file string, stdin io.Reader) error {
+	switch {
+	case file != "" && *prompt != "":
+		return usagef("pass -p PROMPT or --file FILE, not both")
+	case file != "":
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return err
+		}
+		*prompt = string(b)
+	case *prompt == "-":
+		b, err := io.ReadAll(stdin)
+		if err != nil {
+			return fmt.Errorf("reading the prompt from stdin: %w", err)
+		}
+		*prompt = string(b)
+	}
+	return nil
+}
+
 // syntheticModel returns the path of a random-weight q8_0 model of the
 // named shape in the temp dir, writing it first if it is not there, and
 // says on stderr that its output is noise.
@@ -242,22 +321,7 @@ func syntheticModel(shapeName string, stderr io.Writer) (string, error) {
 	if st, err := os.Stat(path); err == nil && st.Size() == size {
 		return path, nil
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".*")
-	if err != nil {
-		return "", err
-	}
-	defer os.Remove(tmp.Name())
-	w := bufio.NewWriterSize(tmp, 1<<20)
-	if err := plan.Write(w, synth.WriteOptions{}); err != nil {
-		tmp.Close()
-		return "", err
-	}
-	if err := w.Flush(); err != nil {
-		tmp.Close()
-		return "", err
-	}
-	if err := tmp.Close(); err != nil {
-		return "", err
-	}
-	return path, os.Rename(tmp.Name(), path)
+	ctx, stop := interruptContext()
+	defer stop()
+	return path, writeSynthFile(ctx, plan, path, synth.WriteOptions{})
 }

@@ -2,14 +2,15 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/qsf-llm/qsf/internal/atomicfile"
 	"github.com/qsf-llm/qsf/quant"
 	"github.com/qsf-llm/qsf/synth"
 )
@@ -78,24 +79,10 @@ func typeCounts(c map[quant.Type]int) string {
 // writeSynth writes the plan to path through a temporary file in the same
 // folder, so a failed or interrupted run leaves no partial model behind.
 func writeSynth(p *synth.Plan, path string, size int64, threads int, stdout, stderr io.Writer) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name()) // after the rename this fails harmlessly
+	ctx, stop := interruptContext()
+	defer stop()
 	start := time.Now()
-	bw := bufio.NewWriterSize(tmp, 1<<20)
-	err = p.Write(bw, synth.WriteOptions{Threads: threads, Progress: progressPrinter(stderr, start)})
-	if err == nil {
-		err = bw.Flush()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
+	if err := writeSynthFile(ctx, p, path, synth.WriteOptions{Threads: threads, Progress: progressPrinter(stderr, start)}); err != nil {
 		return err
 	}
 	el := time.Since(start)
@@ -130,6 +117,24 @@ func progressPrinter(w io.Writer, start time.Time) func(synth.Progress) {
 			}
 		}
 	}
+}
+
+// writeSynthFile writes the plan to path atomically (see package
+// atomicfile), stopping when ctx is done.
+func writeSynthFile(ctx context.Context, p *synth.Plan, path string, opts synth.WriteOptions) error {
+	f, err := atomicfile.Create(ctx, path)
+	if err != nil {
+		return err
+	}
+	defer f.Abort()
+	bw := bufio.NewWriterSize(f, 1<<20)
+	if err := p.Write(bw, opts); err != nil {
+		return err
+	}
+	if err := bw.Flush(); err != nil {
+		return err
+	}
+	return f.Commit()
 }
 
 func isTerminal(w io.Writer) bool {
