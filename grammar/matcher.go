@@ -35,11 +35,17 @@ func (m *Matcher) Reset() {
 
 // Accept advances over b and reports whether b continues the parse. When it
 // does not, the matcher is left as it was.
-func (m *Matcher) Accept(b []byte) bool {
+func (m *Matcher) Accept(b []byte) bool { return accept1(m, b) }
+
+// AcceptString is Accept for a string.
+func (m *Matcher) AcceptString(s string) bool { return accept1(m, s) }
+
+func accept1[T string | []byte](m *Matcher, b T) bool {
 	st := m.st
 	mark := len(st.frames)
 	m.next = append(m.next[:0], m.tops...)
-	for _, c := range b {
+	for i := 0; i < len(b); i++ {
+		c := b[i]
 		st.out = st.out[:0]
 		n := st.advance(m.next, c)
 		if n == 0 && !st.accept {
@@ -56,12 +62,6 @@ func (m *Matcher) Accept(b []byte) bool {
 	m.tops, m.next = m.next, m.tops
 	m.remap = st.compact(m.tops, m.remap)
 	return true
-}
-
-// AcceptString is Accept for a string.
-func (m *Matcher) AcceptString(s string) bool {
-	// The conversion does not escape, so it does not allocate.
-	return m.Accept([]byte(s))
 }
 
 // Accepting reports whether the bytes so far form a complete sentence.
