@@ -14,10 +14,11 @@
 // $comment) are ignored. Any other keyword is an error that lists them.
 //
 // The grammar generates a subset of the valid documents where the whole
-// set is hard to express: properties in the schema's order, no whitespace
-// after the value, at most 16 digits per number part, and for a number
-// with bounds only values m or m.ddd with m an integer such that every
-// continuation stays within the bounds.
+// set is hard to express: properties in the schema's order, February dates
+// up to the 28th, no whitespace after the value, at most 16 digits per
+// integer or fraction and 2 per exponent (every number fits a float64),
+// and for a number with bounds only values m or m.ddd, m an integer, such
+// that every fraction stays within the bounds.
 package jsonschema
 
 import (
@@ -161,12 +162,13 @@ var primitives = map[string]string{
 	"array":         `"[" ws ( value ( "," ws value )* )? "]"`,
 	"string":        `"\"" char* "\""`,
 	"char":          `[^"\\\x7F\x00-\x1F] | "\\" ( ["\\/bfnrt] | "u" [0-9a-fA-F]{4} )`,
-	"number":        `"-"? integral-part ( "." [0-9]{1,16} )? ( [eE] [-+]? [0-9]{1,16} )?`,
+	"number":        `"-"? integral-part ( "." [0-9]{1,16} )? ( [eE] [-+]? [0-9]{1,2} )?`,
 	"integer":       `"-"? integral-part`,
 	"integral-part": `"0" | [1-9] [0-9]{0,15}`,
 	"boolean":       `"true" | "false"`,
 	"null":          `"null"`,
-	"date":          `[0-9]{4} "-" ( "0" [1-9] | "1" [0-2] ) "-" ( "0" [1-9] | [12] [0-9] | "3" [01] )`,
+	"date":          `[0-9]{4} "-" ( ( "0" [13578] | "1" [02] ) "-" ( day-28 | "29" | "3" [01] ) | ( "0" [469] | "11" ) "-" ( day-28 | "29" | "30" ) | "02-" day-28 )`,
+	"day-28":        `"0" [1-9] | "1" [0-9] | "2" [0-8]`,
 	"time":          `( [01] [0-9] | "2" [0-3] ) ":" [0-5] [0-9] ":" [0-5] [0-9] ( "." [0-9]{1,6} )? ( "Z" | [+-] ( [01] [0-9] | "2" [0-3] ) ":" [0-5] [0-9] )`,
 	"uuid":          `hex{8} "-" hex{4} "-" hex{4} "-" hex{4} "-" hex{12}`,
 	"hex":           `[0-9a-fA-F]`,

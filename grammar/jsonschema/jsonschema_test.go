@@ -32,7 +32,7 @@ func TestSchemaGrammars(t *testing.T) {
 		{`{"enum":["red","green",3,null,{"a":[1]}]}`, []string{`"red"`, `3`, `null`, `{"a":[1]}`}, []string{`"blue"`, `4`}},
 		{`{"const":"x"}`, []string{`"x"`}, []string{`"y"`}},
 		{`{"type":"string","pattern":"^[A-Z]{2}-\\d{3}(x|yz)?$"}`, []string{`"AB-123"`, `"QQ-000yz"`}, []string{`"AB-12"`, `"ab-123"`, `"AB-123y"`}},
-		{`{"type":"string","format":"date"}`, []string{`"2024-02-29"`}, []string{`"2024-13-01"`, `"24-01-01"`}},
+		{`{"type":"string","format":"date"}`, []string{`"2024-02-28"`, `"2024-12-31"`, `"2024-04-30"`}, []string{`"2024-13-01"`, `"24-01-01"`, `"2023-02-30"`, `"2023-04-31"`}},
 		{`{"type":"string","format":"time"}`, []string{`"23:59:59Z"`, `"00:00:00.5+01:00"`}, []string{`"24:00:00Z"`, `"12:00:00"`}},
 		{`{"type":"string","format":"uuid"}`, []string{`"123e4567-e89b-12d3-a456-426614174000"`}, []string{`"123e4567e89b12d3a456426614174000"`}},
 		{`{"type":"integer","minimum":-12,"exclusiveMaximum":105}`, []string{`-12`, `-1`, `0`, `9`, `99`, `104`}, []string{`-13`, `105`, `-0`, `01`, `1000`}},
