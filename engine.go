@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/qsf-llm/qsf/arena"
+	"github.com/qsf-llm/qsf/grammar"
 	"github.com/qsf-llm/qsf/kernels"
 	"github.com/qsf-llm/qsf/model"
 	"github.com/qsf-llm/qsf/stream"
@@ -297,6 +298,14 @@ type GenerateOptions struct {
 	// ParseSpecial lets special-token text in the prompt (e.g. "<s>")
 	// become special tokens.
 	ParseSpecial bool
+	// Grammar, GBNF (grammar text) or JSONSchema (a JSON Schema document),
+	// at most one of them, restrict the output to a language: tokens that
+	// cannot continue it are never sampled, end-of-generation tokens only
+	// where it is complete, and generation ends (StopGrammar) when it
+	// allows nothing more.
+	Grammar    *grammar.Grammar
+	GBNF       string
+	JSONSchema []byte
 
 	endOfTurn []int // more tokens that end generation (Session.Chat)
 }
@@ -310,6 +319,7 @@ const (
 	StopMaxTokens StopReason = "max_tokens" // GenerateOptions.MaxTokens reached
 	StopString    StopReason = "stop"       // a stop string appeared
 	StopContext   StopReason = "context"    // the context is full
+	StopGrammar   StopReason = "grammar"    // the grammar is complete and allows nothing more
 )
 
 // Result summarizes a Generate call.
@@ -344,6 +354,10 @@ func (s *Session) Generate(ctx context.Context, prompt string, opts GenerateOpti
 func (s *Session) generate(ctx context.Context, prompt []int, opts GenerateOptions, fn func(Token) error) (res Result, err error) {
 	s.stats = Stats{}
 	res.PromptTokens = prompt
+	con, err := s.m.newConstraint(&opts)
+	if err != nil {
+		return res, err
+	}
 	sampler := NewSampler(opts.Sampling)
 	for _, id := range res.PromptTokens {
 		sampler.Accept(id)
@@ -392,7 +406,13 @@ func (s *Session) generate(ctx context.Context, prompt []int, opts GenerateOptio
 				return res, err
 			}
 		}
-		id := sampler.Sample(s.state.Logits)
+		if err := con.mask(s.state.Logits); err != nil {
+			return res, err
+		}
+		id, err := con.accept(sampler.Sample(s.state.Logits), s.state.Logits)
+		if err != nil {
+			return res, err
+		}
 		sampler.Accept(id)
 		res.Tokens = append(res.Tokens, id)
 		s.pending = id
@@ -408,6 +428,10 @@ func (s *Session) generate(ctx context.Context, prompt []int, opts GenerateOptio
 		if stopped {
 			res.Reason = StopString
 			return res, nil
+		}
+		if con.done() {
+			res.Reason = StopGrammar
+			break
 		}
 	}
 	if rest := out.flush(); rest != "" {

@@ -31,6 +31,7 @@ import (
 	"github.com/klauspost/cpuid/v2"
 	"github.com/qsf-llm/qsf/arena"
 	"github.com/qsf-llm/qsf/format"
+	"github.com/qsf-llm/qsf/grammar"
 	"github.com/qsf-llm/qsf/kernels"
 	"github.com/qsf-llm/qsf/kvcache"
 	"github.com/qsf-llm/qsf/model"
@@ -80,6 +81,9 @@ type Model struct {
 	plan   *plan.Plan     // the memory plan
 	layout *stream.Layout // non-nil in streaming mode
 	kv     kvcache.Options
+
+	vocabOnce sync.Once
+	vocab     *grammar.Vocab // the tokens for grammar filtering, built on first use
 }
 
 // Load opens a model file and prepares it for inference. The weights are

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/qsf-llm/qsf"
@@ -176,7 +177,13 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	chatMode := fs.Bool("chat", false, "send the prompt as one user message through the model's chat template (see qsf chat)")
 	system := fs.String("system", "", "with --chat: a system message before the prompt")
 	tmpl := fs.String("chat-template", "", "with --chat: a built-in chat format name or a template file (default: the model's)")
+	grammarFile := fs.String("grammar", "", "restrict the output to this GBNF grammar file")
+	schema := fs.String("json-schema", "", "restrict the output to JSON valid against this JSON Schema (a file, or the schema itself)")
 	if _, err := parse(fs, args); err != nil {
+		return err
+	}
+	opts := qsf.GenerateOptions{MaxTokens: *n, Sampling: so, Stop: stops}
+	if err := structuredOutput(&opts, *grammarFile, *schema); err != nil {
 		return err
 	}
 	so.Temperature, so.TopK, so.TopP, so.MinP = float32(*temp), *topK, float32(*topP), float32(*minP)
@@ -217,7 +224,8 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	if !*asJSON && !*chatMode {
 		fmt.Fprint(stdout, *prompt)
 	}
-	gen := qsf.GenerateOptions{MaxTokens: *n, Sampling: so, Stop: stops}
+	opts.Sampling = so
+	gen := opts
 	show := func(t qsf.Token) error {
 		if !*asJSON {
 			_, err := io.WriteString(stdout, t.Text)
@@ -261,6 +269,35 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 		}{nonNil(res.PromptTokens), nonNil(res.Tokens), res.Text, string(res.Reason), st.PrefillTokensPerSecond(), st.DecodeTokensPerSecond()})
 	}
 	fmt.Fprintln(stdout)
+	if (opts.GBNF != "" || opts.JSONSchema != nil) && res.Reason != qsf.StopGrammar && res.Reason != qsf.StopEOS {
+		fmt.Fprintf(stderr, "qsf: the output is incomplete: generation stopped (%s) before the grammar was complete\n", res.Reason)
+	}
+	return nil
+}
+
+// structuredOutput sets the grammar options from --grammar and
+// --json-schema (a file name, or JSON text when it starts with '{').
+func structuredOutput(opts *qsf.GenerateOptions, grammarFile, schema string) error {
+	if grammarFile != "" && schema != "" {
+		return usagef("--grammar and --json-schema exclude each other")
+	}
+	if grammarFile != "" {
+		text, err := os.ReadFile(grammarFile)
+		if err != nil {
+			return err
+		}
+		opts.GBNF = string(text)
+	}
+	if schema != "" {
+		text := []byte(schema)
+		if t := strings.TrimSpace(schema); !strings.HasPrefix(t, "{") && t != "true" {
+			var err error
+			if text, err = os.ReadFile(schema); err != nil {
+				return err
+			}
+		}
+		opts.JSONSchema = text
+	}
 	return nil
 }
 
