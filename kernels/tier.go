@@ -24,7 +24,7 @@ type rowsFunc func(out []float32, w []byte, rowBytes, cols int, act, aux []byte)
 type prepFunc func(buf, act []byte, cols int) []byte
 
 // maxType bounds the quant.Type ids a tier table can hold.
-const maxType = 32
+const maxType = 40
 
 // tier is one set of kernels. A nil entry falls back to the generic tier.
 type tier struct {
