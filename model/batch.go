@@ -46,10 +46,10 @@ func newBatch(hp *Hparams) *batch {
 // in s.Logits. The results are bit for bit those of calling Forward for
 // each token: the mat-vecs become mat-muls that read each weight once per
 // batch, and everything else runs token by token in position order. With
-// a weight Source (layer streaming) or a cache that evicts, it simply calls
-// Forward for each token.
+// a weight Source (layer streaming), a cache that evicts or the bitnet
+// architecture, it simply calls Forward for each token.
 func (s *State) ForwardBatch(tokens []int, pos int, logits bool) error {
-	if len(tokens) <= 1 || s.Source != nil || s.KV.Evicts() {
+	if len(tokens) <= 1 || s.Source != nil || s.KV.Evicts() || s.m.isBitNet() {
 		for i, tok := range tokens {
 			if err := s.Forward(tok, pos+i, logits && i == len(tokens)-1); err != nil {
 				return err

@@ -305,6 +305,9 @@ func (s *State) attention(l, pos int) error {
 	} else {
 		s.matVecs(s.q, &ly.Q, s.k, &ly.K, s.v, &ly.V)
 	}
+	mulScale(s.q, ly.QScale)
+	mulScale(s.k, ly.KScale)
+	mulScale(s.v, ly.VScale)
 	s.release(l, StageQKV)
 	if err := s.attendToken(ly, l, pos); err != nil {
 		return err
@@ -314,9 +317,11 @@ func (s *State) attention(l, pos int) error {
 	if ly, err = s.acquire(l, StageOut); err != nil {
 		return err
 	}
+	s.subNorm(s.att, ly.AttnSubNorm)
 	s.input(s.att)
 	s.matVec(s.xb, &ly.O)
 	s.release(l, StageOut)
+	mulScale(s.xb, ly.OScale)
 	addBias(s.xb, ly.OB)
 	add(s.x, s.xb)
 	return nil
@@ -530,6 +535,8 @@ func (s *State) feedForward(l int) error {
 		gated(hidden, s.hb[:f], s.hb[f:2*f], hp.Act)
 	case ly.Gate.Data != nil: // SwiGLU / GeGLU
 		s.matVecs(s.hb[:f], &ly.Gate, s.hb2, &ly.Up, nil, nil)
+		mulScale(s.hb[:f], ly.GateScale)
+		mulScale(s.hb2, ly.UpScale)
 		gated(hidden, s.hb[:f], s.hb2, hp.Act)
 	default: // plain MLP
 		s.matVec(hidden, &ly.Up)
@@ -537,6 +544,7 @@ func (s *State) feedForward(l int) error {
 		activate(hidden, hp.Act)
 	}
 	s.release(l, StageGateUp)
+	s.subNorm(hidden, ly.FFNSubNorm)
 
 	if ly, err = s.acquire(l, StageDown); err != nil {
 		return err
@@ -544,6 +552,7 @@ func (s *State) feedForward(l int) error {
 	s.input(hidden)
 	s.matVec(s.xb, &ly.Down)
 	s.release(l, StageDown)
+	mulScale(s.xb, ly.DownScale)
 	addBias(s.xb, ly.DownB)
 	add(s.x, s.xb)
 	return nil

@@ -49,6 +49,8 @@ type Block struct {
 	UpB               []float32
 	Down              Tensor
 	DownB             []float32
+
+	BitNet // bitnet only (bitnet.go)
 }
 
 // Weights are all the tensors of a model, ready for the forward pass.
@@ -87,7 +89,9 @@ func LoadWeightsWith(hp *Hparams, lookup Lookup, onVector func(name string, v []
 	if hp.LayerNorm {
 		w.OutNormB = l.vector("output_norm.bias", hp.Embd, true)
 	}
-	w.Output = l.matrix("output.weight", hp.Vocab, hp.Embd, false)
+	if !hp.isBitNet() { // bitnet's LM head is always token_embd
+		w.Output = l.matrix("output.weight", hp.Vocab, hp.Embd, false)
+	}
 	if w.Output.Data == nil {
 		w.Output, w.TiedOutput = w.TokenEmbd, true
 	}
@@ -210,4 +214,5 @@ func (l *loader) block(ly *Block, i int) {
 		ly.Up = l.matrix(p+"ffn_up.weight", hp.FFN, e, true)
 	}
 	ly.UpB = l.vector(p+"ffn_up.bias", hp.FFN, false)
+	l.bitnet(&ly.BitNet, p)
 }
