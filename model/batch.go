@@ -200,6 +200,7 @@ func (s *State) feedForwardBatch(ly *Block, n int) {
 // out[i*rows+r], with the same arithmetic as n matVecs.
 func (s *State) matMul(out []float32, w *Tensor, n int) {
 	s.pool.MatMul(w.Type, out[:n*w.Rows], w.Data, w.Cols, s.batch.get(w.Type, n), n)
+	tensorScale(out[:n*w.Rows], w)
 }
 
 // input makes the first rows of x (width elements each) the rows the

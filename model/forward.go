@@ -576,6 +576,14 @@ func (s *State) input(x []float32) { s.acts.reset(x) }
 // matVec computes out = W·x for the current input x.
 func (s *State) matVec(out []float32, w *Tensor) {
 	s.pool.MatVec(w.Type, out, w.Data, w.Cols, s.acts.get(w.Type))
+	tensorScale(out, w)
+}
+
+// tensorScale multiplies the product out of w by w's own scale, if any.
+func tensorScale(out []float32, w *Tensor) {
+	if w.Scale != 0 {
+		scale(out, w.Scale)
+	}
 }
 
 // matVecs computes out1 = W1·x, out2 = W2·x and, when w3 is not nil,
@@ -594,6 +602,11 @@ func (s *State) matVecs(out1 []float32, w1 *Tensor, out2 []float32, w2 *Tensor, 
 	}
 	s.pool.MatVecs(s.tasks[:n])
 	s.tasks = [len(s.tasks)]kernels.MatVecTask{} // hold no weights past the call
+	tensorScale(out1, w1)
+	tensorScale(out2, w2)
+	if w3 != nil {
+		tensorScale(out3, w3)
+	}
 }
 
 // activations holds the current input vector and its conversions to the

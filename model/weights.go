@@ -14,6 +14,9 @@ type Tensor struct {
 	Type       quant.Type
 	Rows, Cols int
 	Data       []byte
+	// Scale, when not 0, multiplies every product with the matrix: the
+	// tensor scale of I2_S data converted at load (quant.ConvertI2S).
+	Scale float32
 }
 
 // RowBytes returns the size of one row.
@@ -22,7 +25,7 @@ func (t *Tensor) RowBytes() int { return len(t.Data) / t.Rows }
 // Slice returns rows [lo, hi) of t as a tensor sharing its data.
 func (t *Tensor) Slice(lo, hi int) Tensor {
 	rb := t.RowBytes()
-	return Tensor{Name: t.Name, Type: t.Type, Rows: hi - lo, Cols: t.Cols, Data: t.Data[lo*rb : hi*rb]}
+	return Tensor{Name: t.Name, Type: t.Type, Rows: hi - lo, Cols: t.Cols, Data: t.Data[lo*rb : hi*rb], Scale: t.Scale}
 }
 
 // Row decodes row i into dst (len Cols).
