@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/qsf-llm/qsf"
+	"github.com/qsf-llm/qsf/convert"
 	"github.com/qsf-llm/qsf/format"
 	"github.com/qsf-llm/qsf/internal/testfiles"
 	"github.com/qsf-llm/qsf/quant"
@@ -216,4 +217,37 @@ func TestI2SBadSize(t *testing.T) {
 		}
 	}
 	t.Log(msg)
+}
+
+// TestI2SConvertKeepsType converts each I2_S layout file to QSF and
+// checks that the QSF file keeps I2_S, with its layout, and gives the same
+// logits bit for bit.
+func TestI2SConvertKeepsType(t *testing.T) {
+	src := testfiles.Path(t, "models", "ternary", "synth-bitnet-TQ2_0.gguf")
+	ids := []int{1, 403, 407, 261, 378}
+	for _, l := range []quant.I2SLayout{quant.I2STensorScale, quant.I2SBlockScale, quant.I2SSiblingScale} {
+		dir := t.TempDir()
+		gguf, qsfPath := filepath.Join(dir, "i2s.gguf"), filepath.Join(dir, "i2s.qsf")
+		writeI2S(t, src, gguf, l)
+		if _, err := convert.Convert(gguf, qsfPath, convert.Options{}); err != nil {
+			t.Fatalf("%v: %v", l, err)
+		}
+		f, err := format.Open(qsfPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ti, _ := f.Tensor("blk.1.attn_q.weight")
+		typ, size := ti.Type, ti.Size
+		got, err := quant.DetectI2S(ti.Name, ti.Rows()*ti.Cols(), int(size))
+		f.Close()
+		if typ != quant.I2_S || err != nil || got != l {
+			t.Fatalf("%v: QSF tensor is %v of %d bytes, layout %v (%v)", l, typ, size, got, err)
+		}
+		a, b := promptLogits(t, gguf, ids), promptLogits(t, qsfPath, ids)
+		for pos := range a {
+			if _, d := compare(a[pos], b[pos]); d != 0 {
+				t.Errorf("%v position %d: QSF logits differ from GGUF by %.3g", l, pos, d)
+			}
+		}
+	}
 }
