@@ -42,6 +42,7 @@ func init() {
 		"synth":      {"write a random-weight model file of a real model's shape", cmdSynth},
 		"bench":      {"measure prefill and decode speed (and memory bandwidth)", cmdBench},
 		"plan":       {"print the memory plan of a model under a RAM budget", cmdPlan},
+		"parity":     {"compare prompt logits and greedy tokens with a llama.cpp reference; write a receipt", cmdParity},
 	}
 }
 
