@@ -186,6 +186,10 @@ func newModel(f *format.File, cfg Config, p *plan.Plan) (*Model, error) {
 		if err != nil {
 			return model.Tensor{}, false, err
 		}
+		if ti.Type == quant.I2_S {
+			t, err := i2sTensor(f, ti, data)
+			return t, err == nil, err
+		}
 		return model.Tensor{Name: name, Type: ti.Type, Rows: ti.Rows(), Cols: ti.Cols(), Data: data}, true, nil
 	})
 	if err != nil {

@@ -32,6 +32,7 @@ type reference struct {
 
 type parityRow struct {
 	file, prompt    string
+	ternary         bool // from reference/ternary: held to bit-identical logits
 	promptOK        bool
 	same, total     int     // greedy tokens identical before the first difference
 	margin          float32 // llama.cpp's top-1 margin at the first difference
@@ -47,7 +48,7 @@ func TestReferenceParity(t *testing.T) {
 	}
 	dir := testfiles.Dir(t)
 	var files []string
-	for _, pattern := range []string{"reference/*__*.json", "reference/synthetic/*__*.json"} {
+	for _, pattern := range []string{"reference/*__*.json", "reference/synthetic/*__*.json", "reference/ternary/*__*.json"} {
 		m, _ := filepath.Glob(filepath.Join(dir, pattern))
 		files = append(files, m...)
 	}
@@ -78,6 +79,16 @@ func TestReferenceParity(t *testing.T) {
 		}
 		fmt.Fprintf(&b, "%-40s %-30s %6v %5d/%-2d %8s %10.7f %9.2g\n", r.file, r.prompt, r.promptOK, r.same, r.total, margin, r.minCos, r.maxDiff)
 		synthetic := strings.HasPrefix(r.file, "synth-")
+		if r.ternary {
+			// Acceptance of the ternary references: identical greedy
+			// tokens and bit-identical prompt logits, whatever the type.
+			if r.same != r.total {
+				t.Errorf("%s %q: greedy tokens differ from step %d", r.file, r.prompt, r.same)
+			}
+			if r.maxDiff != 0 {
+				t.Errorf("%s %q: prompt logits differ by up to %.3g", r.file, r.prompt, r.maxDiff)
+			}
+		}
 		if !synthetic {
 			stories++
 			if r.promptOK && r.same == r.total {
@@ -118,10 +129,8 @@ func runParity(t *testing.T, dir, path string) parityRow {
 		return parityRow{file: filepath.Base(path)}
 	}
 	row := parityRow{file: ref.ModelFile, prompt: ref.Prompt, total: len(ref.Greedy.IDs), minCos: 1}
-	modelPath := filepath.Join(dir, "models", "gguf", ref.ModelFile)
-	if strings.HasPrefix(ref.ModelFile, "synth-") {
-		modelPath = filepath.Join(dir, "models", "synthetic", ref.ModelFile)
-	}
+	row.ternary = filepath.Base(filepath.Dir(path)) == "ternary"
+	modelPath := referenceModel(dir, path, ref.ModelFile)
 	m, err := qsf.Load(modelPath, qsf.Config{Threads: 1, ContextLength: 128})
 	if err != nil {
 		t.Errorf("%s: %v", ref.ModelFile, err)
@@ -164,6 +173,19 @@ func runParity(t *testing.T, dir, path string) parityRow {
 	return row
 }
 
+// referenceModel returns the model file a reference JSON at refPath
+// names: models/ternary for reference/ternary, models/synthetic for the
+// synth- files, models/gguf for the rest.
+func referenceModel(dir, refPath, modelFile string) string {
+	switch {
+	case filepath.Base(filepath.Dir(refPath)) == "ternary":
+		return filepath.Join(dir, "models", "ternary", modelFile)
+	case strings.HasPrefix(modelFile, "synth-"):
+		return filepath.Join(dir, "models", "synthetic", modelFile)
+	}
+	return filepath.Join(dir, "models", "gguf", modelFile)
+}
+
 // compare returns the cosine similarity and the largest absolute
 // difference of two logit vectors.
 func compare(a, b []float32) (cos, maxDiff float64) {
@@ -195,29 +217,40 @@ func TestPerplexity(t *testing.T) {
 		t.Skip("perplexity over 17 models is skipped in -short mode")
 	}
 	dir := testfiles.Dir(t)
-	raw, err := os.ReadFile(filepath.Join(dir, "reference", "perplexity.json"))
-	if err != nil {
-		t.Fatal(err)
+	type pplRun struct {
+		ModelFile string  `json:"model_file"`
+		PPL       float64 `json:"ppl"`
+		Chunks    int     `json:"n_chunks"`
+		dir       string  // models/<dir>
 	}
-	var ref struct {
-		Runs map[string][]struct {
-			ModelFile string  `json:"model_file"`
-			PPL       float64 `json:"ppl"`
-			Chunks    int     `json:"n_chunks"`
-		} `json:"runs"`
-	}
-	if err := json.Unmarshal(raw, &ref); err != nil {
-		t.Fatal(err)
+	var runs []pplRun
+	for _, src := range []struct{ json, models string }{
+		{"perplexity.json", "gguf"},
+		{"ternary/perplexity-ternary.json", "ternary"},
+	} {
+		raw, err := os.ReadFile(filepath.Join(dir, "reference", src.json))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ref struct {
+			Runs map[string][]pplRun `json:"runs"`
+		}
+		if err := json.Unmarshal(raw, &ref); err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range ref.Runs["kv_f32"] {
+			r.dir = src.models
+			runs = append(runs, r)
+		}
 	}
 	text, err := os.ReadFile(filepath.Join(dir, "models", "corpus", "tinystories_sample.txt"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	runs := ref.Runs["kv_f32"]
 	sort.Slice(runs, func(i, j int) bool { return runs[i].ModelFile < runs[j].ModelFile })
 	var b strings.Builder
 	for _, r := range runs {
-		m, err := qsf.Load(filepath.Join(dir, "models", "gguf", r.ModelFile), qsf.Config{Threads: 2, ContextLength: 128})
+		m, err := qsf.Load(filepath.Join(dir, "models", r.dir, r.ModelFile), qsf.Config{Threads: 2, ContextLength: 128})
 		if err != nil {
 			t.Errorf("%s: %v", r.ModelFile, err)
 			continue

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/qsf-llm/qsf/format"
+	"github.com/qsf-llm/qsf/quant"
 )
 
 // FromGGUF converts the GGUF file in to the QSF file out. Every tensor
@@ -67,12 +68,25 @@ func planGGUF(f *format.File, opts Options) (*plan, error) {
 		}
 		rb := int64(ti.RowBytes())
 		base := f.DataOffset + int64(ti.Offset)
-		s.rows = func(dst []byte, lo, hi int) ([]byte, error) {
-			b := grow(dst, int64(hi-lo)*rb)
-			if _, err := f.ReadAt(b, base+int64(lo)*rb); err != nil {
-				return nil, fmt.Errorf("tensor %s: %w", ti.Name, err)
+		if ti.Type == quant.I2_S {
+			// Its size follows its layout, not its rows (quant.DetectI2S):
+			// copied whole, span and all.
+			s.out.Type, s.out.Size = quant.I2_S, ti.Size
+			s.rows = func(dst []byte, _, _ int) ([]byte, error) {
+				b := grow(dst, int64(ti.Size))
+				if _, err := f.ReadAt(b, base); err != nil {
+					return nil, fmt.Errorf("tensor %s: %w", ti.Name, err)
+				}
+				return b, nil
 			}
-			return b, nil
+		} else {
+			s.rows = func(dst []byte, lo, hi int) ([]byte, error) {
+				b := grow(dst, int64(hi-lo)*rb)
+				if _, err := f.ReadAt(b, base+int64(lo)*rb); err != nil {
+					return nil, fmt.Errorf("tensor %s: %w", ti.Name, err)
+				}
+				return b, nil
+			}
 		}
 		switch place {
 		case format.PlaceEmbedding:

@@ -33,6 +33,18 @@ func writeTensor(w io.Writer, s *source, threads int, scratch *[]byte) error {
 			return nil
 		})
 	}
+	if s.srcType == quant.I2_S && s.out.Type == quant.I2_S {
+		b, err := s.rows(*scratch, 0, rows)
+		if err != nil {
+			return err
+		}
+		*scratch = b
+		if uint64(len(b)) != s.out.Size {
+			return fmt.Errorf("%w: tensor %s: %d bytes of I2_S, want %d", ErrInput, s.out.Name, len(b), s.out.Size)
+		}
+		_, err = w.Write(b)
+		return err
+	}
 	srcRow, err := quant.RowBytes(s.srcType, cols)
 	if err != nil {
 		return err

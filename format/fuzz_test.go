@@ -22,7 +22,7 @@ func FuzzReadGGUF(f *testing.F) {
 	md.Set(KeyAlignment, Uint32Value(8))
 	md.Set(KeyArchitecture, StringValue("llama"))
 	md.Set("tokenizer.ggml.tokens", StringsValue([]string{"<unk>", "<s>", "a"}))
-	f.Add(writeTest(f, md, []WriterTensor{{"w", []uint64{32, 2}, quant.Q8_0}, {"b", []uint64{3}, quant.F32}}))
+	f.Add(writeTest(f, md, []WriterTensor{{Name: "w", Shape: []uint64{32, 2}, Type: quant.Q8_0}, {Name: "b", Shape: []uint64{3}, Type: quant.F32}}))
 	f.Add([]byte(nested(3)))
 	// The start of a real file (its header cut short).
 	if dir, err := locateTestdata(); err == nil {

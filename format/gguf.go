@@ -627,6 +627,22 @@ func (d *decoder) tensorRanges(g *GGUF) error {
 		}
 		prev = t
 	}
+	// An I2_S tensor's size is not fixed by its shape (quant.DetectI2S
+	// tells its layout from it): its data spans up to the next tensor's.
+	for k, i := range order {
+		t := &g.Tensors[i]
+		if t.Type != quant.I2_S || t.Size == 0 {
+			continue
+		}
+		end := room
+		for _, j := range order[k+1:] {
+			if u := &g.Tensors[j]; u.Size > 0 && u.Offset > t.Offset {
+				end = u.Offset
+				break
+			}
+		}
+		t.Size = end - t.Offset
+	}
 	return nil
 }
 

@@ -380,6 +380,10 @@ func (t *QSFTensor) record() []byte {
 	le.PutUint64(b[16:], t.Rows())
 	le.PutUint64(b[24:], t.DataOffset)
 	le.PutUint32(b[32:], uint32(len(name)))
+	if t.Type == quant.I2_S { // bytes beyond the shape's size (see the FORMAT.md tensor records)
+		base, _ := tensorSize(t.Shape, t.Type)
+		le.PutUint32(b[36:], uint32(t.Size-base))
+	}
 	copy(b[qsfRecordSize:], name)
 	return b
 }

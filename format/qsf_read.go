@@ -318,7 +318,7 @@ func decodeRecord(b []byte) (QSFTensor, uint64, error) {
 		return t, 0, fmt.Errorf("unknown tensor role %d", t.Role)
 	case nd != 1 && nd != 2, nd == 1 && rows != 1:
 		return t, 0, fmt.Errorf("bad dimensions: %d, %d rows", nd, rows)
-	case b[3] != 0 || le.Uint32(b[36:]) != 0:
+	case b[3] != 0 || (le.Uint32(b[36:]) != 0 && t.Type != quant.I2_S):
 		return t, 0, errors.New("reserved record bytes are not zero")
 	case (t.Role == RoleNamed) != (nameLen > 0) || nameLen > qsfMaxNameLen:
 		return t, 0, fmt.Errorf("name length %d for role %v", nameLen, t.Role)
@@ -330,6 +330,9 @@ func decodeRecord(b []byte) (QSFTensor, uint64, error) {
 	size, err := tensorSize(t.Shape, t.Type)
 	if err != nil {
 		return t, 0, err
+	}
+	if t.Type == quant.I2_S {
+		size += uint64(le.Uint32(b[36:])) // the layout's bytes beyond the codes
 	}
 	t.Size = size
 	return t, nameLen, nil

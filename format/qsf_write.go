@@ -194,6 +194,12 @@ func planTensors(in []QSFTensor, place QSFPlacement, layer int, names map[string
 		if err != nil {
 			return nil, 0, fmt.Errorf("qsf: write: tensor %q: %w", t.Name, err)
 		}
+		if t.Type == quant.I2_S && t.Size > size { // its layout's size (quant.I2SSize), given by the caller
+			if t.Size-size > math.MaxUint32 {
+				return nil, 0, fmt.Errorf("qsf: write: tensor %q: I2_S size %d too large", t.Name, t.Size)
+			}
+			size = t.Size
+		}
 		if uint32(t.Type) >= 1<<16 {
 			return nil, 0, fmt.Errorf("qsf: write: tensor %q: type code %d too large", t.Name, t.Type)
 		}

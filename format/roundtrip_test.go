@@ -130,12 +130,12 @@ func allValues() *Metadata {
 // testTensors is a small set of tensors of several types with data
 // generated from the tensor index.
 var testTensors = []WriterTensor{
-	{"token_embd.weight", []uint64{64, 8}, quant.F32},
-	{"blk.0.attn_q.weight", []uint64{64, 4}, quant.Q4_0},
-	{"blk.0.ffn_down.weight", []uint64{256, 2}, quant.Q6_K},
-	{"empty", []uint64{0, 3}, quant.F16},
-	{"output_norm.weight", []uint64{5}, quant.F16},
-	{"cube", []uint64{32, 2, 3, 1}, quant.Q8_0},
+	{Name: "token_embd.weight", Shape: []uint64{64, 8}, Type: quant.F32},
+	{Name: "blk.0.attn_q.weight", Shape: []uint64{64, 4}, Type: quant.Q4_0},
+	{Name: "blk.0.ffn_down.weight", Shape: []uint64{256, 2}, Type: quant.Q6_K},
+	{Name: "empty", Shape: []uint64{0, 3}, Type: quant.F16},
+	{Name: "output_norm.weight", Shape: []uint64{5}, Type: quant.F16},
+	{Name: "cube", Shape: []uint64{32, 2, 3, 1}, Type: quant.Q8_0},
 }
 
 func tensorBytes(i int, t WriterTensor) []byte {
@@ -312,10 +312,10 @@ func TestWriteErrors(t *testing.T) {
 		{"array of non-arrays", bad, nil, nil, "element 0"},
 		{"alignment", badAlign, nil, nil, "power of two"},
 		{"duplicate tensor", nil, []WriterTensor{testTensors[0], testTensors[0]}, good, "duplicate"},
-		{"unknown type", nil, []WriterTensor{{"x", []uint64{4}, quant.Type(99)}}, good, "type(99)"},
-		{"partial block", nil, []WriterTensor{{"x", []uint64{33}, quant.Q4_0}}, good, "whole number"},
-		{"no dims", nil, []WriterTensor{{"x", nil, quant.F32}}, good, "dimensions"},
-		{"overflow", nil, []WriterTensor{{"x", []uint64{1 << 40, 1 << 40}, quant.F32}}, good, "overflows"},
+		{"unknown type", nil, []WriterTensor{{Name: "x", Shape: []uint64{4}, Type: quant.Type(99)}}, good, "type(99)"},
+		{"partial block", nil, []WriterTensor{{Name: "x", Shape: []uint64{33}, Type: quant.Q4_0}}, good, "whole number"},
+		{"no dims", nil, []WriterTensor{{Name: "x", Shape: nil, Type: quant.F32}}, good, "dimensions"},
+		{"overflow", nil, []WriterTensor{{Name: "x", Shape: []uint64{1 << 40, 1 << 40}, Type: quant.F32}}, good, "overflows"},
 		{"short data", nil, testTensors[:1], func(i int, w io.Writer) error { _, err := w.Write(make([]byte, 10)); return err }, "is 10 bytes, want 2048"},
 		{"long data", nil, testTensors[:1], func(i int, w io.Writer) error { _, err := w.Write(make([]byte, 2049)); return err }, "is 2049 bytes"},
 		{"nil data", nil, testTensors[:1], nil, "nil data"},

@@ -16,6 +16,10 @@ type WriterTensor struct {
 	Name  string
 	Shape []uint64
 	Type  quant.Type
+	// Size is the data size of an I2_S tensor, whose layouts differ in
+	// size (quant.I2SSize); it must be at least the one the shape gives.
+	// Zero means that size; other types ignore it.
+	Size uint64
 }
 
 // WriteGGUF writes a GGUF version 3 file to w: the header, the metadata md
@@ -58,6 +62,12 @@ func WriteGGUF(w io.Writer, md *Metadata, tensors []WriterTensor, data func(i in
 		size, err := tensorSize(t.Shape, t.Type)
 		if err != nil {
 			return fmt.Errorf("gguf: write: tensor %q: %w", t.Name, err)
+		}
+		if t.Type == quant.I2_S && t.Size != 0 {
+			if t.Size < size {
+				return fmt.Errorf("gguf: write: tensor %q: I2_S size %d below %d", t.Name, t.Size, size)
+			}
+			size = t.Size
 		}
 		sizes[i], offsets[i] = size, next
 		next = alignUp(next+size, align)

@@ -31,6 +31,8 @@ func initAVX2Tier() {
 	avx2Tier.kernels[quant.Q4_K] = q4_KAVX2
 	avx2Tier.kernels[quant.Q5_K] = q5_KAVX2
 	avx2Tier.kernels[quant.Q6_K] = q6_KAVX2
+	avx2Tier.kernels[quant.TQ1_0] = tq1_0AVX2
+	avx2Tier.kernels[quant.TQ2_0] = tq2_0AVX2
 	avx2Tier.preps[quant.Q6_K] = prepQ6_K
 	avx2Tier.kernels[quant.F32] = f32AVX2
 	avx2Tier.kernels[quant.F16] = f16AVX2

@@ -45,6 +45,8 @@ var refDots = map[quant.Type]refDot{
 	quant.F32:    refF32,
 	quant.F16:    refF16,
 	quant.BF16:   refBF16,
+	quant.TQ1_0:  refTQ1_0,
+	quant.TQ2_0:  refTQ2_0,
 }
 
 func bf16Val(b []byte, i int) float32 {
@@ -413,6 +415,16 @@ func randomRows(r *rand.Rand, t quant.Type, rows, cols int) []byte {
 				binary.LittleEndian.PutUint16(b[o+260+2*g:], uint16(int16(sum)))
 			}
 		}
+	case quant.TQ1_0, quant.TQ2_0:
+		// Any byte: TQ1_0 decodes every byte to trits, and TQ2_0's code 3
+		// (which quantize never writes) must still agree across tiers.
+		bb := t.BlockBytes()
+		for o := 0; o < len(b); o += bb {
+			for j := 0; j < bb; j++ {
+				b[o+j] = byte(r.IntN(256))
+			}
+			putF16(b[o+bb-2:], scale(r))
+		}
 	default:
 		panic("randomRows: no generator for " + t.String())
 	}
@@ -436,4 +448,6 @@ var vecDotType = map[quant.Type]quant.Type{
 	quant.F32:    quant.F32,
 	quant.F16:    quant.F16,
 	quant.BF16:   quant.BF16,
+	quant.TQ1_0:  quant.Q8_K,
+	quant.TQ2_0:  quant.Q8_K,
 }

@@ -23,7 +23,7 @@ type rowsFunc func(out []float32, w []byte, rowBytes, cols int, act, aux []byte)
 type prepFunc func(buf, act []byte, cols int) []byte
 
 // maxType bounds the quant.Type ids a tier table can hold.
-const maxType = 32
+const maxType = 40
 
 // Tier is one set of kernels for one instruction set ("generic", "avx2").
 // Every tier computes the generic tier's results bit for bit; they differ

@@ -47,10 +47,10 @@ func newBatch(hp *Hparams) *batch {
 // in s.Logits. The results are bit for bit those of calling Forward for
 // each token: the mat-vecs become mat-muls that read each weight once per
 // batch, and everything else runs token by token in position order. With
-// a weight Source (layer streaming) or a cache that evicts, it simply calls
-// Forward for each token.
+// a weight Source (layer streaming), a cache that evicts or the bitnet
+// architecture, it simply calls Forward for each token.
 func (s *State) ForwardBatch(tokens []int, pos int, logits bool) error {
-	if len(tokens) <= 1 || s.Source != nil || s.KV.Evicts() {
+	if len(tokens) <= 1 || s.Source != nil || s.KV.Evicts() || s.m.isBitNet() {
 		for i, tok := range tokens {
 			if err := s.Forward(tok, pos+i, logits && i == len(tokens)-1); err != nil {
 				return err
@@ -202,6 +202,7 @@ func (s *State) feedForwardBatch(ly *Block, n int) {
 // out[i*rows+r], with the same arithmetic as n matVecs.
 func (s *State) matMul(out []float32, w *Tensor, n int) {
 	s.pool.MatMul(w.Type, out[:n*w.Rows], w.Data, w.Cols, s.batch.get(w.Type, n), n)
+	tensorScale(out[:n*w.Rows], w)
 }
 
 // input makes the first rows of x (width elements each) the rows the

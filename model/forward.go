@@ -307,6 +307,9 @@ func (s *State) attention(l, pos int) error {
 	} else {
 		s.matVecs(s.q, &ly.Q, s.k, &ly.K, s.v, &ly.V)
 	}
+	mulScale(s.q, ly.QScale)
+	mulScale(s.k, ly.KScale)
+	mulScale(s.v, ly.VScale)
 	s.release(l, StageQKV)
 	if err := s.attendToken(ly, l, pos); err != nil {
 		return err
@@ -316,9 +319,11 @@ func (s *State) attention(l, pos int) error {
 	if ly, err = s.acquire(l, StageOut); err != nil {
 		return err
 	}
+	s.subNorm(s.att, ly.AttnSubNorm)
 	s.input(s.att)
 	s.matVec(s.xb, &ly.O)
 	s.release(l, StageOut)
+	mulScale(s.xb, ly.OScale)
 	addBias(s.xb, ly.OB)
 	add(s.x, s.xb)
 	return nil
@@ -532,6 +537,8 @@ func (s *State) feedForward(l int) error {
 		gated(s.tier, hidden, s.hb[:f], s.hb[f:2*f], hp.Act)
 	case ly.Gate.Data != nil: // SwiGLU / GeGLU
 		s.matVecs(s.hb[:f], &ly.Gate, s.hb2, &ly.Up, nil, nil)
+		mulScale(s.hb[:f], ly.GateScale)
+		mulScale(s.hb2, ly.UpScale)
 		gated(s.tier, hidden, s.hb[:f], s.hb2, hp.Act)
 	default: // plain MLP
 		s.matVec(hidden, &ly.Up)
@@ -539,6 +546,7 @@ func (s *State) feedForward(l int) error {
 		activate(s.tier, hidden, hp.Act)
 	}
 	s.release(l, StageGateUp)
+	s.subNorm(hidden, ly.FFNSubNorm)
 
 	if ly, err = s.acquire(l, StageDown); err != nil {
 		return err
@@ -546,6 +554,7 @@ func (s *State) feedForward(l int) error {
 	s.input(hidden)
 	s.matVec(s.xb, &ly.Down)
 	s.release(l, StageDown)
+	mulScale(s.xb, ly.DownScale)
 	addBias(s.xb, ly.DownB)
 	add(s.x, s.xb)
 	return nil
@@ -569,6 +578,14 @@ func (s *State) input(x []float32) { s.acts.reset(x) }
 // matVec computes out = W·x for the current input x.
 func (s *State) matVec(out []float32, w *Tensor) {
 	s.pool.MatVec(w.Type, out, w.Data, w.Cols, s.acts.get(w.Type))
+	tensorScale(out, w)
+}
+
+// tensorScale multiplies the product out of w by w's own scale, if any.
+func tensorScale(out []float32, w *Tensor) {
+	if w.Scale != 0 {
+		scale(out, w.Scale)
+	}
 }
 
 // matVecs computes out1 = W1·x, out2 = W2·x and, when w3 is not nil,
@@ -587,6 +604,11 @@ func (s *State) matVecs(out1 []float32, w1 *Tensor, out2 []float32, w2 *Tensor, 
 	}
 	s.pool.MatVecs(s.tasks[:n])
 	s.tasks = [len(s.tasks)]kernels.MatVecTask{} // hold no weights past the call
+	tensorScale(out1, w1)
+	tensorScale(out2, w2)
+	if w3 != nil {
+		tensorScale(out3, w3)
+	}
 }
 
 // activations holds the current input vector and its conversions to the

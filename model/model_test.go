@@ -130,6 +130,23 @@ func exactCases(t *testing.T, dir string) []exactCase {
 		stem := strings.TrimSuffix(filepath.Base(m), ".gguf")
 		cases = append(cases, exactCase{ref: filepath.Join("reference", "synthetic", stem+"__once-upon-a-time.json"), model: m, maxDiff: synthResidual[stem]})
 	}
+	// The ternary folder: stories260K forced to TQ1_0/TQ2_0 (three
+	// prompts) and the synthetic bitnet model ("Once upon a time").
+	ternary, err := filepath.Glob(filepath.Join(dir, "models", "ternary", "*.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range ternary {
+		stem := strings.TrimSuffix(filepath.Base(m), ".gguf")
+		refs, err := filepath.Glob(filepath.Join(dir, "reference", "ternary", stem+"__*.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range refs {
+			rel, _ := filepath.Rel(dir, r)
+			cases = append(cases, exactCase{ref: rel, model: m})
+		}
+	}
 	return cases
 }
 

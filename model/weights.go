@@ -14,6 +14,9 @@ type Tensor struct {
 	Type       quant.Type
 	Rows, Cols int
 	Data       []byte
+	// Scale, when not 0, multiplies every product with the matrix: the
+	// tensor scale of I2_S data converted at load (quant.ConvertI2S).
+	Scale float32
 }
 
 // RowBytes returns the size of one row.
@@ -22,7 +25,7 @@ func (t *Tensor) RowBytes() int { return len(t.Data) / t.Rows }
 // Slice returns rows [lo, hi) of t as a tensor sharing its data.
 func (t *Tensor) Slice(lo, hi int) Tensor {
 	rb := t.RowBytes()
-	return Tensor{Name: t.Name, Type: t.Type, Rows: hi - lo, Cols: t.Cols, Data: t.Data[lo*rb : hi*rb]}
+	return Tensor{Name: t.Name, Type: t.Type, Rows: hi - lo, Cols: t.Cols, Data: t.Data[lo*rb : hi*rb], Scale: t.Scale}
 }
 
 // Row decodes row i into dst (len Cols).
@@ -49,6 +52,8 @@ type Block struct {
 	UpB               []float32
 	Down              Tensor
 	DownB             []float32
+
+	BitNet // bitnet only (bitnet.go)
 }
 
 // Weights are all the tensors of a model, ready for the forward pass.
@@ -87,7 +92,9 @@ func LoadWeightsWith(hp *Hparams, lookup Lookup, onVector func(name string, v []
 	if hp.LayerNorm {
 		w.OutNormB = l.vector("output_norm.bias", hp.Embd, true)
 	}
-	w.Output = l.matrix("output.weight", hp.Vocab, hp.Embd, false)
+	if !hp.isBitNet() { // bitnet's LM head is always token_embd
+		w.Output = l.matrix("output.weight", hp.Vocab, hp.Embd, false)
+	}
 	if w.Output.Data == nil {
 		w.Output, w.TiedOutput = w.TokenEmbd, true
 	}
@@ -210,4 +217,5 @@ func (l *loader) block(ly *Block, i int) {
 		ly.Up = l.matrix(p+"ffn_up.weight", hp.FFN, e, true)
 	}
 	ly.UpB = l.vector(p+"ffn_up.bias", hp.FFN, false)
+	l.bitnet(&ly.BitNet, p)
 }

@@ -35,13 +35,16 @@ const (
 	I64    Type = 27
 	F64    Type = 28
 	BF16   Type = 30
+	TQ1_0  Type = 34
+	TQ2_0  Type = 35
+	// I2_S = 36 is declared in i2s.go.
 )
 
 var typeNames = map[Type]string{
 	F32: "F32", F16: "F16", Q4_0: "Q4_0", Q4_1: "Q4_1", Q5_0: "Q5_0", Q5_1: "Q5_1",
 	Q8_0: "Q8_0", Q8_1: "Q8_1", Q2_K: "Q2_K", Q3_K: "Q3_K", Q4_K: "Q4_K", Q5_K: "Q5_K",
 	Q6_K: "Q6_K", Q8_K: "Q8_K", IQ4_NL: "IQ4_NL", I8: "I8", I16: "I16", I32: "I32",
-	I64: "I64", F64: "F64", BF16: "BF16",
+	I64: "I64", F64: "F64", BF16: "BF16", TQ1_0: "TQ1_0", TQ2_0: "TQ2_0", I2_S: "I2_S",
 }
 
 // String returns ggml's name for the type, e.g. "Q4_K", or "type(N)" for an
@@ -95,6 +98,8 @@ var layouts = map[Type]layout{
 	Q2_K: {256, 84}, Q3_K: {256, 110}, Q4_K: {256, 144}, Q5_K: {256, 176},
 	Q6_K: {256, 210}, Q8_K: {256, 292},
 	IQ4_NL: {32, 18},
+	TQ1_0:  {256, 54}, TQ2_0: {256, 66},
+	I2_S: {4, 1}, // the smallest of its layouts; see DetectI2S
 }
 
 // Known reports whether t is a type whose storage layout this package knows.

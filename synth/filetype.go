@@ -22,12 +22,13 @@ const (
 	Q4_0  FileType = 2  // llama-quantize Q4_0: Q4_0, output Q6_K
 	Q8_0  FileType = 7  // llama-quantize Q8_0: every 2-D tensor Q8_0
 	Q4_KM FileType = 15 // llama-quantize Q4_K_M: Q4_K with Q6_K where it spends more bits
+	TQ2_0 FileType = 37 // llama-quantize TQ2_0: ternary TQ2_0, output Q6_K, an untied token_embd Q4_K
 )
 
 var fileTypeNames = []struct {
 	ft   FileType
 	name string
-}{{F32, "f32"}, {F16, "f16"}, {Q8_0, "q8_0"}, {Q4_0, "q4_0"}, {Q4_KM, "q4_k_m"}}
+}{{F32, "f32"}, {F16, "f16"}, {Q8_0, "q8_0"}, {Q4_0, "q4_0"}, {Q4_KM, "q4_k_m"}, {TQ2_0, "tq2_0"}}
 
 // FileTypeNames returns the names ParseFileType accepts.
 func FileTypeNames() []string {
@@ -39,7 +40,7 @@ func FileTypeNames() []string {
 }
 
 // ParseFileType returns the file type called name ("f32", "f16", "q8_0",
-// "q4_0" or "q4_k_m", in any case).
+// "q4_0", "q4_k_m" or "tq2_0", in any case).
 func ParseFileType(name string) (FileType, error) {
 	for _, f := range fileTypeNames {
 		if equalFold(f.name, name) {
@@ -72,6 +73,8 @@ func (ft FileType) baseType() (quant.Type, bool) {
 		return quant.Q8_0, true
 	case Q4_KM:
 		return quant.Q4_K, true
+	case TQ2_0:
+		return quant.TQ2_0, true
 	}
 	return 0, false
 }
@@ -109,6 +112,8 @@ func (ft FileType) tensorType(s Shape, l layout) (quant.Type, error) {
 		} else if base != quant.Q8_0 {
 			t = quant.Q6_K
 		}
+	case l.role == roleTokenEmbd && ft == TQ2_0:
+		t = quant.Q4_K // llama-quantize's choice for ternary mixes
 	case l.role == roleAttnV && ft == Q4_KM:
 		// attn_v is counted in layer order, as llama.cpp sorts
 		// tensors by block number before quantizing.
@@ -127,6 +132,8 @@ func (ft FileType) tensorType(s Shape, l layout) (quant.Type, error) {
 			t = quant.Q5_0
 		case quant.Q6_K:
 			t = quant.Q8_0
+		case quant.TQ2_0:
+			t = quant.Q4_0 // llama-quantize: "use a symmetric type instead" is its TODO
 		default:
 			return 0, fmt.Errorf("synth: tensor %s: rows of %d are not whole %v blocks", l.name, l.ne0, t)
 		}

@@ -7,6 +7,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/qsf-llm/qsf/format"
+	"github.com/qsf-llm/qsf/quant"
 )
 
 func cmdInspect(args []string, stdout, stderr io.Writer) error {
@@ -45,7 +46,7 @@ func cmdInspect(args []string, stdout, stderr io.Writer) error {
 		for i, d := range t.Shape {
 			dims[i] = fmt.Sprint(d)
 		}
-		fmt.Fprintf(tw, "%s\t%v\t[%s]\t%d\t\n", t.Name, t.Type, strings.Join(dims, " "), t.Size)
+		fmt.Fprintf(tw, "%s\t%s\t[%s]\t%d\t\n", t.Name, typeLabel(t.Name, t.Type, t.Shape, t.Size), strings.Join(dims, " "), t.Size)
 		total += t.Size
 		byType[t.Type.String()]++
 	}
@@ -56,6 +57,23 @@ func cmdInspect(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "\ntotal: %d tensors, %d bytes (%.2f MiB), types %s\n", len(f.Tensors), total, float64(total)/(1<<20), strings.Join(sorted(types), " "))
 	return nil
+}
+
+// typeLabel names a tensor's type and, for I2_S, the layout its size
+// says (or that it matches none).
+func typeLabel(name string, t quant.Type, shape []uint64, size uint64) string {
+	if t != quant.I2_S {
+		return t.String()
+	}
+	n := uint64(1)
+	for _, d := range shape {
+		n *= d
+	}
+	l, err := quant.DetectI2S(name, int(n), int(size))
+	if err != nil {
+		return "I2_S (no layout matches)"
+	}
+	return l.String()
 }
 
 func sorted(s []string) []string {

@@ -62,7 +62,7 @@ func inspectQSF(path string, stdout io.Writer) error {
 	tw = tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "name\ttype\tshape\tbytes\t")
 	for _, t := range f.Tensors {
-		fmt.Fprintf(tw, "%s\t%v\t%v\t%d\t\n", t.Name, t.Type, t.Shape, t.Size)
+		fmt.Fprintf(tw, "%s\t%s\t%v\t%d\t\n", t.Name, typeLabel(t.Name, t.Type, t.Shape, t.Size), t.Shape, t.Size)
 	}
 	return tw.Flush()
 }

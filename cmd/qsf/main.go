@@ -46,6 +46,7 @@ func init() {
 		"template":   {"print a conversation formatted with a model's chat template", cmdTemplate},
 		"chat":       {"chat with a model in the terminal (streamed, /save and /load)", cmdChat},
 		"version":    {"print the version of qsf and of Go it was built with", cmdVersion},
+		"parity":     {"compare prompt logits and greedy tokens with a llama.cpp reference; write a receipt", cmdParity},
 	}
 }
 

@@ -1,0 +1,49 @@
+package qsf
+
+import (
+	"fmt"
+
+	"github.com/qsf-llm/qsf/format"
+	"github.com/qsf-llm/qsf/model"
+	"github.com/qsf-llm/qsf/quant"
+)
+
+// i2sTensor loads an I2_S matrix (bitnet.cpp's ternary type): it detects
+// the layout from the size of the tensor's data and converts it, exactly,
+// into a type the kernels run (quant.ConvertI2S): TQ2_0 with the tensor
+// scale kept apart, or Q8_0 with the block scales. The converted data
+// lives on the heap.
+func i2sTensor(f *format.File, ti *format.TensorInfo, data []byte) (model.Tensor, error) {
+	rows, cols := ti.Rows(), ti.Cols()
+	layout, err := quant.DetectI2S(ti.Name, rows*cols, len(data))
+	if err != nil {
+		return model.Tensor{}, err
+	}
+	var scales []float32
+	if layout == quant.I2SSiblingScale {
+		name := quant.I2SScalesName(ti.Name)
+		si, ok := f.Tensor(name)
+		if !ok {
+			return model.Tensor{}, fmt.Errorf("%w: %s (scales of %v tensor %s)", model.ErrMissingTensor, name, layout, ti.Name)
+		}
+		if si.Type != quant.F32 && si.Type != quant.F16 {
+			return model.Tensor{}, fmt.Errorf("%w: %s is %v, want F32 or F16", quant.ErrUnsupported, name, si.Type)
+		}
+		sd, err := f.TensorData(si)
+		if err != nil {
+			return model.Tensor{}, err
+		}
+		scales = make([]float32, si.Elements())
+		if err := quant.DequantizeRow(si.Type, scales, sd); err != nil {
+			return model.Tensor{}, fmt.Errorf("%s: %w", name, err)
+		}
+	}
+	typ, out, scale, err := quant.ConvertI2S(layout, data, rows, cols, scales)
+	if err != nil {
+		return model.Tensor{}, fmt.Errorf("tensor %s (%v): %w", ti.Name, layout, err)
+	}
+	if scale == 1 {
+		scale = 0 // none
+	}
+	return model.Tensor{Name: ti.Name, Type: typ, Rows: rows, Cols: cols, Data: out, Scale: scale}, nil
+}
