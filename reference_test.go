@@ -33,6 +33,7 @@ type reference struct {
 type parityRow struct {
 	file, prompt    string
 	promptOK        bool
+	moe             bool    // a mixture-of-experts reference: exact logits and tokens required
 	same, total     int     // greedy tokens identical before the first difference
 	margin          float32 // llama.cpp's top-1 margin at the first difference
 	minCos, maxDiff float64
@@ -47,7 +48,7 @@ func TestReferenceParity(t *testing.T) {
 	}
 	dir := testfiles.Dir(t)
 	var files []string
-	for _, pattern := range []string{"reference/*__*.json", "reference/synthetic/*__*.json"} {
+	for _, pattern := range []string{"reference/*__*.json", "reference/synthetic/*__*.json", "reference/moe/*__*.json"} {
 		m, _ := filepath.Glob(filepath.Join(dir, pattern))
 		files = append(files, m...)
 	}
@@ -91,6 +92,10 @@ func TestReferenceParity(t *testing.T) {
 		if strict && !synthetic && r.same != r.total {
 			t.Errorf("%s %q: greedy tokens differ from step %d", r.file, r.prompt, r.same)
 		}
+		if r.moe && (r.same != r.total || r.maxDiff != 0) {
+			t.Errorf("%s %q: greedy tokens equal up to step %d of %d, prompt logits off by %.3g; want all tokens and bit-identical logits",
+				r.file, r.prompt, r.same, r.total, r.maxDiff)
+		}
 		minCos := 0.9999
 		if strings.Contains(r.file, "f32") {
 			minCos = 0.99999
@@ -118,9 +123,13 @@ func runParity(t *testing.T, dir, path string) parityRow {
 		return parityRow{file: filepath.Base(path)}
 	}
 	row := parityRow{file: ref.ModelFile, prompt: ref.Prompt, total: len(ref.Greedy.IDs), minCos: 1}
+	row.moe = filepath.Base(filepath.Dir(path)) == "moe"
 	modelPath := filepath.Join(dir, "models", "gguf", ref.ModelFile)
 	if strings.HasPrefix(ref.ModelFile, "synth-") {
 		modelPath = filepath.Join(dir, "models", "synthetic", ref.ModelFile)
+		if row.moe {
+			modelPath = filepath.Join(dir, "models", "moe", ref.ModelFile)
+		}
 	}
 	m, err := qsf.Load(modelPath, qsf.Config{Threads: 1, ContextLength: 128})
 	if err != nil {

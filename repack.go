@@ -35,6 +35,9 @@ func repackWeights(w *model.Weights, f *format.File) (*arena.Arena, error) {
 		for _, t := range w.Blocks[i].Matrices() {
 			todo = append(todo, t)
 		}
+		if x := w.Blocks[i].Experts; x != nil {
+			todo = append(todo, x.RepackableMatrices()...)
+		}
 	}
 	if !w.TiedOutput {
 		todo = append(todo, &w.Output)

@@ -33,7 +33,7 @@ func newBatch(hp *Hparams) *batch {
 		att: make([]float32, maxBatch*hp.Heads*hp.HeadDimV),
 		hb:  make([]float32, maxBatch*2*hp.FFN), hb2: make([]float32, maxBatch*hp.FFN),
 	}
-	n := (max(hp.Embd, hp.FFN, hp.Heads*hp.HeadDimV) + 255) / 256 * 256
+	n := (hp.inputWidth() + 255) / 256 * 256
 	for _, t := range activationTypes {
 		size, _ := quant.RowBytes(t, n)
 		b.acts[t] = make([]byte, maxBatch*size)
@@ -158,6 +158,10 @@ func (s *State) attentionBatch(ly *Block, l, pos, n int) error {
 // feedForwardBatch is feedForward for n tokens.
 func (s *State) feedForwardBatch(ly *Block, n int) {
 	hp := &s.m.Hparams
+	if ly.Experts != nil {
+		s.moeFeedForwardBatch(ly, n)
+		return
+	}
 	b := s.batch
 	e, f := hp.Embd, hp.FFN
 	for i := range n {

@@ -55,6 +55,8 @@ type State struct {
 	// streaming). Nil means every weight is resident.
 	Source WeightSource
 
+	moe *moeState // the expert FFN's buffers (mixture-of-experts models)
+
 	// set per call for the attention workers
 	layer, pos int
 	n          int // slots attended to
@@ -129,7 +131,7 @@ func StateBytes(hp *Hparams, capacity int) int64 {
 	for _, e := range stateVectors(hp, capacity) {
 		n += int64(e.n)*4 + 64
 	}
-	return n + actBytes(max(hp.Embd, hp.FFN, hp.Heads*hp.HeadDimV))
+	return n + actBytes(hp.inputWidth()) + moeStateBytes(hp)
 }
 
 type stateVector struct {
@@ -187,7 +189,10 @@ func (m *Model) NewStateWith(pool *kernels.Pool, opts StateOptions) (*State, err
 		}
 		*e.dst(s) = float32s(b)
 	}
-	s.acts.init(max(hp.Embd, hp.FFN, hp.Heads*hp.HeadDimV), alloc)
+	s.acts.init(hp.inputWidth(), alloc)
+	if err := s.initMoE(alloc); err != nil {
+		return nil, err
+	}
 	s.attend = s.attendHeads
 	return s, nil
 }
@@ -515,6 +520,9 @@ func (s *State) attendCoded(lo, hi int) {
 func (s *State) feedForward(l int) error {
 	hp := &s.m.Hparams
 	f := hp.FFN
+	if hp.MoE.Experts > 0 {
+		return s.moeFeedForward(l)
+	}
 
 	ly, err := s.acquire(l, StageGateUp)
 	if err != nil {
