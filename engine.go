@@ -31,8 +31,9 @@ type Session struct {
 	// start of the next Generate or Forward (-1 when there is none).
 	pending int
 
-	arena *arena.Arena   // streaming mode: every runtime buffer
-	src   *stream.Source // streaming mode: the layer reader
+	arena   *arena.Arena        // streaming mode: every runtime buffer (expert streaming: the expert cache)
+	src     *stream.Source      // streaming mode: the layer reader
+	experts *stream.ExpertCache // expert streaming mode: the expert cache
 }
 
 // NewSession starts a conversation with an empty KV cache of
@@ -49,6 +50,15 @@ func (m *Model) NewSession() (*Session, error) {
 		threads = defaultThreads()
 	}
 	pool := kernels.NewPool(threads)
+	if m.experts != nil {
+		s, err := m.newExpertSession(pool)
+		if err != nil {
+			pool.Close()
+			return nil, errExpertSession(err)
+		}
+		runtime.AddCleanup(s, func(p *kernels.Pool) { p.Close() }, pool)
+		return s, nil
+	}
 	if m.layout != nil {
 		s, err := m.newStreamingSession(pool)
 		if err != nil {
@@ -116,6 +126,10 @@ func (s *Session) Close() error {
 		s.pool.Close()
 		if s.src != nil {
 			s.src.Close()
+			s.arena.Close()
+		}
+		if s.experts != nil {
+			s.experts.Close()
 			s.arena.Close()
 		}
 	}

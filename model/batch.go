@@ -103,6 +103,12 @@ func (s *State) forwardChunk(tokens []int, pos int, logits bool) error {
 		if err := s.attentionBatch(ly, l, pos, n); err != nil {
 			return err
 		}
+		if ly.Experts != nil {
+			if err := s.moeFeedForwardBatch(ly, l, n); err != nil {
+				return err
+			}
+			continue
+		}
 		s.feedForwardBatch(ly, n)
 	}
 	if err := s.KV.SetLen(pos + n); err != nil {
@@ -158,10 +164,6 @@ func (s *State) attentionBatch(ly *Block, l, pos, n int) error {
 // feedForwardBatch is feedForward for n tokens.
 func (s *State) feedForwardBatch(ly *Block, n int) {
 	hp := &s.m.Hparams
-	if ly.Experts != nil {
-		s.moeFeedForwardBatch(ly, n)
-		return
-	}
 	b := s.batch
 	e, f := hp.Embd, hp.FFN
 	for i := range n {

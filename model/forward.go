@@ -55,7 +55,11 @@ type State struct {
 	// streaming). Nil means every weight is resident.
 	Source WeightSource
 
-	moe *moeState // the expert FFN's buffers (mixture-of-experts models)
+	// Experts, when non-nil, provides the routed experts of a
+	// mixture-of-experts model instead of Model.Weights (expert
+	// streaming).
+	Experts ExpertSource
+	moe     *moeState // the expert FFN's buffers (mixture-of-experts models)
 
 	// set per call for the attention workers
 	layer, pos int

@@ -110,17 +110,17 @@ func (x *Experts) Matrices() []*Tensor {
 	return []*Tensor{&x.Router, &x.Gate, &x.Up, &x.Down, &x.SharedGateInp, &x.SharedGate, &x.SharedUp, &x.SharedDown}
 }
 
-// RepackableMatrices is Matrices without the stacked expert tensors whose
-// experts are not a whole number of 8-row groups: a layout that
-// interleaves groups of rows (kernels.Repack) keeps each expert's rows
-// together only when they are.
-func (x *Experts) RepackableMatrices() []*Tensor {
-	all := x.Matrices()
+// RepackableMatrices is Matrices without the stacked expert tensors
+// whose experts are not a whole number of 8-row groups (a layout that
+// interleaves groups of rows, kernels.Repack, keeps each expert's rows
+// together only when they are), and without any stacked tensor when
+// stacked is false.
+func (x *Experts) RepackableMatrices(stacked bool) []*Tensor {
 	n := x.Router.Rows
 	var ok []*Tensor
-	for _, t := range all {
-		stacked := t == &x.Gate || t == &x.Up || t == &x.Down
-		if !stacked || (n > 0 && t.Rows%n == 0 && (t.Rows/n)%8 == 0) {
+	for _, t := range x.Matrices() {
+		isStacked := t == &x.Gate || t == &x.Up || t == &x.Down
+		if !isStacked || (stacked && n > 0 && t.Rows%n == 0 && (t.Rows/n)%8 == 0) {
 			ok = append(ok, t)
 		}
 	}
@@ -293,6 +293,28 @@ func moeStateBytes(hp *Hparams) int64 {
 	return n
 }
 
+// ExpertSource provides the routed experts' matrices to a State whose
+// model does not hold them in memory (expert streaming). The forward pass
+// asks for at most MoEParams.Used experts of a layer before it is done
+// with them, so a source may reuse the memory of an expert once that many
+// others have been asked for since.
+type ExpertSource interface {
+	// Expert returns the gate, up and down matrices of routed expert e
+	// of layer l.
+	Expert(l, e int) (gate, up, down *Tensor, err error)
+}
+
+// expert returns the matrices of routed expert e of layer l: from the
+// State's ExpertSource when it has one, else views of the stacked tensors
+// of x.
+func (s *State) expert(l int, x *Experts, e int) (gate, up, down *Tensor, err error) {
+	if s.Experts != nil {
+		return s.Experts.Expert(l, e)
+	}
+	g, u, d := x.Expert(e)
+	return &g, &u, &d, nil
+}
+
 // moeFeedForward is feedForward for a mixture-of-experts block: x +=
 // Σ w_i·E_{e_i}(h) (+ sigmoid(g·h)·S(h)) with h = norm(x).
 func (s *State) moeFeedForward(l int) error {
@@ -301,7 +323,9 @@ func (s *State) moeFeedForward(l int) error {
 		return err
 	}
 	s.norm(s.xb, s.x, ly.FFNNorm, ly.FFNNormB)
-	s.experts(ly.Experts)
+	if err := s.mixExperts(l, ly.Experts); err != nil {
+		return err
+	}
 	s.release(l, StageGateUp)
 	if _, err := s.acquire(l, StageDown); err != nil {
 		return err
@@ -311,9 +335,9 @@ func (s *State) moeFeedForward(l int) error {
 	return nil
 }
 
-// experts replaces s.xb, the normalized input of the block, by the
-// output of the experts x.
-func (s *State) experts(x *Experts) {
+// mixExperts replaces s.xb, the normalized input of block l, by the
+// output of its experts x.
+func (s *State) mixExperts(l int, x *Experts) error {
 	hp := &s.m.Hparams
 	mp := &hp.MoE
 	ms := s.moe
@@ -322,19 +346,34 @@ func (s *State) experts(x *Experts) {
 	s.input(s.xb)
 	s.matVec(ms.logits, &x.Router)
 	route(ms.sel, ms.weights, ms.probs, ms.logits, ms.order, mp.NormWeights)
+	var downs [maxUsedInline]*Tensor
 	for i, ex := range ms.sel {
-		gate, up, _ := x.Expert(int(ex))
-		s.matVecs(row(ms.gate, i, f), &gate, row(ms.up, i, f), &up, nil, nil)
+		gate, up, down, err := s.expert(l, x, int(ex))
+		if err != nil {
+			return err
+		}
+		s.matVecs(row(ms.gate, i, f), gate, row(ms.up, i, f), up, nil, nil)
+		if i < len(downs) {
+			downs[i] = down
+		}
 	}
 	if mp.SharedFFN > 0 {
 		s.matVecs(ms.shScore, &x.SharedGateInp, ms.shGate, &x.SharedGate, ms.shUp, &x.SharedUp)
 	}
 	for i, ex := range ms.sel {
-		_, _, down := x.Expert(int(ex))
+		down := (*Tensor)(nil)
+		if i < len(downs) {
+			down = downs[i]
+		} else {
+			var err error
+			if _, _, down, err = s.expert(l, x, int(ex)); err != nil {
+				return err
+			}
+		}
 		hidden := row(ms.gate, i, f)
 		gated(hidden, hidden, row(ms.up, i, f), SiLU)
 		s.input(hidden)
-		s.matVec(row(ms.out, i, e), &down)
+		s.matVec(row(ms.out, i, e), down)
 	}
 	if mp.SharedFFN > 0 {
 		gated(ms.shGate, ms.shGate, ms.shUp, SiLU)
@@ -342,7 +381,12 @@ func (s *State) experts(x *Experts) {
 		s.matVec(ms.shOut, &x.SharedDown)
 	}
 	combineExperts(s.xb, ms.out, ms.weights, ms.shOut, ms.shScore[0], mp.SharedFFN > 0)
+	return nil
 }
+
+// maxUsedInline is how many selected experts' down matrices mixExperts
+// keeps from their first request; more are asked for again.
+const maxUsedInline = 16
 
 // combineExperts writes Σ_i w[i]·out_i (+ g·shared) into dst, rounding as
 // llama.cpp's separate ggml_mul and ggml_add nodes do: every product,
@@ -405,7 +449,7 @@ func newMoEBatch(hp *Hparams) *moeBatch {
 // moeFeedForwardBatch is moeFeedForward for the n tokens of a batch. The
 // tokens are grouped by expert so that each selected expert's matrices
 // are read once per batch; every product is the one Forward computes.
-func (s *State) moeFeedForwardBatch(ly *Block, n int) {
+func (s *State) moeFeedForwardBatch(ly *Block, l, n int) error {
 	hp := &s.m.Hparams
 	mp := &hp.MoE
 	b := s.batch
@@ -440,18 +484,21 @@ func (s *State) moeFeedForwardBatch(ly *Block, n int) {
 		if k == 0 {
 			continue
 		}
-		gate, up, down := x.Expert(ex)
+		gate, up, down, err := s.expert(l, x, ex)
+		if err != nil {
+			return err
+		}
 		for j, r := range routed {
 			copy(row(mb.in, j, e), row(b.xb, int(r)/u, e))
 		}
 		b.input(mb.in, e)
-		s.matMul(mb.gate, &gate, k)
-		s.matMul(mb.up, &up, k)
+		s.matMul(mb.gate, gate, k)
+		s.matMul(mb.up, up, k)
 		for j := range k {
 			gated(row(mb.gate, j, f), row(mb.gate, j, f), row(mb.up, j, f), SiLU)
 		}
 		b.input(mb.gate, f)
-		s.matMul(mb.down, &down, k)
+		s.matMul(mb.down, down, k)
 		for j, r := range routed {
 			copy(row(mb.out, int(r), e), row(mb.down, j, e))
 		}
@@ -469,4 +516,5 @@ func (s *State) moeFeedForwardBatch(ly *Block, n int) {
 			row(mb.shOut, i, e), mb.shScore[i], mp.SharedFFN > 0)
 		add(row(b.x, i, e), row(b.xb, i, e))
 	}
+	return nil
 }
