@@ -39,9 +39,9 @@ func newExpertModel(f *format.File, path string, cfg Config, p *plan.Plan) (*Mod
 }
 
 // newExpertSession gives a session of an expert-streaming model its
-// expert cache, in an arena of its own.
+// expert cache, KV cache and buffers, in an arena of its own.
 func (m *Model) newExpertSession(pool *kernels.Pool) (*Session, error) {
-	a, err := arena.New(int(stream.ExpertCacheBytes(m.experts, m.plan.ExpertSlots)))
+	a, err := arena.New(int(m.plan.ArenaBytes))
 	if err != nil {
 		return nil, err
 	}
@@ -50,7 +50,21 @@ func (m *Model) newExpertSession(pool *kernels.Pool) (*Session, error) {
 		a.Close()
 		return nil, err
 	}
-	st, err := m.net.NewStateWith(pool, model.StateOptions{Capacity: m.ctx, KV: m.kv})
+	var allocErr error
+	alloc := func(name string, n int) []byte {
+		b, err := a.Alloc(name, n)
+		if err != nil && allocErr == nil {
+			allocErr = err
+		}
+		if b == nil {
+			b = make([]byte, n) // reported through allocErr
+		}
+		return b
+	}
+	st, err := m.net.NewStateWith(pool, model.StateOptions{Capacity: m.ctx, KV: m.kv, Alloc: alloc})
+	if err == nil {
+		err = allocErr
+	}
 	if err != nil {
 		cache.Close()
 		a.Close()

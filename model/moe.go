@@ -6,6 +6,7 @@ import (
 	"unsafe"
 
 	"github.com/qsf-llm/qsf/kernels"
+	"github.com/qsf-llm/qsf/quant"
 )
 
 // Mixture-of-experts feed-forward blocks, computed as llama.cpp b4748's
@@ -430,6 +431,25 @@ type moeBatch struct {
 	shScore       []float32 // maxBatch
 	shGate, shUp  []float32 // maxBatch × SharedFFN
 	shOut         []float32 // maxBatch × Embd
+}
+
+// BatchBytes returns the memory of the buffers ForwardBatch allocates on
+// its first call (prompts of more than one token), for a model of hp.
+func BatchBytes(hp *Hparams) int64 {
+	qkv := hp.QDim() + hp.KDim() + hp.VDim()
+	floats := maxBatch * (2*hp.Embd + hp.QDim() + hp.KDim() + hp.VDim() + qkv + hp.Heads*hp.HeadDimV + 3*hp.FFN)
+	n := (hp.inputWidth() + 255) / 256 * 256
+	var acts int
+	for _, t := range activationTypes {
+		size, _ := quant.RowBytes(t, n)
+		acts += maxBatch * size
+	}
+	if mp := &hp.MoE; mp.Experts > 0 {
+		u, e, f, sf := mp.Used, hp.Embd, mp.ExpertFFN, mp.SharedFFN
+		floats += maxBatch * (2*mp.Experts + u + 2*e + 2*f + u*e + 1 + 2*sf + e)
+		acts += 4 * (maxBatch*u + mp.Experts)
+	}
+	return int64(floats)*4 + int64(acts)
 }
 
 func newMoEBatch(hp *Hparams) *moeBatch {

@@ -30,13 +30,20 @@ type BudgetError struct {
 	Min    int64        // the smallest budget that works
 	Ctx    int          // the context of the smallest configuration
 	KV     kvcache.Type // its KV cache type
+	// Experts says the minimum is that of expert streaming: everything
+	// but the routed experts resident and the smallest expert cache.
+	Experts bool
 }
 
 // Error states the smallest budget that works and the configuration it
 // buys, beside the budget given.
 func (e *BudgetError) Error() string {
-	return fmt.Sprintf("%v: %s needed at least (context %d, kv %s, smallest ring), budget %s", ErrBudget,
-		FormatBytes(e.Min), e.Ctx, e.KV, FormatBytes(e.Budget))
+	smallest := "smallest ring"
+	if e.Experts {
+		smallest = "all but the routed experts resident, smallest expert cache"
+	}
+	return fmt.Sprintf("%v: %s needed at least (context %d, kv %s, %s), budget %s", ErrBudget,
+		FormatBytes(e.Min), e.Ctx, e.KV, smallest, FormatBytes(e.Budget))
 }
 
 // Is reports whether target is ErrBudget.
@@ -210,8 +217,10 @@ func Compute(f *format.File, hp *model.Hparams, lay *stream.Layout, req Request)
 		p, err := computeExperts(req, want, el, func(c config) *Plan {
 			p := &Plan{Mode: Experts, Ctx: c.ctx, kv: c.kv, KVType: c.kv.String()}
 			p.Regions = append(p.Regions, Region{"weights but the routed experts (mapped)", weights - el.TotalBytes}, Region{"norms", norms},
-				Region{"kv cache " + c.kv.String(), kvBytes(c)}, Region{"activations", model.StateBytes(hp, c.ctx)})
+				Region{"kv cache " + c.kv.String(), kvBytes(c)}, Region{"activations", model.StateBytes(hp, c.ctx)},
+				Region{"prompt batch buffers", model.BatchBytes(hp)})
 			p.Regions = append(p.Regions, fixed...)
+			p.ArenaBytes = kvBytes(c) + model.StateBytes(hp, c.ctx) + 64*64
 			return p
 		})
 		if p != nil {
@@ -368,7 +377,7 @@ func computeExperts(req Request, want config, el *stream.ExpertLayout, base func
 		p.ExpertSlots, p.ExpertsTotal, p.ExpertBytes = slots, total, int64(el.ExpertBytes)
 		cache := stream.ExpertCacheBytes(el, slots)
 		p.Regions = append(p.Regions, Region{fmt.Sprintf("expert cache (%d of %d experts)", slots, total), cache})
-		p.ArenaBytes = cache + 64*64
+		p.ArenaBytes += cache
 		// Expected reads with the experts routed uniformly: each of
 		// Used·Layers selections misses with probability 1 - slots/total.
 		perToken := int64(el.Hparams.Layers*minSlots) * int64(el.ExpertBytes)
@@ -412,7 +421,7 @@ func computeExperts(req Request, want config, el *stream.ExpertLayout, base func
 	}
 	floor := build(least, minSlots).PeakBytes
 	if found == nil {
-		return nil, &BudgetError{Budget: req.Budget, Min: floor, Ctx: least.ctx, KV: least.kv}
+		return nil, &BudgetError{Budget: req.Budget, Min: floor, Ctx: least.ctx, KV: least.kv, Experts: true}
 	}
 	if found.ExpertSlots < total {
 		steps = append(steps, fmt.Sprintf("expert cache %d of %d experts", found.ExpertSlots, total))
