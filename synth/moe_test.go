@@ -59,10 +59,10 @@ func TestTinyMoELoadsAndGenerates(t *testing.T) {
 			t.Fatal(err)
 		}
 		ti, ok := f.Tensor("blk.1.ffn_down_exps.weight")
-		if !ok || len(ti.Shape) != 3 || ti.Shape[2] != 4 || ti.Rows() != 4*256 {
+		if !ok || len(ti.Shape) != 3 || ti.Shape[2] != 8 || ti.Rows() != 8*256 {
 			t.Errorf("%v: blk.1.ffn_down_exps.weight %+v", ft, ti)
 		}
-		if n, _ := f.Metadata.Uint("llama.expert_count"); n != 4 {
+		if n, _ := f.Metadata.Uint("llama.expert_count"); n != 8 {
 			t.Errorf("%v: llama.expert_count = %d", ft, n)
 		}
 		f.Close()

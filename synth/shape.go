@@ -57,7 +57,7 @@ var shapes = []Shape{
 	// Mixtures of experts: a small Mixtral-style one for tests, and the
 	// shapes of Qwen3-30B-A3B and Mixtral 8x7B.
 	{Name: "tiny-moe", Arch: "llama", Layers: 2, Embd: 256, Heads: 4, KVHeads: 2, HeadDim: 64,
-		FFN: 256, Vocab: 1024, Context: 256, RopeBase: 1e6, NormEps: 1e-5, Experts: 4, ExpertsUsed: 2},
+		FFN: 512, Vocab: 1024, Context: 256, RopeBase: 1e6, NormEps: 1e-5, Experts: 8, ExpertsUsed: 2},
 	{Name: "qwen3-30b-a3b", Arch: "qwen3moe", Layers: 48, Embd: 2048, Heads: 32, KVHeads: 4, HeadDim: 128,
 		FFN: 6144, Vocab: 151936, Context: 40960, RopeBase: 1e6, NormEps: 1e-6, QKNorm: true,
 		Experts: 128, ExpertsUsed: 8, ExpertFFN: 768},
