@@ -46,7 +46,10 @@ type Config struct {
 	// (unless ContextLength is set), lowers the KV cache precision (unless
 	// KVType is set), shrinks the embedding row cache and gives up the
 	// prefetch buffer, and fails with ErrBudget stating the smallest
-	// budget that works when even that does not fit. ContextLength is the
+	// budget that works when even that does not fit. A mixture of experts
+	// keeps all but its routed experts resident instead and reads the
+	// experts each token selects into an expert cache as large as the
+	// budget allows (see Session.ExpertStats). ContextLength is the
 	// maximum sequence length (MaxSeqLen) the plan holds.
 	RAMBudget int64
 

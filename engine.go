@@ -40,9 +40,10 @@ type Session struct {
 	history  []int
 	messages []Message
 
-	arena   *arena.Arena    // streaming mode: every runtime buffer
-	src     *stream.Source  // streaming mode: the layer reader
-	cleanup runtime.Cleanup // streaming mode: closes src and arena if s is dropped
+	arena   *arena.Arena        // streaming modes: every runtime buffer (expert streaming: the expert cache too)
+	src     *stream.Source      // streaming mode: the layer reader
+	experts *stream.ExpertCache // expert streaming mode: the expert cache
+	cleanup runtime.Cleanup     // streaming modes: closes src, experts and arena if s is dropped
 }
 
 // NewSession starts a conversation with an empty KV cache of
@@ -52,6 +53,13 @@ func (m *Model) NewSession() (*Session, error) {
 		return nil, err
 	}
 	defer m.release()
+	if m.experts != nil {
+		s, err := m.newExpertSession(m.pool)
+		if err != nil {
+			return nil, errExpertSession(err)
+		}
+		return s, nil
+	}
 	if m.layout != nil {
 		s, err := m.newStreamingSession(m.pool)
 		if err != nil {
@@ -66,14 +74,21 @@ func (m *Model) NewSession() (*Session, error) {
 	return &Session{m: m, state: st, pending: -1}, nil
 }
 
-// streamResources is what a streaming session holds outside the Go heap.
+// streamResources is what a streaming session holds outside the Go heap:
+// a layer reader or an expert cache, and the arena.
 type streamResources struct {
-	src   *stream.Source
-	arena *arena.Arena
+	src     *stream.Source
+	experts *stream.ExpertCache
+	arena   *arena.Arena
 }
 
 func (r streamResources) close() {
-	r.src.Close()
+	if r.src != nil {
+		r.src.Close()
+	}
+	if r.experts != nil {
+		r.experts.Close()
+	}
 	r.arena.Close()
 }
 
@@ -116,7 +131,7 @@ func (m *Model) newStreamingSession(pool *kernels.Pool) (*Session, error) {
 	s := &Session{m: m, state: st, pending: -1, arena: a, src: src}
 	// A session dropped without Close still stops its reader and frees
 	// its buffers.
-	s.cleanup = runtime.AddCleanup(s, streamResources.close, streamResources{src, a})
+	s.cleanup = runtime.AddCleanup(s, streamResources.close, streamResources{src: src, arena: a})
 	return s, nil
 }
 
@@ -126,9 +141,9 @@ func (m *Model) newStreamingSession(pool *kernels.Pool) (*Session, error) {
 func (s *Session) Close() error {
 	if !s.closed {
 		s.closed = true
-		if s.src != nil {
+		if s.arena != nil {
 			s.cleanup.Stop()
-			streamResources{s.src, s.arena}.close()
+			streamResources{s.src, s.experts, s.arena}.close()
 		}
 	}
 	return nil

@@ -2,29 +2,34 @@ package qsf_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log"
 	"os"
 	"path/filepath"
 
 	"github.com/qsf-llm/qsf"
+	"github.com/qsf-llm/qsf/plan"
 	"github.com/qsf-llm/qsf/synth"
 )
 
 // tinyModel writes a small random-weight model (package synth) to a temp
 // dir so that the examples run anywhere. With a real model, pass its path
 // to qsf.Load instead.
-func tinyModel() (path string, cleanup func()) {
+func tinyModel() (path string, cleanup func()) { return synthModel("tiny") }
+
+// synthModel writes a random-weight model of the named shape (q8_0).
+func synthModel(name string) (path string, cleanup func()) {
 	dir, err := os.MkdirTemp("", "qsf-example")
 	if err != nil {
 		log.Fatal(err)
 	}
-	shape, _ := synth.LookupShape("tiny")
+	shape, _ := synth.LookupShape(name)
 	plan, err := synth.NewPlan(shape, synth.Q8_0, 1)
 	if err != nil {
 		log.Fatal(err)
 	}
-	path = filepath.Join(dir, "tiny.gguf")
+	path = filepath.Join(dir, name+".gguf")
 	f, err := os.Create(path)
 	if err != nil {
 		log.Fatal(err)
@@ -113,4 +118,38 @@ func ExampleSampler() {
 	// Output:
 	// 1
 	// true
+}
+
+// A mixture of experts under a RAM budget smaller than its weights keeps
+// everything but its routed experts resident and reads the experts each
+// token selects into an expert cache.
+func ExampleSession_ExpertStats() {
+	path, cleanup := synthModel("tiny-moe")
+	defer cleanup()
+	cfg := qsf.Config{Threads: 1, ContextLength: 64, KVType: "f32"}
+	// Ask for 1 MiB: the error states the smallest budget that works.
+	cfg.RAMBudget = 1 << 20
+	_, err := qsf.PlanFile(path, cfg)
+	var be *plan.BudgetError
+	if !errors.As(err, &be) {
+		log.Fatal(err)
+	}
+	cfg.RAMBudget = be.Min
+	m, err := qsf.Load(path, cfg)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer m.Close()
+	s, err := m.NewSession()
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Generate(context.Background(), "Once upon a time", qsf.GenerateOptions{MaxTokens: 8}, nil); err != nil {
+		log.Fatal(err)
+	}
+	st := s.ExpertStats()
+	p := m.Plan()
+	fmt.Println(p.Mode, "mode:", p.ExpertSlots < p.ExpertsTotal, st.Misses > 0, st.BytesRead == st.Misses*p.ExpertBytes)
+	// Output: experts mode: true true true
 }

@@ -77,10 +77,11 @@ type Model struct {
 
 	memLimit int64 // suggested Go memory limit in streaming mode, or 0
 
-	packed *arena.Arena   // the weights repacked at load (resident mode), or nil
-	plan   *plan.Plan     // the memory plan
-	layout *stream.Layout // non-nil in streaming mode
-	kv     kvcache.Options
+	packed  *arena.Arena         // the weights repacked at load (resident mode), or nil
+	plan    *plan.Plan           // the memory plan
+	layout  *stream.Layout       // non-nil in streaming mode
+	experts *stream.ExpertLayout // non-nil in expert streaming mode
+	kv      kvcache.Options
 
 	vocabOnce sync.Once
 	vocab     *grammar.Vocab // the tokens for grammar filtering, built on first use
@@ -204,7 +205,10 @@ func newModel(f *format.File, cfg Config, p *plan.Plan) (*Model, error) {
 	}
 	var packed *arena.Arena
 	if !cfg.NoRepack {
-		if packed, err = repackWeights(weights, f, cfg.LoadProgress); err != nil {
+		// Streamed experts are read from the file as they are needed:
+		// repacking them would read them all.
+		streamed := p != nil && p.Mode == plan.Experts
+		if packed, err = repackWeights(weights, f, !streamed, cfg.LoadProgress); err != nil {
 			return nil, err
 		}
 	}
@@ -316,11 +320,20 @@ func PlanFile(path string, cfg Config) (*plan.Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	lay, err := stream.NewLayout(f, &hp)
+	lay, err := streamLayout(f, &hp)
 	if err != nil {
 		return nil, err
 	}
 	return computePlan(f, &hp, lay, cfg)
+}
+
+// streamLayout is the layer-streaming layout of f, or nil for a mixture
+// of experts, which streams its experts instead (plan.Experts).
+func streamLayout(f *format.File, hp *model.Hparams) (*stream.Layout, error) {
+	if hp.MoE.Experts > 0 {
+		return nil, nil
+	}
+	return stream.NewLayout(f, hp)
 }
 
 func computePlan(f *format.File, hp *model.Hparams, lay *stream.Layout, cfg Config) (*plan.Plan, error) {
@@ -341,13 +354,16 @@ func newBudgetModel(f *format.File, path string, cfg Config) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	lay, err := stream.NewLayout(f, &hp)
+	lay, err := streamLayout(f, &hp)
 	if err != nil {
 		return nil, err
 	}
 	p, err := computePlan(f, &hp, lay, cfg)
 	if err != nil {
 		return nil, err
+	}
+	if p.Mode == plan.Experts {
+		return newExpertModel(f, path, cfg, p)
 	}
 	if p.Mode == plan.Resident {
 		f.Close()

@@ -34,6 +34,7 @@ type parityRow struct {
 	file, prompt    string
 	ternary         bool // from reference/ternary: held to bit-identical logits
 	promptOK        bool
+	moe             bool    // a mixture-of-experts reference: exact logits and tokens required
 	same, total     int     // greedy tokens identical before the first difference
 	margin          float32 // llama.cpp's top-1 margin at the first difference
 	minCos, maxDiff float64
@@ -48,7 +49,7 @@ func TestReferenceParity(t *testing.T) {
 	}
 	dir := testfiles.Dir(t)
 	var files []string
-	for _, pattern := range []string{"reference/*__*.json", "reference/synthetic/*__*.json", "reference/ternary/*__*.json"} {
+	for _, pattern := range []string{"reference/*__*.json", "reference/synthetic/*__*.json", "reference/ternary/*__*.json", "reference/moe/*__*.json"} {
 		m, _ := filepath.Glob(filepath.Join(dir, pattern))
 		files = append(files, m...)
 	}
@@ -102,6 +103,10 @@ func TestReferenceParity(t *testing.T) {
 		if strict && !synthetic && r.same != r.total {
 			t.Errorf("%s %q: greedy tokens differ from step %d", r.file, r.prompt, r.same)
 		}
+		if r.moe && (r.same != r.total || r.maxDiff != 0) {
+			t.Errorf("%s %q: greedy tokens equal up to step %d of %d, prompt logits off by %.3g; want all tokens and bit-identical logits",
+				r.file, r.prompt, r.same, r.total, r.maxDiff)
+		}
 		minCos := 0.9999
 		if strings.Contains(r.file, "f32") {
 			minCos = 0.99999
@@ -130,6 +135,7 @@ func runParity(t *testing.T, dir, path string) parityRow {
 	}
 	row := parityRow{file: ref.ModelFile, prompt: ref.Prompt, total: len(ref.Greedy.IDs), minCos: 1}
 	row.ternary = filepath.Base(filepath.Dir(path)) == "ternary"
+	row.moe = filepath.Base(filepath.Dir(path)) == "moe"
 	modelPath := referenceModel(dir, path, ref.ModelFile)
 	m, err := qsf.Load(modelPath, qsf.Config{Threads: 1, ContextLength: 128})
 	if err != nil {
@@ -180,6 +186,8 @@ func referenceModel(dir, refPath, modelFile string) string {
 	switch {
 	case filepath.Base(filepath.Dir(refPath)) == "ternary":
 		return filepath.Join(dir, "models", "ternary", modelFile)
+	case filepath.Base(filepath.Dir(refPath)) == "moe":
+		return filepath.Join(dir, "models", "moe", modelFile)
 	case strings.HasPrefix(modelFile, "synth-"):
 		return filepath.Join(dir, "models", "synthetic", modelFile)
 	}

@@ -29,11 +29,18 @@ import (
 // the repacked bytes to a later reader, and copying it would double it.
 // The arena, nil when no matrix needed one, is the caller's to close after
 // the weights' last use.
-func repackWeights(w *model.Weights, f *format.File, progress func(done, total int64)) (*arena.Arena, error) {
+//
+// experts says whether the routed experts of a mixture of experts are
+// repacked too (not when they are streamed); progress, when not nil, is
+// told the bytes repacked so far.
+func repackWeights(w *model.Weights, f *format.File, experts bool, progress func(done, total int64)) (*arena.Arena, error) {
 	var todo []*model.Tensor
 	for i := range w.Blocks {
 		for _, t := range w.Blocks[i].Matrices() {
 			todo = append(todo, t)
+		}
+		if x := w.Blocks[i].Experts; x != nil {
+			todo = append(todo, x.RepackableMatrices(experts)...)
 		}
 	}
 	if !w.TiedOutput {

@@ -34,7 +34,7 @@ func newBatch(hp *Hparams) *batch {
 		att: make([]float32, maxBatch*hp.Heads*hp.HeadDimV),
 		hb:  make([]float32, maxBatch*2*hp.FFN), hb2: make([]float32, maxBatch*hp.FFN),
 	}
-	n := (max(hp.Embd, hp.FFN, hp.Heads*hp.HeadDimV) + 255) / 256 * 256
+	n := (hp.inputWidth() + 255) / 256 * 256
 	for _, t := range activationTypes {
 		size, _ := quant.RowBytes(t, n)
 		b.acts[t] = make([]byte, maxBatch*size)
@@ -104,6 +104,12 @@ func (s *State) forwardChunk(tokens []int, pos int, logits bool) error {
 		ly := &m.Blocks[l]
 		if err := s.attentionBatch(ly, l, pos, n); err != nil {
 			return err
+		}
+		if ly.Experts != nil {
+			if err := s.moeFeedForwardBatch(ly, l, n); err != nil {
+				return err
+			}
+			continue
 		}
 		s.feedForwardBatch(ly, n)
 	}

@@ -24,6 +24,7 @@ func TestForwardBatchEqualsForward(t *testing.T) {
 		"gguf/stories260K-Q4_1.gguf", "gguf/stories260K-IQ4_NL.gguf", "gguf/stories260K-pad256-Q4_K_M.gguf",
 		"synthetic/synth-qwen3-Q8_0.gguf", "synthetic/synth-phi3-Q4_0.gguf", "synthetic/synth-gpt2-Q8_0.gguf",
 		"synthetic/synth-gemma-Q4_0.gguf", "synthetic/synth-qwen2-f32.gguf",
+		"moe/synth-mixtral-Q4_0.gguf", "moe/synth-qwen2moe-Q8_0.gguf", "moe/synth-qwen2moe-f32.gguf",
 	}
 	defer kernels.SetTier(kernels.DefaultTier().Name())
 	for _, tier := range kernels.Tiers() {

@@ -56,6 +56,12 @@ type State struct {
 	// streaming). Nil means every weight is resident.
 	Source WeightSource
 
+	// Experts, when non-nil, provides the routed experts of a
+	// mixture-of-experts model instead of Model.Weights (expert
+	// streaming).
+	Experts ExpertSource
+	moe     *moeState // the expert FFN's buffers (mixture-of-experts models)
+
 	// set per call for the attention workers
 	layer, pos int
 	n          int // slots attended to
@@ -130,7 +136,7 @@ func StateBytes(hp *Hparams, capacity int) int64 {
 	for _, e := range stateVectors(hp, capacity) {
 		n += int64(e.n)*4 + 64
 	}
-	return n + actBytes(max(hp.Embd, hp.FFN, hp.Heads*hp.HeadDimV))
+	return n + actBytes(hp.inputWidth()) + moeStateBytes(hp)
 }
 
 type stateVector struct {
@@ -189,7 +195,10 @@ func (m *Model) NewStateWith(pool *kernels.Pool, opts StateOptions) (*State, err
 		}
 		*e.dst(s) = float32s(b)
 	}
-	s.acts.init(max(hp.Embd, hp.FFN, hp.Heads*hp.HeadDimV), alloc)
+	s.acts.init(hp.inputWidth(), alloc)
+	if err := s.initMoE(alloc); err != nil {
+		return nil, err
+	}
 	s.attend = s.attendHeads
 	return s, nil
 }
@@ -522,6 +531,9 @@ func (s *State) attendCoded(lo, hi int) {
 func (s *State) feedForward(l int) error {
 	hp := &s.m.Hparams
 	f := hp.FFN
+	if hp.MoE.Experts > 0 {
+		return s.moeFeedForward(l)
+	}
 
 	ly, err := s.acquire(l, StageGateUp)
 	if err != nil {

@@ -81,6 +81,10 @@ type Hparams struct {
 	// scores (Gemma, Phi-3) instead of scaling the scores; the result is
 	// the same up to rounding, and QSF follows it to the bit.
 	QPreScale bool
+
+	// MoE describes the mixture-of-experts feed-forward blocks; its zero
+	// value (no experts) means a dense FFN.
+	MoE MoEParams
 }
 
 // archInfo is what differs between the architectures that share the
@@ -92,16 +96,19 @@ type archInfo struct {
 	embedScale bool
 	learnedPos bool
 	qPreScale  bool
+	moe        moeInfo
 }
 
 var archs = map[string]archInfo{
-	"llama":  {rope: RopeNormal},
-	"qwen2":  {rope: RopeNeoX},
-	"qwen3":  {rope: RopeNeoX},
-	"gemma":  {rope: RopeNeoX, act: GELU, embedScale: true, qPreScale: true},
-	"phi3":   {rope: RopeNeoX, qPreScale: true},
-	"gpt2":   {rope: RopeNone, act: GELU, layerNorm: true, learnedPos: true},
-	"bitnet": {rope: RopeNeoX}, // sub-norms and scales: bitnet.go
+	"llama":    {rope: RopeNormal, moe: moeInfo{normWeights: true}},
+	"qwen2":    {rope: RopeNeoX},
+	"qwen3":    {rope: RopeNeoX},
+	"qwen2moe": {rope: RopeNeoX, moe: moeInfo{required: true, sharedExpert: true}},
+	"qwen3moe": {rope: RopeNeoX, moe: moeInfo{required: true, normWeights: true}},
+	"gemma":    {rope: RopeNeoX, act: GELU, embedScale: true, qPreScale: true},
+	"phi3":     {rope: RopeNeoX, qPreScale: true},
+	"gpt2":     {rope: RopeNone, act: GELU, layerNorm: true, learnedPos: true},
+	"bitnet":   {rope: RopeNeoX}, // sub-norms and scales: bitnet.go
 }
 
 // Supported reports whether arch is an architecture QSF runs.
@@ -183,6 +190,9 @@ func ParseHparams(md Metadata, vocab int) (Hparams, error) {
 	hp.RopeBase = float32(base)
 	if info.embedScale {
 		hp.EmbedScale = float32(math.Sqrt(float64(hp.Embd)))
+	}
+	if hp.MoE, err = parseMoE(md, arch, info.moe, hp.FFN); err != nil {
+		return Hparams{}, err
 	}
 	return hp, hp.validate()
 }

@@ -108,7 +108,7 @@ var synthResidual = map[string]float64{
 }
 
 // exactCases lists every stories260K GGUF with its three prompts and every
-// synthetic file with "Once upon a time".
+// synthetic and mixture-of-experts file with "Once upon a time".
 func exactCases(t *testing.T, dir string) []exactCase {
 	t.Helper()
 	var cases []exactCase
@@ -146,6 +146,14 @@ func exactCases(t *testing.T, dir string) []exactCase {
 			rel, _ := filepath.Rel(dir, r)
 			cases = append(cases, exactCase{ref: rel, model: m})
 		}
+	}
+	moe, err := filepath.Glob(filepath.Join(dir, "models", "moe", "synth-*.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range moe {
+		stem := strings.TrimSuffix(filepath.Base(m), ".gguf")
+		cases = append(cases, exactCase{ref: filepath.Join("reference", "moe", stem+"__once-upon-a-time.json"), model: m})
 	}
 	return cases
 }

@@ -53,7 +53,8 @@ type Block struct {
 	Down              Tensor
 	DownB             []float32
 
-	BitNet // bitnet only (bitnet.go)
+	BitNet           // bitnet only (bitnet.go)
+	Experts *Experts // the mixture-of-experts FFN, in place of the dense one
 }
 
 // Weights are all the tensors of a model, ready for the forward pass.
@@ -206,6 +207,10 @@ func (l *loader) block(ly *Block, i int) {
 	ly.O = l.matrix(p+"attn_output.weight", e, hp.Heads*hp.HeadDimV, true)
 	ly.OB = l.vector(p+"attn_output.bias", e, false)
 
+	if hp.MoE.Experts > 0 {
+		ly.Experts = l.experts(p)
+		return
+	}
 	ly.Down = l.matrix(p+"ffn_down.weight", e, hp.FFN, true)
 	ly.DownB = l.vector(p+"ffn_down.bias", e, false)
 	if _, ok := l.get(p+"ffn_gate.weight", false); ok {

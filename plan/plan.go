@@ -30,13 +30,20 @@ type BudgetError struct {
 	Min    int64        // the smallest budget that works
 	Ctx    int          // the context of the smallest configuration
 	KV     kvcache.Type // its KV cache type
+	// Experts says the minimum is that of expert streaming: everything
+	// but the routed experts resident and the smallest expert cache.
+	Experts bool
 }
 
 // Error states the smallest budget that works and the configuration it
 // buys, beside the budget given.
 func (e *BudgetError) Error() string {
-	return fmt.Sprintf("%v: %s needed at least (context %d, kv %s, smallest ring), budget %s", ErrBudget,
-		FormatBytes(e.Min), e.Ctx, e.KV, FormatBytes(e.Budget))
+	smallest := "smallest ring"
+	if e.Experts {
+		smallest = "all but the routed experts resident, smallest expert cache"
+	}
+	return fmt.Sprintf("%v: %s needed at least (context %d, kv %s, %s), budget %s", ErrBudget,
+		FormatBytes(e.Min), e.Ctx, e.KV, smallest, FormatBytes(e.Budget))
 }
 
 // Is reports whether target is ErrBudget.
@@ -46,6 +53,10 @@ func (e *BudgetError) Is(target error) bool { return target == ErrBudget }
 const (
 	Resident  = "resident"  // weights memory-mapped, as without a budget
 	Streaming = "streaming" // layers read through a ring buffer as needed
+	// Experts is expert streaming (mixtures of experts): everything but
+	// the routed experts memory-mapped, the experts a token selects read
+	// into an expert cache.
+	Experts = "experts"
 )
 
 // Fixed overheads, calibrated against /usr/bin/time -v on linux/amd64
@@ -105,6 +116,16 @@ type Plan struct {
 	// activations, KV cache).
 	ArenaBytes int64    `json:"arena_bytes"`
 	Regions    []Region `json:"regions"`
+
+	// ActiveParams is the number of weights one token uses: all of them
+	// for a dense model, those of the experts it is routed to and the
+	// rest for a mixture of experts.
+	ActiveParams int64 `json:"active_params"`
+	// ExpertSlots is the number of routed experts the expert cache holds
+	// (mode experts), of ExpertsTotal, each ExpertBytes.
+	ExpertSlots  int   `json:"expert_slots,omitempty"`
+	ExpertsTotal int   `json:"experts_total,omitempty"`
+	ExpertBytes  int64 `json:"expert_bytes,omitempty"`
 
 	kv kvcache.Type
 }
@@ -175,14 +196,40 @@ func Compute(f *format.File, hp *model.Hparams, lay *stream.Layout, req Request)
 		return p.finish()
 	}
 
+	active := activeParams(f, hp)
 	want := config{ctx: req.Ctx, kv: req.KV, embedRows: DefaultEmbedRows, headResident: true}
 	if req.Budget <= 0 {
-		return resident(want), nil
+		p := resident(want)
+		p.ActiveParams = active
+		return p, nil
 	}
 	if p := resident(want); p.PeakBytes <= req.Budget {
 		p.Budget = req.Budget
 		p.MinBudgetBytes = p.PeakBytes
+		p.ActiveParams = active
 		return p, nil
+	}
+	if hp.MoE.Experts > 0 {
+		el, err := stream.NewExpertLayout(f, hp)
+		if err != nil {
+			return nil, err
+		}
+		p, err := computeExperts(req, want, el, func(c config) *Plan {
+			p := &Plan{Mode: Experts, Ctx: c.ctx, kv: c.kv, KVType: c.kv.String()}
+			p.Regions = append(p.Regions, Region{"weights but the routed experts (mapped)", weights - el.TotalBytes}, Region{"norms", norms},
+				Region{"kv cache " + c.kv.String(), kvBytes(c)}, Region{"activations", model.StateBytes(hp, c.ctx)},
+				Region{"prompt batch buffers", model.BatchBytes(hp)})
+			p.Regions = append(p.Regions, fixed...)
+			p.ArenaBytes = kvBytes(c) + model.StateBytes(hp, c.ctx) + 64*64
+			return p
+		})
+		if p != nil {
+			p.ActiveParams = active
+		}
+		return p, err
+	}
+	if lay == nil {
+		return nil, fmt.Errorf("plan: no streaming layout")
 	}
 	minRing := int64(lay.MinRingBytes())
 	want.ring = 2 * int64(lay.LayerBytes())
@@ -317,6 +364,89 @@ func Compute(f *format.File, hp *model.Hparams, lay *stream.Layout, req Request)
 	return found, nil
 }
 
+// computeExperts plans expert streaming: base(c) is the plan of
+// everything but the expert cache for context and KV type c; the cache
+// gets what the budget leaves, at least the experts one token uses per
+// layer and at most all of them. The context and then the KV bits are
+// given up only when even the smallest cache does not fit.
+func computeExperts(req Request, want config, el *stream.ExpertLayout, base func(c config) *Plan) (*Plan, error) {
+	total := el.Experts()
+	minSlots := el.Hparams.MoE.Used
+	build := func(c config, slots int) *Plan {
+		p := base(c)
+		p.ExpertSlots, p.ExpertsTotal, p.ExpertBytes = slots, total, int64(el.ExpertBytes)
+		cache := stream.ExpertCacheBytes(el, slots)
+		p.Regions = append(p.Regions, Region{fmt.Sprintf("expert cache (%d of %d experts)", slots, total), cache})
+		p.ArenaBytes += cache
+		// Expected reads with the experts routed uniformly: each of
+		// Used·Layers selections misses with probability 1 - slots/total.
+		perToken := int64(el.Hparams.Layers*minSlots) * int64(el.ExpertBytes)
+		p.BytesPerToken = int64(float64(perToken) * (1 - float64(slots)/float64(total)))
+		return p.finish()
+	}
+	fit := func(c config) *Plan {
+		if build(c, minSlots).PeakBytes > req.Budget {
+			return nil
+		}
+		lo, hi := minSlots, total
+		for lo < hi {
+			mid := (lo + hi + 1) / 2
+			if build(c, mid).PeakBytes <= req.Budget {
+				lo = mid
+			} else {
+				hi = mid - 1
+			}
+		}
+		return build(c, lo)
+	}
+	c := want
+	var steps []string
+	found := fit(c)
+	for found == nil && !req.CtxFixed && c.ctx > min(MinCtx, req.Ctx) {
+		c.ctx = max(c.ctx/2, min(MinCtx, req.Ctx))
+		steps = append(steps, "context "+strconv.Itoa(c.ctx))
+		found = fit(c)
+	}
+	for found == nil && !req.KVFixed && c.kv < kvcache.Q4 {
+		c.kv, _ = c.kv.Less()
+		steps = append(steps, "kv "+c.kv.String())
+		found = fit(c)
+	}
+	least := config{ctx: req.Ctx, kv: req.KV}
+	if !req.CtxFixed {
+		least.ctx = min(MinCtx, req.Ctx)
+	}
+	if !req.KVFixed {
+		least.kv = max(least.kv, kvcache.Q4)
+	}
+	floor := build(least, minSlots).PeakBytes
+	if found == nil {
+		return nil, &BudgetError{Budget: req.Budget, Min: floor, Ctx: least.ctx, KV: least.kv, Experts: true}
+	}
+	if found.ExpertSlots < total {
+		steps = append(steps, fmt.Sprintf("expert cache %d of %d experts", found.ExpertSlots, total))
+	}
+	found.Budget = req.Budget
+	found.MinBudgetBytes = floor
+	found.Degraded = steps
+	return found, nil
+}
+
+// activeParams counts the weights one token uses: every tensor, the
+// stacked routed-expert tensors (ffn_*_exps) only for the experts used.
+func activeParams(f *format.File, hp *model.Hparams) int64 {
+	var n int64
+	for i := range f.Tensors {
+		t := &f.Tensors[i]
+		e := int64(t.Cols()) * int64(t.Rows())
+		if hp.MoE.Experts > 0 && strings.HasSuffix(t.Name, "_exps.weight") {
+			e = e / int64(hp.MoE.Experts) * int64(hp.MoE.Used)
+		}
+		n += e
+	}
+	return n
+}
+
 func (p *Plan) finish() *Plan {
 	var sum int64
 	for _, r := range p.Regions {
@@ -364,6 +494,12 @@ func (p *Plan) Print(w io.Writer) {
 	if p.Mode == Streaming {
 		fmt.Fprintf(w, ", ring %s (%.2f layers), embedding rows %d, lm head resident %v", FormatBytes(p.RingBytes), p.RingLayers, p.EmbedRows, p.HeadResident)
 	}
+	if p.Mode == Experts {
+		fmt.Fprintf(w, ", expert cache %d of %d experts of %s", p.ExpertSlots, p.ExpertsTotal, FormatBytes(p.ExpertBytes))
+	}
+	if p.ActiveParams > 0 {
+		fmt.Fprintf(w, ", %.3gM active parameters per token", float64(p.ActiveParams)/1e6)
+	}
 	fmt.Fprintln(w)
 	if len(p.Degraded) > 0 {
 		fmt.Fprintf(w, "degraded to fit: %s\n", strings.Join(p.Degraded, ", "))
@@ -378,7 +514,11 @@ func (p *Plan) Print(w io.Writer) {
 	}
 	fmt.Fprintf(tw, "  smallest budget that works\t%s\t\n", FormatBytes(p.MinBudgetBytes))
 	if p.BytesPerToken > 0 {
-		fmt.Fprintf(tw, "  read per token\t%s\t\n", FormatBytes(p.BytesPerToken))
+		what := "read per token"
+		if p.Mode == Experts {
+			what = "expected read per token (uniform routing)"
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t\n", what, FormatBytes(p.BytesPerToken))
 	}
 	tw.Flush()
 }

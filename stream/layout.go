@@ -115,6 +115,9 @@ var placeholder = make([]byte, 0, 1)
 // from f's metadata). f may be opened without a mapping; only small
 // resident tensors (output norm, learned positions) are read.
 func NewLayout(f *format.File, hp *model.Hparams) (*Layout, error) {
+	if hp.MoE.Experts > 0 {
+		return nil, fmt.Errorf("%w: a mixture of experts streams its experts (NewExpertLayout), not its layers", ErrLayout)
+	}
 	lay := &Layout{Hparams: *hp, layers: make([]layerUnit, hp.Layers)}
 	q := f.QSF()
 	abs := func(t *format.TensorInfo) int64 {

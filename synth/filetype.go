@@ -96,7 +96,7 @@ func (ft FileType) tensorType(s Shape, l layout) (quant.Type, error) {
 	if !ok {
 		return 0, fmt.Errorf("%w: %d", ErrUnknownFileType, uint32(ft))
 	}
-	if l.ne1 == 0 {
+	if l.ne1 == 0 || l.role == roleRouter {
 		return quant.F32, nil
 	}
 	if !ft.quantized() {

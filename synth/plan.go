@@ -52,6 +52,9 @@ func NewPlan(s Shape, ft FileType, seed uint64) (*Plan, error) {
 		if l.ne1 != 0 {
 			shape = append(shape, uint64(l.ne1))
 		}
+		if l.ne2 != 0 {
+			shape = append(shape, uint64(l.ne2))
+		}
 		p.Tensors = append(p.Tensors, Tensor{Name: l.name, Shape: shape, Type: t,
 			Bytes: int64(rb) * int64(l.rows()), Std: l.std, layout: l})
 	}
@@ -145,6 +148,13 @@ func metadata(s Shape, ft FileType, seed uint64) (*format.Metadata, error) {
 	u32("general.file_type", int(ft))
 	u32(a+"vocab_size", s.Vocab)
 	u32(a+"rope.dimension_count", s.HeadDim)
+	if s.Experts > 0 {
+		u32(a+"expert_count", s.Experts)
+		u32(a+"expert_used_count", s.ExpertsUsed)
+		if s.Arch != "llama" {
+			u32(a+"expert_feed_forward_length", s.expertFFN())
+		}
+	}
 	md.Set("tokenizer.ggml.model", format.StringValue("llama"))
 	md.Set("tokenizer.ggml.tokens", format.StringsValue(v.Tokens))
 	md.Set("tokenizer.ggml.scores", format.Float32sValue(v.Scores))

@@ -14,7 +14,8 @@ const (
 	roleOutput
 	roleAttnV
 	roleFFNDown
-	roleOther // the remaining 2-D weights
+	roleRouter // ffn_gate_inp, which llama-quantize leaves F32
+	roleOther  // the remaining 2-D weights
 )
 
 // layout is one tensor of a shape before a type is chosen.
@@ -22,19 +23,17 @@ type layout struct {
 	name  string
 	ne0   int // row length (ggml ne[0])
 	ne1   int // rows; 0 for a vector
+	ne2   int // experts of a stacked 3-D tensor; 0 for a vector or matrix
 	role  role
 	layer int     // block index, -1 outside the blocks
 	std   float64 // standard deviation of the weights; 0 means all ones
 }
 
 func (l layout) elements() int64 {
-	if l.ne1 == 0 {
-		return int64(l.ne0)
-	}
-	return int64(l.ne0) * int64(l.ne1)
+	return int64(l.ne0) * int64(l.rows())
 }
 
-func (l layout) rows() int { return max(l.ne1, 1) }
+func (l layout) rows() int { return max(l.ne1, 1) * max(l.ne2, 1) }
 
 // tensors lists the tensors of the shape in file order, in the order
 // llama.cpp's converter writes them.
@@ -56,6 +55,17 @@ func (s Shape) tensors() []layout {
 				layout{name: p + "attn_q_norm.weight", ne0: s.HeadDim, role: roleNorm, layer: i},
 				layout{name: p + "attn_k_norm.weight", ne0: s.HeadDim, role: roleNorm, layer: i},
 			)
+		}
+		if s.Experts > 0 {
+			f, n := s.expertFFN(), s.Experts
+			ts = append(ts,
+				layout{name: p + "ffn_norm.weight", ne0: e, role: roleNorm, layer: i},
+				layout{name: p + "ffn_gate_inp.weight", ne0: e, ne1: n, role: roleRouter, layer: i, std: fanIn(e)},
+				layout{name: p + "ffn_gate_exps.weight", ne0: e, ne1: f, ne2: n, role: roleOther, layer: i, std: fanIn(e)},
+				layout{name: p + "ffn_up_exps.weight", ne0: e, ne1: f, ne2: n, role: roleOther, layer: i, std: fanIn(e)},
+				layout{name: p + "ffn_down_exps.weight", ne0: f, ne1: e, ne2: n, role: roleFFNDown, layer: i, std: fanIn(f)},
+			)
+			continue
 		}
 		ts = append(ts,
 			layout{name: p + "ffn_norm.weight", ne0: e, role: roleNorm, layer: i},

@@ -54,6 +54,12 @@ type benchResult struct {
 	// Streaming reports the file reads of the decode steps when the
 	// model streams its layers (a --ram-budget below the resident peak).
 	Streaming *streamReport `json:"streaming,omitempty"`
+	// Experts reports the expert cache of the decode steps when the
+	// model streams its routed experts (a mixture of experts under a
+	// budget).
+	Experts *expertReport `json:"experts,omitempty"`
+	// ActiveParams is the number of weights one token uses.
+	ActiveParams int64 `json:"active_params,omitzero"`
 }
 
 // memBW is this machine's measured read bandwidth.
@@ -201,6 +207,12 @@ func runBench(mf *modelFlags, p, n, reps int, stderr io.Writer, quiet bool) (ben
 	if !quiet {
 		printInfo(stderr, m)
 	}
+	res.ActiveParams = m.Plan().ActiveParams
+	var er *expertReport
+	if m.ExpertStreaming() {
+		p := m.Plan()
+		er = &expertReport{Slots: p.ExpertSlots, Total: p.ExpertsTotal, ExpertBytes: p.ExpertBytes, PlanBytesPerToken: p.BytesPerToken}
+	}
 	var sr *streamReport
 	if m.Streaming() {
 		p := m.Plan()
@@ -219,9 +231,12 @@ func runBench(mf *modelFlags, p, n, reps int, stderr io.Writer, quiet bool) (ben
 		if rep == 0 {
 			cpu0, start = cpuTime(), time.Now()
 		}
-		pre, dec, io, err := benchOnce(ctx, m, ids, n)
+		pre, dec, io, ex, err := benchOnce(ctx, m, ids, n)
 		if err != nil {
 			return benchResult{}, err
+		}
+		if rep >= 0 && er != nil {
+			er.add(n, ex)
 		}
 		if rep >= 0 && sr != nil {
 			sr.add(dec, n, io)
@@ -248,35 +263,42 @@ func runBench(mf *modelFlags, p, n, reps int, stderr io.Writer, quiet bool) (ben
 		sr.finish()
 		res.Streaming = sr
 	}
+	if er != nil {
+		er.finish()
+		res.Experts = er
+	}
 	return res, nil
 }
 
 // benchOnce prefills ids in a fresh session and then decodes n tokens
-// greedily, one Forward per token. io is the file reads of the decode
-// steps (zero unless the model streams).
-func benchOnce(ctx context.Context, m *qsf.Model, ids []int, n int) (prefill, decode time.Duration, io stream.Stats, err error) {
+// greedily, one Forward per token. io and ex are the file reads and the
+// expert cache counters of the decode steps (zero unless the model
+// streams its layers or its experts).
+func benchOnce(ctx context.Context, m *qsf.Model, ids []int, n int) (prefill, decode time.Duration, io stream.Stats, ex stream.ExpertStats, err error) {
 	s, err := m.NewSession()
 	if err != nil {
-		return 0, 0, io, err
+		return 0, 0, io, ex, err
 	}
 	defer s.Close()
 	t0 := time.Now()
 	logits, err := s.Forward(ctx, ids)
 	if err != nil {
-		return 0, 0, io, err
+		return 0, 0, io, ex, err
 	}
 	t1 := time.Now()
-	io0 := s.IOStats()
+	io0, ex0 := s.IOStats(), s.ExpertStats()
 	for range n {
 		if logits, err = s.Forward(ctx, []int{argmax(logits)}); err != nil {
-			return 0, 0, io, err
+			return 0, 0, io, ex, err
 		}
 	}
 	decode = time.Since(t1)
-	io1 := s.IOStats()
+	io1, ex1 := s.IOStats(), s.ExpertStats()
 	io = stream.Stats{BytesRead: io1.BytesRead - io0.BytesRead, Reads: io1.Reads - io0.Reads, IOTime: io1.IOTime - io0.IOTime,
 		Wait: io1.Wait - io0.Wait, Misses: io1.Misses - io0.Misses, Stalls: io1.Stalls - io0.Stalls}
-	return t1.Sub(t0), decode, io, nil
+	ex = stream.ExpertStats{Hits: ex1.Hits - ex0.Hits, Misses: ex1.Misses - ex0.Misses, BytesRead: ex1.BytesRead - ex0.BytesRead,
+		ReadTime: ex1.ReadTime - ex0.ReadTime}
+	return t1.Sub(t0), decode, io, ex, nil
 }
 
 func argmax(x []float32) int {
@@ -313,7 +335,14 @@ func weightBytesPerToken(path string) (int64, error) {
 	defer f.Close()
 	var total, embd, row int64
 	tied := true
+	arch, _ := f.Metadata.String("general.architecture")
+	experts, _ := f.Metadata.Uint(arch + ".expert_count")
+	used, _ := f.Metadata.Uint(arch + ".expert_used_count")
 	for _, t := range f.Tensors {
+		if experts > 0 && strings.HasSuffix(t.Name, "_exps.weight") {
+			total += int64(t.Size / experts * used) // the routed experts a token uses
+			continue
+		}
 		total += int64(t.Size)
 		switch t.Name {
 		case "token_embd.weight":
@@ -450,6 +479,12 @@ func printBench(w io.Writer, r *benchResult) {
 			if sr.BoundTokS > 0 {
 				fmt.Fprintf(w, "read bandwidth %.2f GB/s → bound %.2f tok/s; decode at %.0f%% of the bound\n", sr.ReadGBs, sr.BoundTokS, 100*sr.BoundFraction)
 			}
+		}
+		if r.ActiveParams > 0 {
+			fmt.Fprintf(w, "active parameters per token: %.4gM\n", float64(r.ActiveParams)/1e6)
+		}
+		if er := r.Experts; er != nil {
+			er.print(w)
 		}
 	}
 	if bw := r.MemBW; bw != nil {

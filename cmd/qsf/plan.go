@@ -45,6 +45,10 @@ func printIO(w io.Writer, m *qsf.Model, s *qsf.Session, tokens int) {
 		fmt.Fprintf(w, ", planned %.1f MiB", float64(p.PeakBytes)/(1<<20))
 	}
 	fmt.Fprintln(w)
+	if m.ExpertStreaming() {
+		st := s.Stats()
+		printExperts(w, m.Plan().ExpertSlots, m.Plan().ExpertsTotal, s.ExpertStats(), tokens, st.PrefillTime+st.DecodeTime)
+	}
 	if !m.Streaming() || tokens == 0 {
 		return
 	}

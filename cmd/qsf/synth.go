@@ -55,6 +55,9 @@ func cmdSynth(args []string, stdout, stderr io.Writer) error {
 // printPlan prints the tensor table of a plan and its totals.
 func printPlan(w io.Writer, p *synth.Plan, size int64) {
 	fmt.Fprintf(w, "shape %s (%s), type %s, seed %d: %d parameters\n", p.Shape.Name, p.Shape.Arch, p.FileType, p.Seed, p.Shape.Params())
+	if p.Shape.Experts > 0 {
+		fmt.Fprintf(w, "  %d experts, %d used per token: %d active parameters\n", p.Shape.Experts, p.Shape.ExpertsUsed, p.Shape.ActiveParams())
+	}
 	for _, t := range p.Tensors {
 		fmt.Fprintf(w, "  %-28s %-5v %v %d bytes\n", t.Name, t.Type, t.Shape, t.Bytes)
 	}

@@ -1,0 +1,95 @@
+package qsf
+
+import (
+	"fmt"
+	"runtime"
+
+	"github.com/qsf-llm/qsf/arena"
+	"github.com/qsf-llm/qsf/format"
+	"github.com/qsf-llm/qsf/kernels"
+	"github.com/qsf-llm/qsf/model"
+	"github.com/qsf-llm/qsf/plan"
+	"github.com/qsf-llm/qsf/stream"
+)
+
+// newExpertModel loads a mixture-of-experts model for expert streaming
+// (plan.Experts): every weight but the routed experts mapped, as a
+// resident model's, and each session reading the experts its tokens
+// select into an expert cache of the planned size.
+func newExpertModel(f *format.File, path string, cfg Config, p *plan.Plan) (*Model, error) {
+	hp, err := hparams(f)
+	if err != nil {
+		return nil, err
+	}
+	el, err := stream.NewExpertLayout(f, &hp)
+	if err != nil {
+		return nil, err
+	}
+	f.Close()
+	rf, err := format.OpenWith(path, format.OpenOptions{NoMmap: cfg.NoMmap})
+	if err != nil {
+		return nil, err
+	}
+	m, err := newModel(rf, cfg, p)
+	if err != nil {
+		rf.Close()
+		return nil, err
+	}
+	m.experts = el
+	return m, nil
+}
+
+// newExpertSession gives a session of an expert-streaming model its
+// expert cache, KV cache and buffers, in an arena of its own.
+func (m *Model) newExpertSession(pool *kernels.Pool) (*Session, error) {
+	a, err := arena.New(int(m.plan.ArenaBytes))
+	if err != nil {
+		return nil, err
+	}
+	cache, err := stream.OpenExpertCache(m.experts, m.file.Name(), a, m.plan.ExpertSlots)
+	if err != nil {
+		a.Close()
+		return nil, err
+	}
+	var allocErr error
+	alloc := func(name string, n int) []byte {
+		b, err := a.Alloc(name, n)
+		if err != nil && allocErr == nil {
+			allocErr = err
+		}
+		if b == nil {
+			b = make([]byte, n) // reported through allocErr
+		}
+		return b
+	}
+	st, err := m.net.NewStateWith(pool, model.StateOptions{Capacity: m.ctx, KV: m.kv, Alloc: alloc})
+	if err == nil {
+		err = allocErr
+	}
+	if err != nil {
+		cache.Close()
+		a.Close()
+		return nil, err
+	}
+	st.Experts = cache
+	s := &Session{m: m, state: st, pending: -1, arena: a, experts: cache}
+	// A session dropped without Close still frees its cache and buffers.
+	s.cleanup = runtime.AddCleanup(s, streamResources.close, streamResources{experts: cache, arena: a})
+	return s, nil
+}
+
+// ExpertStats returns the expert cache's counters of an expert-streaming
+// session (zero otherwise): hits, misses and the bytes read.
+func (s *Session) ExpertStats() stream.ExpertStats {
+	if s.experts == nil {
+		return stream.ExpertStats{}
+	}
+	return s.experts.Stats()
+}
+
+// ExpertStreaming reports whether the model reads its routed experts from
+// the file as tokens select them.
+func (m *Model) ExpertStreaming() bool { return m.experts != nil }
+
+// errExpertSession wraps an expert session's setup error.
+func errExpertSession(err error) error { return fmt.Errorf("qsf: expert cache: %w", err) }

@@ -1,0 +1,99 @@
+package stream_test
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/qsf-llm/qsf/arena"
+	"github.com/qsf-llm/qsf/format"
+	"github.com/qsf-llm/qsf/internal/testfiles"
+	"github.com/qsf-llm/qsf/model"
+	"github.com/qsf-llm/qsf/stream"
+)
+
+// TestExpertCache checks that the cache returns each expert's slices of
+// the stacked tensors, serves repeats from memory, evicts the least
+// recently used expert, and rejects what it cannot serve.
+func TestExpertCache(t *testing.T) {
+	path := testfiles.Path(t, "models", "moe", "synth-qwen2moe-Q8_0.gguf")
+	f, err := format.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	embd, _ := f.Tensor("token_embd.weight")
+	hp, err := model.ParseHparams(&f.Metadata, embd.Rows())
+	if err != nil {
+		t.Fatal(err)
+	}
+	lay, err := stream.NewExpertLayout(f, &hp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lay.Experts() != 16 {
+		t.Fatalf("%d experts, want 16", lay.Experts())
+	}
+	const slots = 3
+	a, err := arena.New(int(stream.ExpertCacheBytes(lay, slots)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	if _, err := stream.OpenExpertCache(lay, path, a, 1); err == nil {
+		t.Error("a cache of 1 slot for 2 experts per token was accepted")
+	}
+	c, err := stream.OpenExpertCache(lay, path, a, slots)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+
+	want := func(l, e, m int) []byte {
+		name := []string{"ffn_gate_exps", "ffn_up_exps", "ffn_down_exps"}[m]
+		ti, _ := f.Tensor(fmt.Sprintf("blk.%d.%s.weight", l, name))
+		d, err := f.TensorData(ti)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := len(d) / 4
+		return d[e*n : (e+1)*n]
+	}
+	check := func(l, e int) {
+		t.Helper()
+		g, u, d, err := c.Expert(l, e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for m, got := range []*model.Tensor{g, u, d} {
+			if !bytes.Equal(got.Data, want(l, e, m)) {
+				t.Fatalf("layer %d expert %d matrix %d differs from the file", l, e, m)
+			}
+		}
+	}
+	for _, step := range []struct {
+		l, e         int
+		hits, misses int64
+	}{
+		{0, 1, 0, 1}, {0, 2, 0, 2}, {1, 3, 0, 3},
+		{0, 1, 1, 3}, // cached
+		{2, 0, 1, 4}, // evicts (0, 2), the least recently used
+		{0, 1, 2, 4}, // still cached
+		{0, 2, 2, 5}, // read again
+	} {
+		check(step.l, step.e)
+		if st := c.Stats(); st.Hits != step.hits || st.Misses != step.misses || st.BytesRead != step.misses*int64(lay.ExpertBytes) {
+			t.Fatalf("after layer %d expert %d: %+v, want %d hits, %d misses", step.l, step.e, st, step.hits, step.misses)
+		}
+	}
+	if _, _, _, err := c.Expert(0, 4); err == nil {
+		t.Error("expert 4 of 4 was served")
+	}
+	if _, _, _, err := c.Expert(4, 0); err == nil {
+		t.Error("layer 4 of 4 was served")
+	}
+	if _, err := stream.NewExpertLayout(f, &model.Hparams{}); !errors.Is(err, stream.ErrLayout) {
+		t.Errorf("a dense model's expert layout: %v, want ErrLayout", err)
+	}
+}
