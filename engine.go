@@ -281,6 +281,7 @@ type GenerateOptions struct {
 	ParseSpecial bool
 
 	endOfTurn []int // more tokens that end generation (Session.Chat)
+	seen      []int // tokens before the prompt that the penalties count (Session.Chat)
 }
 
 // StopReason says why generation ended.
@@ -323,6 +324,9 @@ func (s *Session) generate(ctx context.Context, prompt []int, opts GenerateOptio
 	s.stats = Stats{}
 	res.PromptTokens = prompt
 	sampler := NewSampler(opts.Sampling)
+	for _, id := range opts.seen {
+		sampler.Accept(id)
+	}
 	for _, id := range res.PromptTokens {
 		sampler.Accept(id)
 	}
