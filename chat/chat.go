@@ -107,11 +107,10 @@ func Detect(tmpl string) (Format, error) {
 		return f, nil
 	}
 	if tmpl == "" {
-		return "", fmt.Errorf("%w: the model has no chat template; choose one of %s (llama.cpp falls back to %s)",
-			ErrUnknownTemplate, names(), Fallback)
+		return "", fmt.Errorf("%w: the model has no chat template; llama.cpp would fall back to %s", ErrUnknownTemplate, Fallback)
 	}
-	return "", fmt.Errorf("%w: template %.40q... is none of the built-in formats; choose one of %s (llama.cpp falls back to %s)",
-		ErrUnknownTemplate, tmpl, names(), Fallback)
+	return "", fmt.Errorf("%w: template %.40q... is none of the %d built-in formats (chat.Formats); llama.cpp would fall back to %s",
+		ErrUnknownTemplate, tmpl, len(writers), Fallback)
 }
 
 func names() string {

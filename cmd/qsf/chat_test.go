@@ -216,3 +216,42 @@ func TestRunChat(t *testing.T) {
 		t.Errorf("model without template: exit %d: %s", code, errb.String())
 	}
 }
+
+// TestChatReadMultiLine: a trailing backslash continues a line, """ opens
+// and closes a block, Ctrl-C discards what was typed.
+func TestChatReadMultiLine(t *testing.T) {
+	c := &chatUI{out: &bytes.Buffer{}}
+	lines := make(chan string, 16)
+	sigs := make(chan os.Signal, 1)
+	for _, l := range []string{`one \`, "two", `"""`, "a", "", "b", `"""`, "plain"} {
+		lines <- l
+	}
+	close(lines)
+	for _, want := range []string{"one \ntwo", "a\n\nb", "plain"} {
+		got, ok := c.read(lines, sigs)
+		if !ok || got != want {
+			t.Errorf("read %q (%v), want %q", got, ok, want)
+		}
+	}
+	if _, ok := c.read(lines, sigs); ok {
+		t.Error("read past the end of the input")
+	}
+
+	// Ctrl-C after a continued line discards it.
+	lines = make(chan string, 4)
+	lines <- `half \`
+	go func() {
+		for len(lines) > 0 {
+			time.Sleep(time.Millisecond)
+		}
+		sigs <- os.Interrupt
+		for len(sigs) > 0 {
+			time.Sleep(time.Millisecond)
+		}
+		lines <- "fresh"
+		close(lines)
+	}()
+	if got, _ := c.read(lines, sigs); got != "fresh" {
+		t.Errorf("after Ctrl-C: read %q, want \"fresh\"", got)
+	}
+}
