@@ -174,3 +174,39 @@ func TestChatPenaltiesSeeCachedTokens(t *testing.T) {
 		t.Errorf("answer with the cache %v, evaluated in full %v", cached.Tokens, full.Tokens)
 	}
 }
+
+// TestChatWithEviction: a conversation longer than a sliding-window
+// context goes on; a diverging one starts the cache over.
+func TestChatWithEviction(t *testing.T) {
+	m, err := qsf.Load(testfiles.Path(t, "models", "gguf", "stories260K-f32.gguf"),
+		qsf.Config{Threads: 1, ContextLength: 64, KVEviction: "window", ChatTemplate: "llama2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	s, _ := m.NewSession()
+	defer s.Close()
+	ctx := context.Background()
+	var msgs []qsf.Message
+	for _, user := range []string{"Once upon a time", "Tell me more", "And then?"} {
+		msgs = append(msgs, qsf.Message{Role: "user", Content: user})
+		res, err := s.Chat(ctx, msgs, qsf.GenerateOptions{MaxTokens: 30}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		msgs = append(msgs, qsf.Message{Role: "assistant", Content: res.Text})
+	}
+	if s.Pos() <= 64 {
+		t.Fatalf("the conversation fits the context (%d positions): the test needs more", s.Pos())
+	}
+	// Change the first message: the evicted cache cannot be truncated, so
+	// the session starts over and evaluates everything.
+	msgs[0].Content = "Once upon a day"
+	res, err := s.Chat(ctx, msgs, qsf.GenerateOptions{MaxTokens: 4}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.CachedTokens != 0 {
+		t.Errorf("%d tokens reused from an evicted cache", res.CachedTokens)
+	}
+}
