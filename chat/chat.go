@@ -10,6 +10,12 @@
 // template it does not recognise gives ErrUnknownTemplate; llama.cpp's
 // tools then fall back to chatml, which callers can do explicitly by
 // passing Fallback.
+//
+// The formats and their detection follow llama.cpp b4748, the build the
+// reference outputs come from (chatglm4's generation prompt, for one, has
+// no newline there), plus formats llama.cpp added later (falcon3's
+// successors: yandex, bailing, llama4, smolvlm, exaone4,
+// mistral-v7-tekken), written as the current llama.cpp writes them.
 package chat
 
 import (
@@ -268,14 +274,15 @@ func Join(parts []Part) string {
 	return sb.String()
 }
 
-// builder collects parts, merging neighbours of the same kind.
+// builder collects parts, merging neighbouring markup (each message's
+// content stays a part of its own).
 type builder struct{ parts []Part }
 
 func (b *builder) add(s string, content bool) {
 	if s == "" {
 		return
 	}
-	if n := len(b.parts); n > 0 && b.parts[n-1].Content == content {
+	if n := len(b.parts); n > 0 && !content && !b.parts[n-1].Content {
 		b.parts[n-1].Text += s
 		return
 	}
