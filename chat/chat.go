@@ -11,11 +11,10 @@
 // tools then fall back to chatml, which callers can do explicitly by
 // passing Fallback.
 //
-// The formats and their detection follow llama.cpp b4748, the build the
-// reference outputs come from (chatglm4's generation prompt, for one, has
-// no newline there), plus formats llama.cpp added later (falcon3's
-// successors: yandex, bailing, llama4, smolvlm, exaone4,
-// mistral-v7-tekken), written as the current llama.cpp writes them.
+// The output follows llama.cpp b4748, the build the reference outputs come
+// from (chatglm4's generation prompt, for one, has no newline there).
+// Formats llama.cpp added after it (such as llama4 and smolvlm) are
+// written as the current llama.cpp writes them.
 package chat
 
 import (
