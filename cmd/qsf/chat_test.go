@@ -156,6 +156,10 @@ func TestChatTerminal(t *testing.T) {
 	p.waitFor(`\[interrupted\]`, 1)
 	p.send("/stats", "Enter")
 	p.waitFor(`context: \d+ of 4096 tokens, 7 messages`, 1)
+	// Ctrl-C at the prompt discards the line being typed, not the program.
+	p.send("half a line")
+	p.send("C-c")
+	p.waitFor(`\(Ctrl-D or /bye exits\)`, 1)
 
 	p.send("/load", "Enter")
 	p.waitFor(`loaded 5 messages, `+ctxSaved+` tokens`, 1)
