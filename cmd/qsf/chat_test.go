@@ -151,7 +151,7 @@ func TestChatTerminal(t *testing.T) {
 	p.send("/set n 0", "Enter")
 	p.waitFor(`answers: at most 0 tokens`, 1)
 	p.send("And the dog?", "Enter")
-	time.Sleep(400 * time.Millisecond)
+	p.waitFor(`>>> And the dog\?\n\S`, 1) // the answer is streaming
 	p.send("C-c")
 	p.waitFor(`\[interrupted\]`, 1)
 	p.send("/stats", "Enter")
