@@ -109,16 +109,32 @@ func (s *Session) Chat(ctx context.Context, messages []Message, opts GenerateOpt
 		return ChatResult{}, err
 	}
 	keep := s.reuse(ids)
+	var stops []string
+	opts.endOfTurn, stops = s.m.endOfTurn(f)
+	opts.Stop = append(slices.Clip(opts.Stop), stops...)
+	opts.seen = ids[:keep] // the penalties see the whole prompt, cached or not
+	res, err := s.generate(ctx, ids[keep:], opts, fn)
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		// The answer, as far as it got, is part of the conversation.
+		s.messages = append(slices.Clone(messages), Message{Role: "assistant", Content: res.Text})
+	} else {
+		s.messages = nil
+	}
+	return ChatResult{Result: res, CachedTokens: keep}, err
+}
+
+// endOfTurn returns what ends the model's turn in format f: the tokens
+// (control tokens of the vocabulary) and, for end texts that are not one,
+// stop strings.
+func (m *Model) endOfTurn(f chat.Format) (ids []int, stops []string) {
 	for _, text := range chat.EndOfTurn(f) {
-		if id, ok := s.m.tok.Lookup(text); ok && s.m.tok.TokenType(id) == tokenizer.TypeControl {
-			opts.endOfTurn = append(opts.endOfTurn, id)
+		if id, ok := m.tok.Lookup(text); ok && m.tok.TokenType(id) == tokenizer.TypeControl {
+			ids = append(ids, id)
 		} else {
-			opts.Stop = append(opts.Stop, text)
+			stops = append(stops, text)
 		}
 	}
-	res, err := s.generate(ctx, ids[keep:], opts, fn)
-	s.messages = append(slices.Clone(messages), Message{Role: "assistant", Content: res.Text})
-	return ChatResult{Result: res, CachedTokens: keep}, err
+	return ids, stops
 }
 
 // Messages returns the conversation of the session's last Chat call, its

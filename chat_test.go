@@ -108,3 +108,105 @@ func TestChatReusesCache(t *testing.T) {
 		})
 	}
 }
+
+// TestTokenizeChatSpecial: "</s>" (a control token of the stories
+// vocabulary) in the format's markup is the token; typed by the user it is
+// text.
+func TestTokenizeChatSpecial(t *testing.T) {
+	m := loadChatModel(t, "gguf/stories260K-f32.gguf", "llama2", "")
+	msgs := []qsf.Message{{Role: "user", Content: "a </s> b"}, {Role: "assistant", Content: "ok"}, {Role: "user", Content: "c"}}
+	ids, err := m.TokenizeChat(msgs, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eos := 2
+	n := 0
+	for _, id := range ids {
+		if id == eos {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d EOS tokens in %v, want 1 (the template's, after the answer)", n, ids)
+	}
+	text, _ := m.ApplyTemplate(msgs, true)
+	parsed := m.Tokenize(text, qsf.TokenizeOptions{ParseSpecial: true})
+	if slices.Equal(ids, parsed) {
+		t.Errorf("the user's </s> was parsed as a special token")
+	}
+	plain := []qsf.Message{{Role: "user", Content: "a b"}, {Role: "assistant", Content: "ok"}, {Role: "user", Content: "c"}}
+	ids, _ = m.TokenizeChat(plain, true)
+	text, _ = m.ApplyTemplate(plain, true)
+	if want := m.Tokenize(text, qsf.TokenizeOptions{ParseSpecial: true}); !slices.Equal(ids, want) {
+		t.Errorf("TokenizeChat %v, tokenizing the formatted text with special tokens %v", ids, want)
+	}
+}
+
+// TestChatPenaltiesSeeCachedTokens: with a repetition penalty, an answer
+// is the same whether the prompt came from the cache or was evaluated in
+// full (the penalties count the whole prompt either way).
+func TestChatPenaltiesSeeCachedTokens(t *testing.T) {
+	m := loadChatModel(t, "gguf/stories260K-f32.gguf", "llama2-sys", "")
+	opts := qsf.GenerateOptions{MaxTokens: 16, Sampling: qsf.SamplerOptions{RepeatPenalty: 1.5, RepeatLastN: 64}}
+	ctx := context.Background()
+	a, _ := m.NewSession()
+	defer a.Close()
+	msgs := []qsf.Message{{Role: "user", Content: "Once upon a time"}}
+	r1, err := a.Chat(ctx, msgs, opts, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs = append(msgs, qsf.Message{Role: "assistant", Content: r1.Text}, qsf.Message{Role: "user", Content: "And then?"})
+	cached, err := a.Chat(ctx, msgs, opts, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := m.NewSession()
+	defer b.Close()
+	full, err := b.Chat(ctx, msgs, opts, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cached.CachedTokens == 0 || full.CachedTokens != 0 {
+		t.Fatalf("cached %d, full %d tokens reused", cached.CachedTokens, full.CachedTokens)
+	}
+	if !slices.Equal(cached.Tokens, full.Tokens) {
+		t.Errorf("answer with the cache %v, evaluated in full %v", cached.Tokens, full.Tokens)
+	}
+}
+
+// TestChatWithEviction: a conversation longer than a sliding-window
+// context goes on; a diverging one starts the cache over.
+func TestChatWithEviction(t *testing.T) {
+	m, err := qsf.Load(testfiles.Path(t, "models", "gguf", "stories260K-f32.gguf"),
+		qsf.Config{Threads: 1, ContextLength: 64, KVEviction: "window", ChatTemplate: "llama2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	s, _ := m.NewSession()
+	defer s.Close()
+	ctx := context.Background()
+	var msgs []qsf.Message
+	for _, user := range []string{"Once upon a time", "Tell me more", "And then?"} {
+		msgs = append(msgs, qsf.Message{Role: "user", Content: user})
+		res, err := s.Chat(ctx, msgs, qsf.GenerateOptions{MaxTokens: 30}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		msgs = append(msgs, qsf.Message{Role: "assistant", Content: res.Text})
+	}
+	if s.Pos() <= 64 {
+		t.Fatalf("the conversation fits the context (%d positions): the test needs more", s.Pos())
+	}
+	// Change the first message: the evicted cache cannot be truncated, so
+	// the session starts over and evaluates everything.
+	msgs[0].Content = "Once upon a day"
+	res, err := s.Chat(ctx, msgs, qsf.GenerateOptions{MaxTokens: 4}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.CachedTokens != 0 {
+		t.Errorf("%d tokens reused from an evicted cache", res.CachedTokens)
+	}
+}

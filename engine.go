@@ -323,6 +323,7 @@ type GenerateOptions struct {
 	JSONSchema []byte
 
 	endOfTurn []int // more tokens that end generation (Session.Chat)
+	seen      []int // tokens before the prompt that the penalties count (Session.Chat)
 }
 
 // StopReason says why generation ended.
@@ -374,6 +375,9 @@ func (s *Session) generate(ctx context.Context, prompt []int, opts GenerateOptio
 		return res, err
 	}
 	sampler := NewSampler(opts.Sampling)
+	for _, id := range opts.seen {
+		sampler.Accept(id)
+	}
 	for _, id := range res.PromptTokens {
 		sampler.Accept(id)
 	}

@@ -1,6 +1,7 @@
 package qsf
 
 import (
+	"bufio"
 	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
@@ -61,31 +62,45 @@ func (s *Session) Save(w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var body bytes.Buffer
-	body.Write(fp[:])
-	binary.Write(&body, binary.LittleEndian, uint32(len(s.history)))
-	for _, id := range s.history {
-		binary.Write(&body, binary.LittleEndian, uint32(id))
-	}
-	binary.Write(&body, binary.LittleEndian, int32(s.pending))
 	msgs, err := json.Marshal(s.messages)
 	if err != nil {
 		return err
 	}
-	binary.Write(&body, binary.LittleEndian, uint32(len(msgs)))
-	body.Write(msgs)
-	binary.Write(&body, binary.LittleEndian, uint64(s.state.KV.StateBytes()))
-	if _, err := s.state.KV.WriteTo(&body); err != nil {
+	// The body is written as it is produced (the KV cache can be large),
+	// so its length is worked out first.
+	kvBytes := s.state.KV.StateBytes()
+	bodyLen := int64(32+4+4*len(s.history)+4+4+len(msgs)+8) + kvBytes
+
+	bw := bufio.NewWriterSize(w, 1<<16)
+	if _, err := bw.WriteString(sessionMagic); err != nil {
 		return err
 	}
-	out := make([]byte, 0, sessionHeader+body.Len()+4)
-	out = append(out, sessionMagic...)
-	out = binary.LittleEndian.AppendUint32(out, sessionVersion)
-	out = binary.LittleEndian.AppendUint64(out, uint64(body.Len()))
-	out = append(out, body.Bytes()...)
-	out = binary.LittleEndian.AppendUint32(out, crc32.Checksum(out[len(sessionMagic):], castagnoli))
-	_, err = w.Write(out)
-	return err
+	crc := crc32.New(castagnoli)
+	out := io.MultiWriter(bw, crc)
+	var scratch []byte
+	scratch = binary.LittleEndian.AppendUint32(scratch, sessionVersion)
+	scratch = binary.LittleEndian.AppendUint64(scratch, uint64(bodyLen))
+	scratch = append(scratch, fp[:]...)
+	scratch = binary.LittleEndian.AppendUint32(scratch, uint32(len(s.history)))
+	for _, id := range s.history {
+		scratch = binary.LittleEndian.AppendUint32(scratch, uint32(id))
+	}
+	scratch = binary.LittleEndian.AppendUint32(scratch, uint32(int32(s.pending)))
+	scratch = binary.LittleEndian.AppendUint32(scratch, uint32(len(msgs)))
+	scratch = append(scratch, msgs...)
+	scratch = binary.LittleEndian.AppendUint64(scratch, uint64(kvBytes))
+	if _, err := out.Write(scratch); err != nil {
+		return err
+	}
+	if n, err := s.state.KV.WriteTo(out); err != nil {
+		return err
+	} else if n != kvBytes {
+		return fmt.Errorf("qsf: save: KV cache wrote %d bytes, announced %d", n, kvBytes)
+	}
+	if err := binary.Write(bw, binary.LittleEndian, crc.Sum32()); err != nil {
+		return err
+	}
+	return bw.Flush()
 }
 
 // sessionFile is a parsed session file, not yet applied to a session.

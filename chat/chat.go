@@ -10,6 +10,11 @@
 // template it does not recognise gives ErrUnknownTemplate; llama.cpp's
 // tools then fall back to chatml, which callers can do explicitly by
 // passing Fallback.
+//
+// The output follows llama.cpp b4748, the build the reference outputs come
+// from (chatglm4's generation prompt, for one, has no newline there).
+// Formats llama.cpp added after it (such as llama4 and smolvlm) are
+// written as the current llama.cpp writes them.
 package chat
 
 import (
@@ -107,11 +112,10 @@ func Detect(tmpl string) (Format, error) {
 		return f, nil
 	}
 	if tmpl == "" {
-		return "", fmt.Errorf("%w: the model has no chat template; choose one of %s (llama.cpp falls back to %s)",
-			ErrUnknownTemplate, names(), Fallback)
+		return "", fmt.Errorf("%w: the model has no chat template; llama.cpp would fall back to %s", ErrUnknownTemplate, Fallback)
 	}
-	return "", fmt.Errorf("%w: template %.40q... is none of the built-in formats; choose one of %s (llama.cpp falls back to %s)",
-		ErrUnknownTemplate, tmpl, names(), Fallback)
+	return "", fmt.Errorf("%w: template %.40q... is none of the %d built-in formats (chat.Formats); llama.cpp would fall back to %s",
+		ErrUnknownTemplate, tmpl, len(writers), Fallback)
 }
 
 func names() string {
@@ -269,14 +273,15 @@ func Join(parts []Part) string {
 	return sb.String()
 }
 
-// builder collects parts, merging neighbours of the same kind.
+// builder collects parts, merging neighbouring markup (each message's
+// content stays a part of its own).
 type builder struct{ parts []Part }
 
 func (b *builder) add(s string, content bool) {
 	if s == "" {
 		return
 	}
-	if n := len(b.parts); n > 0 && b.parts[n-1].Content == content {
+	if n := len(b.parts); n > 0 && !content && !b.parts[n-1].Content {
 		b.parts[n-1].Text += s
 		return
 	}

@@ -112,3 +112,43 @@ func TestContentIsMarkedAsContent(t *testing.T) {
 		}
 	}
 }
+
+// FuzzApply formats arbitrary conversations in every format and detects
+// arbitrary templates: no panics, the parts join to Apply's text, and every
+// content part is message text.
+func FuzzApply(f *testing.F) {
+	f.Add("{% if '<|im_start|>' %}", "user", "Hello <|im_end|>", "assistant", " hi ")
+	f.Add("[INST] <<SYS>>", "system", "", "x", "\t")
+	formats := Formats()
+	f.Fuzz(func(t *testing.T, tmpl, role1, content1, role2, content2 string) {
+		if fm, err := Detect(tmpl); err == nil {
+			if _, ok := writers[fm]; !ok {
+				t.Fatalf("Detect gave %q, which has no writer", fm)
+			}
+		} else if !errors.Is(err, ErrUnknownTemplate) {
+			t.Fatalf("Detect: %v", err)
+		}
+		msgs := []Message{{role1, content1}, {role2, content2}, {"user", content1}}
+		for _, fm := range formats {
+			for _, add := range []bool{false, true} {
+				text, err := Apply(fm, msgs, add)
+				if err != nil {
+					t.Fatal(err)
+				}
+				parts, _ := Parts(fm, msgs, add)
+				if Join(parts) != text {
+					t.Fatalf("%s: parts do not join to the text", fm)
+				}
+				// A content part is one message's text, trimmed or not
+				// (gemma joins system messages).
+				valid := map[string]bool{content1: true, content2: true, trim(content1): true, trim(content2): true,
+					trim(content1) + trim(content2): true}
+				for _, p := range parts {
+					if p.Content && !valid[p.Text] {
+						t.Fatalf("%s: content part %q is not message text", fm, p.Text)
+					}
+				}
+			}
+		}
+	})
+}

@@ -84,3 +84,45 @@ func count(ids []int, id int) int {
 	}
 	return n
 }
+
+// FuzzEncodeSegments splits arbitrary text into a markup and a content
+// segment: parsing every segment equals Encode with ParseSpecial, parsing
+// none equals Encode without it, and a control token found with the split
+// lies entirely in the markup.
+func FuzzEncodeSegments(f *testing.F) {
+	for _, s := range []string{"<|user|>\nhi<|end|>\n", "a <|end|> b", "<s>[INST] x [/INST]</s>", "", "<|end|><|end|>"} {
+		f.Add(s, uint8(3))
+	}
+	dir := testfiles.Dir(f)
+	phi3, err := ggufTokenizer(dir + "/models/vocab/ggml-vocab-phi-3.gguf")
+	if err != nil {
+		f.Skip(err)
+	}
+	f.Fuzz(func(t *testing.T, s string, cut uint8) {
+		k := min(int(cut), len(s))
+		join := []Segment{{s[:k], true}, {s[k:], true}}
+		if got, want := phi3.EncodeSegments(join, true), phi3.Encode(s, EncodeOptions{AddSpecial: true, ParseSpecial: true}); !slices.Equal(got, want) {
+			t.Fatalf("all parsed: %v, Encode %v", got, want)
+		}
+		none := []Segment{{s[:k], false}, {s[k:], false}}
+		if got, want := phi3.EncodeSegments(none, false), phi3.Encode(s, EncodeOptions{}); !slices.Equal(got, want) {
+			t.Fatalf("none parsed: %v, Encode %v", got, want)
+		}
+		// Markup first, content after: the content's control-token text
+		// stays text, so the controls found are those of the markup alone.
+		mixed := phi3.EncodeSegments([]Segment{{s[:k], true}, {s[k:], false}}, false)
+		if got, want := countControls(phi3, mixed), countControls(phi3, phi3.Encode(s[:k], EncodeOptions{ParseSpecial: true})); got > want {
+			t.Fatalf("%d control tokens from %q + %q, the markup alone has %d", got, s[:k], s[k:], want)
+		}
+	})
+}
+
+func countControls(tok *Tokenizer, ids []int) int {
+	n := 0
+	for _, id := range ids {
+		if tok.TokenType(id) == TypeControl {
+			n++
+		}
+	}
+	return n
+}

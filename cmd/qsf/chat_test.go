@@ -151,11 +151,15 @@ func TestChatTerminal(t *testing.T) {
 	p.send("/set n 0", "Enter")
 	p.waitFor(`answers: at most 0 tokens`, 1)
 	p.send("And the dog?", "Enter")
-	time.Sleep(400 * time.Millisecond)
+	p.waitFor(`>>> And the dog\?\n\S`, 1) // the answer is streaming
 	p.send("C-c")
 	p.waitFor(`\[interrupted\]`, 1)
 	p.send("/stats", "Enter")
 	p.waitFor(`context: \d+ of 4096 tokens, 7 messages`, 1)
+	// Ctrl-C at the prompt discards the line being typed, not the program.
+	p.send("half a line")
+	p.send("C-c")
+	p.waitFor(`\(Ctrl-D or /bye exits\)`, 1)
 
 	p.send("/load", "Enter")
 	p.waitFor(`loaded 5 messages, `+ctxSaved+` tokens`, 1)
@@ -214,5 +218,44 @@ func TestRunChat(t *testing.T) {
 	errb.Reset()
 	if code := runMain([]string{"run", "--chat", "-m", model, "-p", "Hello"}, &out, &errb); code != 1 || !strings.Contains(errb.String(), "chatml") {
 		t.Errorf("model without template: exit %d: %s", code, errb.String())
+	}
+}
+
+// TestChatReadMultiLine: a trailing backslash continues a line, """ opens
+// and closes a block, Ctrl-C discards what was typed.
+func TestChatReadMultiLine(t *testing.T) {
+	c := &chatUI{out: &bytes.Buffer{}}
+	lines := make(chan string, 16)
+	sigs := make(chan os.Signal, 1)
+	for _, l := range []string{`one \`, "two", `"""`, "a", "", "b", `"""`, "plain"} {
+		lines <- l
+	}
+	close(lines)
+	for _, want := range []string{"one \ntwo", "a\n\nb", "plain"} {
+		got, ok := c.read(lines, sigs)
+		if !ok || got != want {
+			t.Errorf("read %q (%v), want %q", got, ok, want)
+		}
+	}
+	if _, ok := c.read(lines, sigs); ok {
+		t.Error("read past the end of the input")
+	}
+
+	// Ctrl-C after a continued line discards it.
+	lines = make(chan string, 4)
+	lines <- `half \`
+	go func() {
+		for len(lines) > 0 {
+			time.Sleep(time.Millisecond)
+		}
+		sigs <- os.Interrupt
+		for len(sigs) > 0 {
+			time.Sleep(time.Millisecond)
+		}
+		lines <- "fresh"
+		close(lines)
+	}()
+	if got, _ := c.read(lines, sigs); got != "fresh" {
+		t.Errorf("after Ctrl-C: read %q, want \"fresh\"", got)
 	}
 }

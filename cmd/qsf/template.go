@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/qsf-llm/qsf/chat"
 	"github.com/qsf-llm/qsf/format"
@@ -13,7 +14,7 @@ import (
 func cmdTemplate(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("template", "(-m FILE | --chat-template NAME|FILE) --messages FILE.json [--add-assistant]", stderr)
 	path := fs.String("m", "", "model file whose tokenizer.chat_template to use")
-	override := fs.String("chat-template", "", "a built-in format name (chatml, llama3, ...) or a file holding a template; overrides the model's")
+	override := fs.String("chat-template", "", "a built-in format name or a file holding a template; overrides the model's. Formats: "+formatNames())
 	messages := fs.String("messages", "", `JSON file with a list of {"role": ..., "content": ...}`)
 	addAssistant := fs.Bool("add-assistant", false, "end with the opening of the assistant's turn")
 	if _, err := parse(fs, args); err != nil {
@@ -78,7 +79,16 @@ func chatTemplateFlag(v string) (string, error) {
 	}
 	data, err := os.ReadFile(v)
 	if err != nil {
-		return "", usagef("--chat-template %q is neither a built-in format (%v) nor a readable file: %v", v, chat.Formats(), err)
+		return "", usagef("--chat-template %q is neither a built-in format (see qsf template --help) nor a readable file: %v", v, err)
 	}
 	return string(data), nil
+}
+
+// formatNames lists the built-in chat formats.
+func formatNames() string {
+	var names []string
+	for _, f := range chat.Formats() {
+		names = append(names, string(f))
+	}
+	return strings.Join(names, ", ")
 }
