@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 )
 
@@ -14,6 +15,18 @@ type PerplexityOptions struct {
 	// KV eviction policy (Config.KVEviction): the cache then holds the
 	// last (window) or the most attended (h2o) positions of a chunk.
 	Context int
+
+	// SaveLogProbs, when not nil, receives the log-probabilities of every
+	// scored position (about 2 bytes per vocabulary entry and token), for
+	// a later run of another model (a quantization of this one) on the
+	// same text with KLBase.
+	SaveLogProbs io.Writer
+
+	// KLBase, when not nil, is a file SaveLogProbs wrote for a base model
+	// on the same text and chunk length; the result then compares this
+	// model with it (PerplexityResult.KL). A file for another text,
+	// tokenizer or vocabulary, or a damaged one, gives ErrLogProbs.
+	KLBase io.Reader
 }
 
 // PerplexityResult is the outcome of Model.Perplexity.
@@ -23,6 +36,7 @@ type PerplexityResult struct {
 	Chunks  int       // chunks evaluated
 	Scored  int       // tokens scored
 	Running []float64 // PPL after each chunk
+	KL      *KLResult // with PerplexityOptions.KLBase: the comparison with the base model
 }
 
 // Perplexity measures how well the model predicts text with llama.cpp's
@@ -30,7 +44,9 @@ type PerplexityResult struct {
 // once (with BOS), cut into non-overlapping chunks of opts.Context tokens,
 // the first token of each chunk is replaced by BOS, each chunk is evaluated
 // from position 0, and only the second half of each chunk is scored.
-// progress, if non-nil, is called after every chunk.
+// progress, if non-nil, is called after every chunk. With opts.KLBase it
+// also compares the model's predictions with a base model's, as
+// llama-perplexity --kl-divergence does (PerplexityResult.KL).
 func (m *Model) Perplexity(ctx context.Context, text string, opts PerplexityOptions, progress func(chunk, chunks int, running float64)) (PerplexityResult, error) {
 	var res PerplexityResult
 	n := opts.Context
@@ -45,8 +61,27 @@ func (m *Model) Perplexity(ctx context.Context, text string, opts PerplexityOpti
 	}
 	tokens := m.Tokenize(text, TokenizeOptions{})
 	chunks := len(tokens) / n
+	var err error
 	if chunks == 0 {
 		return res, fmt.Errorf("qsf: text has %d tokens, fewer than one chunk of %d", len(tokens), n)
+	}
+	var save *logProbsWriter
+	var base *logProbsReader
+	var kl klAccumulator
+	vocab := m.net.Hparams.Vocab
+	if opts.SaveLogProbs != nil {
+		if save, err = newLogProbsWriter(opts.SaveLogProbs, vocab, n, chunks, tokens); err != nil {
+			return res, err
+		}
+	}
+	if opts.KLBase != nil {
+		if base, err = newLogProbsReader(opts.KLBase, vocab, n, chunks, tokens); err != nil {
+			return res, err
+		}
+	}
+	var lp []float64
+	if save != nil || base != nil {
+		lp = make([]float64, vocab)
 	}
 	s, err := m.NewSession()
 	if err != nil {
@@ -64,7 +99,7 @@ func (m *Model) Perplexity(ctx context.Context, text string, opts PerplexityOpti
 			chunk[0] = bos
 		}
 		s.Reset()
-		err := s.feed(ctx, chunk, func(i int, logits []float32) error {
+		err = s.feed(ctx, chunk, func(i int, logits []float32) error {
 			if i < first || i >= n-1 {
 				return nil
 			}
@@ -72,6 +107,22 @@ func (m *Model) Perplexity(ctx context.Context, text string, opts PerplexityOpti
 			nll += v
 			nll2 += v * v
 			res.Scored++
+			if lp == nil {
+				return nil
+			}
+			logSoftmaxAll(lp, logits)
+			if save != nil {
+				if err := save.position(lp); err != nil {
+					return fmt.Errorf("qsf: saving log-probabilities: %w", err)
+				}
+			}
+			if base != nil {
+				b, err := base.position()
+				if err != nil {
+					return err
+				}
+				kl.add(b, lp, chunk[i+1])
+			}
 			return nil
 		})
 		if err != nil {
@@ -83,6 +134,17 @@ func (m *Model) Perplexity(ctx context.Context, text string, opts PerplexityOpti
 		if progress != nil {
 			progress(c+1, chunks, running)
 		}
+	}
+	if save != nil {
+		if err := save.close(); err != nil {
+			return res, fmt.Errorf("qsf: saving log-probabilities: %w", err)
+		}
+	}
+	if base != nil {
+		if err := base.close(); err != nil {
+			return res, err
+		}
+		res.KL = kl.result()
 	}
 	mean := nll / float64(res.Scored)
 	res.PPL = math.Exp(mean)
