@@ -2,14 +2,15 @@ package grammar
 
 // The parser state is a set of stacks. A stack is a chain of frames in an
 // arena; each frame holds an element position still to match, and its
-// parent the frame to continue with after it. The top frame of every stack
-// is a byte element. Stacks share their tails, so advancing one byte only
-// adds frames; a search that tries bytes and backs out (the vocabulary
-// walk) truncates the arena to where it was.
-
-// accept stands for the empty stack in a stack set: the input so far is a
-// complete sentence of the grammar.
-const accept = -1
+// parent the frame to continue with after it. Stacks share their tails, so
+// a step only adds frames, and a search that tries bytes and backs out
+// (the vocabulary walk) truncates the arena to where it was.
+//
+// Stacks are kept unexpanded: the top frame may point at a rule reference
+// or the end of an alternative. A step with byte b expands only the rule
+// alternatives whose lookahead (Grammar.first) contains b, so a state that
+// could go many ways (any UTF-8 character, any JSON value) costs only the
+// way b takes.
 
 type frame struct {
 	pos, parent int32
@@ -24,7 +25,6 @@ type stacks struct {
 	table  []internSlot
 	gen    uint32
 	fresh  int // frames added in the current round
-	accept bool
 }
 
 type internSlot struct {
@@ -47,7 +47,6 @@ func (s *stacks) begin() {
 		s.gen = 1
 	}
 	s.fresh = 0
-	s.accept = false
 }
 
 // intern returns the frame (pos, parent) of the current round, creating it
@@ -96,22 +95,25 @@ func slotHash(pos, parent int32) uint32 {
 	return uint32(pos)*0x9E3779B1 ^ uint32(parent)*0x85EBCA77
 }
 
-// expand adds to s.out the tops of every stack that continues at element
-// pos with parent below it, resolving rule references and alternative
-// ends until a byte element is on top.
-func (s *stacks) expand(pos, parent int32) {
+// step adds to s.out the stacks that follow the stack (pos, parent) after
+// it consumes byte b.
+func (s *stacks) step(pos, parent int32, b byte) {
 	g := s.g
 	for {
+		if !g.nullSuffix[pos] && !g.first[pos].has(b) {
+			return
+		}
 		e := g.elems[pos]
 		switch e.kind {
 		case elemByte:
-			if f, created := s.intern(pos, parent, true); created {
-				s.out = append(s.out, f)
+			if g.sets[e.arg].has(b) {
+				if f, created := s.intern(pos+1, parent, true); created {
+					s.out = append(s.out, f)
+				}
 			}
 			return
 		case elemEnd:
 			if parent < 0 {
-				s.accept = true
 				return
 			}
 			p := s.frames[parent]
@@ -123,30 +125,54 @@ func (s *stacks) expand(pos, parent int32) {
 			}
 			alts := g.rules[e.arg].alts
 			for _, a := range alts[:len(alts)-1] {
-				s.expand(a, next)
+				if g.nullSuffix[a] || g.first[a].has(b) {
+					s.step(a, next, b)
+				}
 			}
 			pos, parent = alts[len(alts)-1], next
 		}
 	}
 }
 
-// advance appends to s.out the tops that follow tops after byte b and
-// reports whether the input can end there (s.accept); it returns the
-// number of tops appended.
+// advance appends to s.out the stacks that follow tops after byte b and
+// returns how many it appended.
 func (s *stacks) advance(tops []int32, b byte) int {
 	s.begin()
 	n := len(s.out)
-	g := s.g
 	for _, t := range tops {
-		if t == accept {
-			continue
-		}
 		f := s.frames[t]
-		if g.sets[g.elems[f.pos].arg].has(b) {
-			s.expand(f.pos+1, f.parent)
-		}
+		s.step(f.pos, f.parent, b)
 	}
 	return len(s.out) - n
+}
+
+// canEnd reports whether the stack (pos, parent) can match the empty
+// string: the input may end there.
+func (s *stacks) canEnd(pos, parent int32) bool {
+	for {
+		if !s.g.nullSuffix[pos] {
+			return false
+		}
+		if parent < 0 {
+			return true
+		}
+		p := s.frames[parent]
+		pos, parent = p.pos, p.parent
+	}
+}
+
+// canContinue reports whether the stack (pos, parent) can consume a byte.
+func (s *stacks) canContinue(pos, parent int32) bool {
+	for {
+		if s.g.first[pos] != (byteSet{}) {
+			return true
+		}
+		if !s.g.nullSuffix[pos] || parent < 0 {
+			return false
+		}
+		p := s.frames[parent]
+		pos, parent = p.pos, p.parent
+	}
 }
 
 // compact copies the frames reachable from tops to the start of the arena
@@ -170,9 +196,7 @@ func (s *stacks) compact(tops []int32, remap []int32) []int32 {
 		}
 	}
 	for _, t := range tops {
-		if t != accept {
-			mark(t)
-		}
+		mark(t)
 	}
 	n := int32(0)
 	for i, r := range remap {
@@ -189,9 +213,7 @@ func (s *stacks) compact(tops []int32, remap []int32) []int32 {
 	}
 	s.frames = s.frames[:n]
 	for i, t := range tops {
-		if t != accept {
-			tops[i] = remap[t]
-		}
+		tops[i] = remap[t]
 	}
 	return remap
 }
