@@ -32,13 +32,42 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/qsf-llm/qsf/grammar"
 )
 
 // ErrUnsupported is wrapped by the errors for schemas outside the subset.
 var ErrUnsupported = errors.New("jsonschema: unsupported schema")
 
+// Compile translates the JSON Schema text schema into a grammar.
+func Compile(schema []byte) (*grammar.Grammar, error) {
+	text, err := toGBNF(schema)
+	if err != nil {
+		return nil, err
+	}
+	g, err := grammar.Parse(text)
+	if err != nil {
+		// The converter writes valid GBNF; what the grammar can reject is
+		// a schema that refers to itself before any JSON text, such as
+		// {"anyOf":[{"$ref":"#"}]}, or one too large.
+		return nil, fmt.Errorf("%w: %w", ErrUnsupported, err)
+	}
+	return g, nil
+}
+
 // ToGBNF translates the JSON Schema text schema into GBNF text.
 func ToGBNF(schema []byte) (string, error) {
+	text, err := toGBNF(schema)
+	if err != nil {
+		return "", err
+	}
+	if _, err := grammar.Parse(text); err != nil {
+		return "", fmt.Errorf("%w: %w", ErrUnsupported, err)
+	}
+	return text, nil
+}
+
+func toGBNF(schema []byte) (string, error) {
 	dec := json.NewDecoder(bytes.NewReader(schema))
 	dec.UseNumber()
 	root, err := decodeOrdered(dec, 0)

@@ -74,6 +74,7 @@ func TestSchemaErrors(t *testing.T) {
 		{`{"type":"array","minItems":3,"maxItems":2}`, "maxItems 2 < minItems 3"},
 		{`{"type":"object","properties":{"a":{}},"required":["b"]}`, `"b" is not in properties`},
 		{`{"type":"object"`, "jsonschema"},
+		{`{"anyOf":[{"$ref":"#"}]}`, "reach itself"},
 	}
 	for _, tc := range cases {
 		_, err := ToGBNF([]byte(tc.schema))
