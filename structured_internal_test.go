@@ -22,7 +22,7 @@ func BenchmarkGrammarOverhead(b *testing.B) {
 	}
 	defer m.Close()
 	opts := GenerateOptions{
-		MaxTokens:  400,
+		MaxTokens:  200,
 		Sampling:   SamplerOptions{Temperature: 1, Seed: 7},
 		JSONSchema: []byte(`{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"},"tags":{"type":"array","items":{"type":"string"}},"score":{"type":"number"}},"required":["name","tags","score"],"additionalProperties":false}}`),
 	}
