@@ -4,6 +4,8 @@ import (
 	"context"
 	"os"
 	"testing"
+
+	"github.com/qsf-llm/qsf/internal/testfiles"
 )
 
 // BenchmarkGrammarOverhead measures what the grammar adds to each decode
@@ -54,4 +56,51 @@ func BenchmarkGrammarOverhead(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(res.Tokens)), "ns/token")
+}
+
+// TestConstraintNoAllocs replays a generated JSON output through the
+// constraint (mask, then accept, per token) and checks that once its
+// parser states have been seen, a token costs no allocation.
+func TestConstraintNoAllocs(t *testing.T) {
+	m, err := Load(testfiles.Path(t, "models", "gguf", "stories260K-f32.gguf"), Config{Threads: 1, ContextLength: 256})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	opts := GenerateOptions{
+		Sampling:   SamplerOptions{Temperature: 1, Seed: 3},
+		JSONSchema: []byte(`{"type":"object","properties":{"name":{"type":"string","maxLength":10},"tags":{"type":"array","items":{"enum":["a","b"]},"maxItems":3},"n":{"type":"number"}},"required":["name","tags","n"],"additionalProperties":false}`),
+	}
+	s, err := m.NewSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	res, err := s.Generate(context.Background(), "Once", opts, nil)
+	if err != nil || res.Reason != StopGrammar {
+		t.Fatalf("%q: %s, %v", res.Text, res.Reason, err)
+	}
+	con, err := m.newConstraint(&opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logits := make([]float32, m.tok.VocabSize())
+	replay := func() {
+		con.f.Reset()
+		for _, id := range res.Tokens {
+			if err := con.mask(logits); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := con.accept(id, logits); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if !con.done() {
+			t.Fatal("replay did not complete the grammar")
+		}
+	}
+	replay()
+	if a := testing.AllocsPerRun(10, replay); a != 0 {
+		t.Errorf("%v allocations per %d-token replay, want 0", a, len(res.Tokens))
+	}
 }

@@ -31,12 +31,12 @@ func (m *Matcher) Reset() {
 
 // Accept advances over b and reports whether b continues the parse. When it
 // does not, the matcher is left as it was.
-func (m *Matcher) Accept(b []byte) bool { return accept1(m, b) }
+func (m *Matcher) Accept(b []byte) bool { return acceptBytes(m, b) }
 
 // AcceptString is Accept for a string.
-func (m *Matcher) AcceptString(s string) bool { return accept1(m, s) }
+func (m *Matcher) AcceptString(s string) bool { return acceptBytes(m, s) }
 
-func accept1[T string | []byte](m *Matcher, b T) bool {
+func acceptBytes[T string | []byte](m *Matcher, b T) bool {
 	st := m.st
 	mark := len(st.frames)
 	m.next = append(m.next[:0], m.tops...)
