@@ -2,9 +2,11 @@ package qsf
 
 import (
 	"context"
+	"math/rand/v2"
 	"os"
 	"testing"
 
+	"github.com/qsf-llm/qsf/grammar"
 	"github.com/qsf-llm/qsf/internal/testfiles"
 )
 
@@ -102,5 +104,58 @@ func TestConstraintNoAllocs(t *testing.T) {
 	replay()
 	if a := testing.AllocsPerRun(10, replay); a != 0 {
 		t.Errorf("%v allocations per %d-token replay, want 0", a, len(res.Tokens))
+	}
+}
+
+// TestFilterRealVocab checks the allowed sets against trying every token
+// of stories260K's SentencePiece vocabulary (byte tokens, "▁" pieces,
+// control tokens) along random paths through llama.cpp's JSON grammar.
+func TestFilterRealVocab(t *testing.T) {
+	m, err := Load(testfiles.Path(t, "models", "gguf", "stories260K-f32.gguf"), Config{Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	text, err := os.ReadFile(testfiles.Path(t, "reference", "grammars", "json.gbnf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := grammar.Parse(string(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := m.grammarVocab()
+	seeds := 5
+	if testing.Short() {
+		seeds = 2
+	}
+	for seed := range seeds {
+		rng := rand.New(rand.NewPCG(uint64(seed), 2))
+		f := grammar.NewFilter(g, v)
+		var prefix []byte
+		for step := 0; step < 40 && !f.Done(); step++ {
+			allowed := f.Allowed()
+			var choices []int
+			for id := range m.tok.VocabSize() {
+				piece := m.tok.Piece(id)
+				mt := grammar.NewMatcher(g)
+				mt.Accept(prefix)
+				want := piece != "" && !m.tok.IsEOG(id) && mt.AcceptString(piece)
+				if m.tok.IsEOG(id) {
+					want = mt.Accepting()
+				}
+				if got := allowed[id>>6]>>(id&63)&1 != 0; got != want {
+					t.Fatalf("seed %d, after %q: token %d %q allowed=%v, want %v", seed, prefix, id, piece, got, want)
+				}
+				if want {
+					choices = append(choices, id)
+				}
+			}
+			id := choices[rng.IntN(len(choices))]
+			if err := f.Accept(id); err != nil {
+				t.Fatal(err)
+			}
+			prefix = append(prefix, m.tok.Piece(id)...)
+		}
 	}
 }
