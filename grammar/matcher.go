@@ -22,11 +22,13 @@ func (m *Matcher) Reset() {
 	st := m.st
 	st.frames = st.frames[:0]
 	st.out = st.out[:0]
-	m.tops = m.tops[:0]
+	st.rebuild()
+	st.begin()
 	for _, a := range m.g.rules[m.g.root].alts {
-		st.frames = append(st.frames, frame{pos: a, parent: -1})
-		m.tops = append(m.tops, int32(len(st.frames)-1))
+		st.addTop(st.intern(a, -1))
 	}
+	m.tops = append(m.tops[:0], st.out...)
+	st.out = st.out[:0]
 }
 
 // Accept advances over b and reports whether b continues the parse. When it
