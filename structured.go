@@ -53,12 +53,9 @@ func (m *Model) newConstraint(opts *GenerateOptions) (*constraint, error) {
 			return nil, fmt.Errorf("qsf: %w", err)
 		}
 	case len(opts.JSONSchema) > 0:
-		text, err := jsonschema.ToGBNF(opts.JSONSchema)
-		if err != nil {
+		var err error
+		if g, err = jsonschema.Compile(opts.JSONSchema); err != nil {
 			return nil, fmt.Errorf("qsf: %w", err)
-		}
-		if g, err = grammar.Parse(text); err != nil {
-			return nil, fmt.Errorf("qsf: JSON Schema grammar: %w", err)
 		}
 	}
 	if g == nil {

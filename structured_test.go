@@ -3,8 +3,10 @@ package qsf_test
 import (
 	"context"
 	"errors"
+	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/qsf-llm/qsf"
 	"github.com/qsf-llm/qsf/internal/testfiles"
@@ -194,5 +196,50 @@ func TestValidatorRejects(t *testing.T) {
 		if err := validateJSON(testSchemas[i], text); err != nil {
 			t.Errorf("schema %d rejects %s: %v", i, text, err)
 		}
+	}
+}
+
+// BenchmarkGenerateGrammar compares decode speed with and without a JSON
+// grammar (the tok/s metric), on the model named by QSF_BENCH_MODEL (e.g.
+// `qsf synth --shape 12L-768 --type q4_0`), with the CLI's default
+// sampling. Each iteration generates up to 64 tokens from a fresh session.
+func BenchmarkGenerateGrammar(b *testing.B) {
+	path := os.Getenv("QSF_BENCH_MODEL")
+	if path == "" {
+		b.Skip("QSF_BENCH_MODEL not set")
+	}
+	m, err := qsf.Load(path, qsf.Config{ContextLength: 256})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer m.Close()
+	schema := []byte(`{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"},"tags":{"type":"array","items":{"type":"string"}},"score":{"type":"number"}},"required":["name","tags","score"],"additionalProperties":false}}`)
+	for _, bc := range []struct {
+		name   string
+		schema []byte
+	}{{"free", nil}, {"json", schema}, {"free2", nil}, {"json2", schema}} {
+		b.Run(bc.name, func(b *testing.B) {
+			s, err := m.NewSession()
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			var tokens int
+			var decode time.Duration
+			for i := 0; i < b.N; i++ {
+				s.Reset()
+				_, err := s.Generate(context.Background(), "Once upon a time", qsf.GenerateOptions{
+					MaxTokens:  64,
+					Sampling:   qsf.SamplerOptions{Temperature: 0.8, TopK: 40, TopP: 0.95, MinP: 0.05, Seed: int64(i)},
+					JSONSchema: bc.schema,
+				}, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				tokens += s.Stats().GeneratedTokens
+				decode += s.Stats().DecodeTime
+			}
+			b.ReportMetric(float64(tokens)/decode.Seconds(), "tok/s")
+		})
 	}
 }

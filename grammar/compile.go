@@ -18,6 +18,13 @@ type Grammar struct {
 	rules []rule
 	sets  []byteSet
 	root  int32
+
+	// Lookahead, per element position: the bytes the rest of the
+	// alternative from there can begin with, and whether that rest can
+	// match the empty string. They let a step expand only the rule
+	// alternatives that can consume the next byte.
+	first      []byteSet
+	nullSuffix []bool
 }
 
 type elemKind uint8
@@ -42,6 +49,12 @@ type rule struct {
 type byteSet [4]uint64
 
 func (s *byteSet) has(b byte) bool { return s[b>>6]>>(b&63)&1 != 0 }
+
+func (s *byteSet) union(t *byteSet) {
+	for i := range s {
+		s[i] |= t[i]
+	}
+}
 
 func (s *byteSet) addRange(lo, hi byte) {
 	for c := int(lo); c <= int(hi); c++ {
@@ -81,9 +94,11 @@ func Parse(text string) (*Grammar, error) {
 			return nil, err
 		}
 	}
-	if err := c.checkLeftRecursion(); err != nil {
+	nullable, err := c.checkLeftRecursion()
+	if err != nil {
 		return nil, err
 	}
+	c.g.lookahead(nullable)
 	return c.g, nil
 }
 
@@ -297,7 +312,7 @@ func (c *compiler) class(ranges []runeRange, owner int32) (elem, error) {
 
 // checkLeftRecursion rejects grammars in which a rule can reach itself
 // without consuming a byte: the automaton would expand it forever.
-func (c *compiler) checkLeftRecursion() error {
+func (c *compiler) checkLeftRecursion() ([]bool, error) {
 	g := c.g
 	nullable := make([]bool, len(g.rules))
 	for changed := true; changed; {
@@ -354,12 +369,68 @@ func (c *compiler) checkLeftRecursion() error {
 				name = name[:i]
 			}
 			if id, ok := c.byName[name]; ok {
-				return c.p.errAt(c.defPos[id], "rule %q can reach itself without consuming input (left recursion, or a repetition of something that can be empty)", name)
+				return nil, c.p.errAt(c.defPos[id], "rule %q can reach itself without consuming input (left recursion, or a repetition of something that can be empty)", name)
 			}
-			return fmt.Errorf("grammar: left recursion through %q", name)
+			return nil, fmt.Errorf("grammar: left recursion through %q", name)
 		}
 	}
-	return nil
+	return nullable, nil
+}
+
+// lookahead fills first and nullSuffix. The rules' first sets depend on
+// each other only through nullable prefixes, which form no cycle once
+// left recursion is excluded, so one memoized depth-first pass computes
+// them.
+func (g *Grammar) lookahead(nullable []bool) {
+	g.first = make([]byteSet, len(g.elems))
+	g.nullSuffix = make([]bool, len(g.elems))
+	ruleFirst := make([]byteSet, len(g.rules))
+	done := make([]bool, len(g.rules))
+	var firstOf func(r int32) byteSet
+	firstOf = func(r int32) byteSet {
+		if done[r] {
+			return ruleFirst[r]
+		}
+		var acc byteSet
+		for _, a := range g.rules[r].alts {
+		seq:
+			for pos := a; ; pos++ {
+				switch e := g.elems[pos]; e.kind {
+				case elemEnd:
+					break seq
+				case elemByte:
+					acc.union(&g.sets[e.arg])
+					break seq
+				case elemRef:
+					f := firstOf(e.arg)
+					acc.union(&f)
+					if !nullable[e.arg] {
+						break seq
+					}
+				}
+			}
+		}
+		ruleFirst[r], done[r] = acc, true
+		return acc
+	}
+	for r := range g.rules {
+		firstOf(int32(r))
+	}
+	// Per position, from the end of each alternative backwards.
+	for pos := len(g.elems) - 1; pos >= 0; pos-- {
+		switch e := g.elems[pos]; e.kind {
+		case elemEnd:
+			g.nullSuffix[pos] = true
+		case elemByte:
+			g.first[pos] = g.sets[e.arg]
+		case elemRef:
+			g.first[pos] = ruleFirst[e.arg]
+			if nullable[e.arg] {
+				g.first[pos].union(&g.first[pos+1])
+				g.nullSuffix[pos] = g.nullSuffix[pos+1]
+			}
+		}
+	}
 }
 
 // nullableFrom says whether the elements from pos to the end of their

@@ -126,7 +126,7 @@ func (f *Filter) entry() *cacheEntry {
 	if f.cur != nil {
 		return f.cur
 	}
-	// The key is every stack, top to bottom, and the accept flag.
+	// The key is every stack, top to bottom, and the ended flag.
 	m := f.m
 	f.key = f.key[:0]
 	if f.ended {
@@ -182,11 +182,11 @@ func (f *Filter) walk(n int32, tops []int32, allowed []uint64) {
 		child := &v.nodes[c]
 		frames, outs := len(st.frames), len(st.out)
 		k := st.advance(tops, child.b)
-		if k > 0 || st.accept {
+		if k > 0 {
 			for _, id := range v.tokens[child.tokStart:child.tokEnd] {
 				allowed[id>>6] |= 1 << (id & 63)
 			}
-			if k > 0 && child.numChildren > 0 {
+			if child.numChildren > 0 {
 				f.walk(c, st.out[outs:outs+k], allowed)
 			}
 		}

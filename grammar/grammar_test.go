@@ -155,3 +155,23 @@ func TestPartialUTF8(t *testing.T) {
 		t.Fatal("a rejected byte changed the state")
 	}
 }
+
+// TestAmbiguityStaysSmall checks that equal stacks reached in different
+// ways are one stack: an ambiguous grammar keeps a constant set of stacks
+// instead of one per way of splitting the input.
+func TestAmbiguityStaysSmall(t *testing.T) {
+	for _, src := range []string{`root ::= ("a"+)+ "b"`, `root ::= (("a"+)+ | "a" "a"*)+ "b"`, `root ::= x+ "b"
+x ::= "a" | "a" "a"`} {
+		m := NewMatcher(MustParse(src))
+		most := 0
+		for range 2000 {
+			if !m.AcceptString("a") {
+				t.Fatalf("%s rejects a", src)
+			}
+			most = max(most, len(m.tops))
+		}
+		if most > 8 || !m.AcceptString("b") || !m.Done() {
+			t.Errorf("%s: up to %d stacks, accepts a…ab: %v", src, most, m.Done())
+		}
+	}
+}

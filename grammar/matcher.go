@@ -5,7 +5,7 @@ package grammar
 type Matcher struct {
 	g     *Grammar
 	st    *stacks
-	tops  []int32 // the current stacks' top frames; accept marks the empty stack
+	tops  []int32 // the current stacks' top frames
 	next  []int32
 	remap []int32
 }
@@ -22,41 +22,35 @@ func (m *Matcher) Reset() {
 	st := m.st
 	st.frames = st.frames[:0]
 	st.out = st.out[:0]
+	st.rebuild()
 	st.begin()
 	for _, a := range m.g.rules[m.g.root].alts {
-		st.expand(a, accept)
+		st.addTop(st.intern(a, -1))
 	}
 	m.tops = append(m.tops[:0], st.out...)
-	if st.accept {
-		m.tops = append(m.tops, accept)
-	}
 	st.out = st.out[:0]
 }
 
 // Accept advances over b and reports whether b continues the parse. When it
 // does not, the matcher is left as it was.
-func (m *Matcher) Accept(b []byte) bool { return accept1(m, b) }
+func (m *Matcher) Accept(b []byte) bool { return acceptBytes(m, b) }
 
 // AcceptString is Accept for a string.
-func (m *Matcher) AcceptString(s string) bool { return accept1(m, s) }
+func (m *Matcher) AcceptString(s string) bool { return acceptBytes(m, s) }
 
-func accept1[T string | []byte](m *Matcher, b T) bool {
+func acceptBytes[T string | []byte](m *Matcher, b T) bool {
 	st := m.st
 	mark := len(st.frames)
 	m.next = append(m.next[:0], m.tops...)
 	for i := 0; i < len(b); i++ {
 		c := b[i]
 		st.out = st.out[:0]
-		n := st.advance(m.next, c)
-		if n == 0 && !st.accept {
+		if st.advance(m.next, c) == 0 {
 			st.frames = st.frames[:mark]
 			st.out = st.out[:0]
 			return false
 		}
 		m.next = append(m.next[:0], st.out...)
-		if st.accept {
-			m.next = append(m.next, accept)
-		}
 	}
 	st.out = st.out[:0]
 	m.tops, m.next = m.next, m.tops
@@ -67,7 +61,7 @@ func accept1[T string | []byte](m *Matcher, b T) bool {
 // Accepting reports whether the bytes so far form a complete sentence.
 func (m *Matcher) Accepting() bool {
 	for _, t := range m.tops {
-		if t == accept {
+		if f := m.st.frames[t]; m.st.canEnd(f.pos, f.parent) {
 			return true
 		}
 	}
@@ -76,7 +70,12 @@ func (m *Matcher) Accepting() bool {
 
 // Done reports whether the input is complete and nothing can follow it.
 func (m *Matcher) Done() bool {
-	return len(m.tops) == 1 && m.tops[0] == accept
+	for _, t := range m.tops {
+		if f := m.st.frames[t]; m.st.canContinue(f.pos, f.parent) {
+			return false
+		}
+	}
+	return m.Accepting()
 }
 
 // Match reports whether s is a sentence of the grammar.

@@ -22,7 +22,7 @@ var ErrNoRoot = errors.New("grammar: no root rule")
 // Limits that keep a small grammar text from compiling into a huge automaton.
 const (
 	maxRepeat   = 4096    // largest bound in {m,n}
-	maxElements = 1 << 18 // largest compiled automaton, in elements
+	maxElements = 1 << 16 // largest compiled automaton, in elements
 )
 
 type nodeKind uint8

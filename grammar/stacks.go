@@ -2,116 +2,150 @@ package grammar
 
 // The parser state is a set of stacks. A stack is a chain of frames in an
 // arena; each frame holds an element position still to match, and its
-// parent the frame to continue with after it. The top frame of every stack
-// is a byte element. Stacks share their tails, so advancing one byte only
-// adds frames; a search that tries bytes and backs out (the vocabulary
-// walk) truncates the arena to where it was.
-
-// accept stands for the empty stack in a stack set: the input so far is a
-// complete sentence of the grammar.
-const accept = -1
+// parent the frame to continue with after it. Stacks share their tails, so
+// a step only adds frames, and a search that tries bytes and backs out
+// (the vocabulary walk) truncates the arena to where it was.
+//
+// Stacks are kept unexpanded: the top frame may point at a rule reference
+// or the end of an alternative. A step with byte b expands only the rule
+// alternatives whose lookahead (Grammar.first) contains b, so a state that
+// could go many ways (any UTF-8 character, any JSON value) costs only the
+// way b takes.
 
 type frame struct {
 	pos, parent int32
 }
 
-// stacks holds the frame arena and the interning table that keeps a
-// round's new frames (and so its stacks) free of duplicates.
+// stacks holds the frame arena and a hash table over it that makes every
+// frame unique by content (hash-consing): equal stacks are then the same
+// frame index, so a set of stacks stays as small as the grammar's
+// ambiguity allows instead of growing with each way of reaching it.
 type stacks struct {
 	g      *Grammar
 	frames []frame
-	out    []int32 // tops being produced by the current round
-	table  []internSlot
-	gen    uint32
-	fresh  int // frames added in the current round
-	accept bool
+	table  []slot // open addressing; entries of frames cut off are stale
+	used   int    // table slots ever filled since the last rebuild
+	out    []int32
+	seen   []uint32 // per frame: the round that last added it to out
+	gen    uint32   // the current round
 }
 
-type internSlot struct {
-	gen         uint32
-	top         bool // a top frame (returned by expand) rather than a return frame
+// slot is a table entry: the frame index of a content. It is stale when
+// the arena was truncated below idx or idx now holds another content.
+type slot struct {
 	pos, parent int32
-	frame       int32
+	idx         int32 // -1: empty
 }
 
 func newStacks(g *Grammar) *stacks {
-	return &stacks{g: g, table: make([]internSlot, 256)}
+	s := &stacks{g: g}
+	s.rebuild()
+	return s
 }
 
-// begin starts a round: frames interned from now on are deduplicated
-// against each other only.
+// begin starts a round: the tops it adds to out are deduplicated.
 func (s *stacks) begin() {
 	s.gen++
 	if s.gen == 0 { // wrapped: old stamps could look current
-		clear(s.table)
+		clear(s.seen)
 		s.gen = 1
 	}
-	s.fresh = 0
-	s.accept = false
 }
 
-// intern returns the frame (pos, parent) of the current round, creating it
-// if needed; created reports whether it is new. Tops and return frames are
-// kept apart so that a top is reported new exactly once.
-func (s *stacks) intern(pos, parent int32, top bool) (int32, bool) {
-	if 2*(s.fresh+1) > len(s.table) {
-		s.grow()
+// addTop appends frame f to out unless this round already did.
+func (s *stacks) addTop(f int32) {
+	if int(f) >= len(s.seen) {
+		s.seen = append(s.seen, make([]uint32, int(f)+1-len(s.seen)+len(s.seen)/2)...)
+	}
+	if s.seen[f] != s.gen {
+		s.seen[f] = s.gen
+		s.out = append(s.out, f)
+	}
+}
+
+func (s *stacks) live(sl *slot) bool {
+	return sl.idx >= 0 && int(sl.idx) < len(s.frames) && s.frames[sl.idx] == frame{sl.pos, sl.parent}
+}
+
+// intern returns the frame (pos, parent), creating it if it does not exist.
+func (s *stacks) intern(pos, parent int32) int32 {
+	if 4*(s.used+1) > 3*len(s.table) {
+		s.rebuild()
 	}
 	mask := uint32(len(s.table) - 1)
 	h := slotHash(pos, parent) & mask
+	free := -1
 	for {
 		sl := &s.table[h]
-		if sl.gen != s.gen {
-			f := int32(len(s.frames))
-			s.frames = append(s.frames, frame{pos, parent})
-			*sl = internSlot{gen: s.gen, top: top, pos: pos, parent: parent, frame: f}
-			s.fresh++
-			return f, true
+		if sl.idx < 0 { // never used since the rebuild: the key is absent
+			break
 		}
-		if sl.pos == pos && sl.parent == parent && sl.top == top {
-			return sl.frame, false
+		if sl.pos == pos && sl.parent == parent && s.live(sl) {
+			return sl.idx
+		}
+		if free < 0 && !s.live(sl) {
+			free = int(h)
 		}
 		h = (h + 1) & mask
 	}
+	f := int32(len(s.frames))
+	s.frames = append(s.frames, frame{pos, parent})
+	if free < 0 {
+		free = int(h)
+		s.used++
+	}
+	s.table[free] = slot{pos, parent, f}
+	return f
 }
 
-// grow doubles the interning table, keeping the current round's entries.
-func (s *stacks) grow() {
-	old := s.table
-	s.table = make([]internSlot, 2*len(old))
+// rebuild sizes the table for the arena and fills it with the frames.
+func (s *stacks) rebuild() {
+	n := 256
+	for n < 4*len(s.frames) {
+		n *= 2
+	}
+	if cap(s.table) >= n && cap(s.table) <= 4*n {
+		s.table = s.table[:cap(s.table)]
+	} else {
+		s.table = make([]slot, n)
+	}
+	for i := range s.table {
+		s.table[i] = slot{idx: -1}
+	}
 	mask := uint32(len(s.table) - 1)
-	for _, sl := range old {
-		if sl.gen != s.gen {
-			continue
-		}
-		h := slotHash(sl.pos, sl.parent) & mask
-		for s.table[h].gen == s.gen {
+	s.used = 0
+	for i, f := range s.frames {
+		h := slotHash(f.pos, f.parent) & mask
+		for s.table[h].idx >= 0 {
 			h = (h + 1) & mask
 		}
-		s.table[h] = sl
+		s.table[h] = slot{f.pos, f.parent, int32(i)}
+		s.used++
 	}
 }
 
 func slotHash(pos, parent int32) uint32 {
-	return uint32(pos)*0x9E3779B1 ^ uint32(parent)*0x85EBCA77
+	h := uint32(pos)*0x9E3779B1 ^ uint32(parent)*0x85EBCA77
+	return h ^ h>>15
 }
 
-// expand adds to s.out the tops of every stack that continues at element
-// pos with parent below it, resolving rule references and alternative
-// ends until a byte element is on top.
-func (s *stacks) expand(pos, parent int32) {
+// step adds to s.out the stacks that follow the stack (pos, parent) after
+// it consumes byte b.
+func (s *stacks) step(pos, parent int32, b byte) {
 	g := s.g
 	for {
+		if !g.nullSuffix[pos] && !g.first[pos].has(b) {
+			return
+		}
 		e := g.elems[pos]
 		switch e.kind {
 		case elemByte:
-			if f, created := s.intern(pos, parent, true); created {
-				s.out = append(s.out, f)
+			if g.sets[e.arg].has(b) {
+				s.addTop(s.intern(pos+1, parent))
 			}
 			return
 		case elemEnd:
 			if parent < 0 {
-				s.accept = true
 				return
 			}
 			p := s.frames[parent]
@@ -119,34 +153,58 @@ func (s *stacks) expand(pos, parent int32) {
 		case elemRef:
 			next := parent
 			if g.elems[pos+1].kind != elemEnd { // nothing to return to: a tail call
-				next, _ = s.intern(pos+1, parent, false)
+				next = s.intern(pos+1, parent)
 			}
 			alts := g.rules[e.arg].alts
 			for _, a := range alts[:len(alts)-1] {
-				s.expand(a, next)
+				if g.nullSuffix[a] || g.first[a].has(b) {
+					s.step(a, next, b)
+				}
 			}
 			pos, parent = alts[len(alts)-1], next
 		}
 	}
 }
 
-// advance appends to s.out the tops that follow tops after byte b and
-// reports whether the input can end there (s.accept); it returns the
-// number of tops appended.
+// advance appends to s.out the stacks that follow tops after byte b and
+// returns how many it appended.
 func (s *stacks) advance(tops []int32, b byte) int {
 	s.begin()
 	n := len(s.out)
-	g := s.g
 	for _, t := range tops {
-		if t == accept {
-			continue
-		}
 		f := s.frames[t]
-		if g.sets[g.elems[f.pos].arg].has(b) {
-			s.expand(f.pos+1, f.parent)
-		}
+		s.step(f.pos, f.parent, b)
 	}
 	return len(s.out) - n
+}
+
+// canEnd reports whether the stack (pos, parent) can match the empty
+// string: the input may end there.
+func (s *stacks) canEnd(pos, parent int32) bool {
+	for {
+		if !s.g.nullSuffix[pos] {
+			return false
+		}
+		if parent < 0 {
+			return true
+		}
+		p := s.frames[parent]
+		pos, parent = p.pos, p.parent
+	}
+}
+
+// canContinue reports whether the stack (pos, parent) can consume a byte.
+func (s *stacks) canContinue(pos, parent int32) bool {
+	for {
+		if s.g.first[pos] != (byteSet{}) {
+			return true
+		}
+		if !s.g.nullSuffix[pos] || parent < 0 {
+			return false
+		}
+		p := s.frames[parent]
+		pos, parent = p.pos, p.parent
+	}
 }
 
 // compact copies the frames reachable from tops to the start of the arena
@@ -170,9 +228,7 @@ func (s *stacks) compact(tops []int32, remap []int32) []int32 {
 		}
 	}
 	for _, t := range tops {
-		if t != accept {
-			mark(t)
-		}
+		mark(t)
 	}
 	n := int32(0)
 	for i, r := range remap {
@@ -189,9 +245,8 @@ func (s *stacks) compact(tops []int32, remap []int32) []int32 {
 	}
 	s.frames = s.frames[:n]
 	for i, t := range tops {
-		if t != accept {
-			tops[i] = remap[t]
-		}
+		tops[i] = remap[t]
 	}
+	s.rebuild()
 	return remap
 }

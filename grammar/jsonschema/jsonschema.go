@@ -32,13 +32,42 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/qsf-llm/qsf/grammar"
 )
 
 // ErrUnsupported is wrapped by the errors for schemas outside the subset.
 var ErrUnsupported = errors.New("jsonschema: unsupported schema")
 
+// Compile translates the JSON Schema text schema into a grammar.
+func Compile(schema []byte) (*grammar.Grammar, error) {
+	text, err := toGBNF(schema)
+	if err != nil {
+		return nil, err
+	}
+	g, err := grammar.Parse(text)
+	if err != nil {
+		// The converter writes valid GBNF; what the grammar can reject is
+		// a schema that refers to itself before any JSON text, such as
+		// {"anyOf":[{"$ref":"#"}]}, or one too large.
+		return nil, fmt.Errorf("%w: %w", ErrUnsupported, err)
+	}
+	return g, nil
+}
+
 // ToGBNF translates the JSON Schema text schema into GBNF text.
 func ToGBNF(schema []byte) (string, error) {
+	text, err := toGBNF(schema)
+	if err != nil {
+		return "", err
+	}
+	if _, err := grammar.Parse(text); err != nil {
+		return "", fmt.Errorf("%w: %w", ErrUnsupported, err)
+	}
+	return text, nil
+}
+
+func toGBNF(schema []byte) (string, error) {
 	dec := json.NewDecoder(bytes.NewReader(schema))
 	dec.UseNumber()
 	root, err := decodeOrdered(dec, 0)
@@ -161,7 +190,7 @@ var primitives = map[string]string{
 	"object":        `"{" ws ( string ":" ws value ( "," ws string ":" ws value )* )? "}"`,
 	"array":         `"[" ws ( value ( "," ws value )* )? "]"`,
 	"string":        `"\"" char* "\""`,
-	"char":          `[^"\\\x7F\x00-\x1F] | "\\" ( ["\\/bfnrt] | "u" [0-9a-fA-F]{4} )`,
+	"char":          `[^"\\\x7F\x00-\x1F] | "\\" ( ["\\/bfnrt] | "u" ( [0-9a-cA-CeEfF] hex{3} | [dD] [0-7] hex{2} ) )`,
 	"number":        `"-"? integral-part ( "." [0-9]{1,16} )? ( [eE] [-+]? [0-9]{1,2} )?`,
 	"integer":       `"-"? integral-part`,
 	"integral-part": `"0" | [1-9] [0-9]{0,15}`,
@@ -412,12 +441,12 @@ func (c *converter) objectType(s map[string]any, path string) (string, error) {
 	names, _ := props[orderKey].([]string)
 	kvs := make([]string, len(names))
 	for i, name := range names {
-		key, _ := json.Marshal(name)
+		key := jsonString(name)
 		v, err := c.visit(props[name], path+"/properties/"+name)
 		if err != nil {
 			return "", err
 		}
-		kvs[i] = c.rule(ruleWord(name)+"-kv", gbnfString(string(key))+` ":" ws `+v)
+		kvs[i] = c.rule(ruleWord(name)+"-kv", gbnfString(key)+` ":" ws `+v)
 	}
 	var extra string
 	switch ap := s["additionalProperties"].(type) {
@@ -628,8 +657,7 @@ func compactJSON(b *strings.Builder, v any) error {
 			if i > 0 {
 				b.WriteByte(',')
 			}
-			kb, _ := json.Marshal(k)
-			b.Write(kb)
+			b.WriteString(jsonString(k))
 			b.WriteByte(':')
 			if err := compactJSON(b, v[k]); err != nil {
 				return err
@@ -647,6 +675,8 @@ func compactJSON(b *strings.Builder, v any) error {
 			}
 		}
 		b.WriteByte(']')
+	case string:
+		b.WriteString(jsonString(v))
 	default:
 		out, err := json.Marshal(v)
 		if err != nil {
@@ -655,6 +685,16 @@ func compactJSON(b *strings.Builder, v any) error {
 		b.Write(out)
 	}
 	return nil
+}
+
+// jsonString encodes s as a JSON string without encoding/json's HTML
+// escapes (a model writes "<", not "\u003c").
+func jsonString(s string) string {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.Encode(s)
+	return strings.TrimSuffix(b.String(), "\n")
 }
 
 // gbnfString quotes s as a GBNF string literal.

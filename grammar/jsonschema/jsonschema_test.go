@@ -74,6 +74,7 @@ func TestSchemaErrors(t *testing.T) {
 		{`{"type":"array","minItems":3,"maxItems":2}`, "maxItems 2 < minItems 3"},
 		{`{"type":"object","properties":{"a":{}},"required":["b"]}`, `"b" is not in properties`},
 		{`{"type":"object"`, "jsonschema"},
+		{`{"anyOf":[{"$ref":"#"}]}`, "reach itself"},
 	}
 	for _, tc := range cases {
 		_, err := ToGBNF([]byte(tc.schema))
@@ -83,5 +84,18 @@ func TestSchemaErrors(t *testing.T) {
 	}
 	if _, err := ToGBNF([]byte(`{"type":"bogus"}`)); !errors.Is(err, ErrUnsupported) {
 		t.Errorf("unknown type: %v, want ErrUnsupported", err)
+	}
+}
+
+func TestSchemaStrings(t *testing.T) {
+	g := compile(t, `{"type":"object","properties":{"a<b":{"const":"x&y"}},"required":["a<b"]}`)
+	if !g.Match(`{"a<b":"x&y"}`) {
+		t.Error("HTML characters are escaped in keys or constants")
+	}
+	s := compile(t, `{"type":"string"}`)
+	for text, want := range map[string]bool{`"\u00e9"`: true, `"\ud83d"`: false, `"\uDFFF"`: false, `"\uE000"`: true, "\"\n\"": false, `"\n"`: true, `"\x"`: false} {
+		if s.Match(text) != want {
+			t.Errorf("string %s: match %v, want %v", text, !want, want)
+		}
 	}
 }
