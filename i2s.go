@@ -8,6 +8,18 @@ import (
 	"github.com/qsf-llm/qsf/quant"
 )
 
+// noI2S fails for a file with I2_S tensors: the memory plan and layer
+// streaming work on the file's layouts, and I2_S is only read converted
+// (i2sTensor).
+func noI2S(f *format.File) error {
+	for i := range f.Tensors {
+		if t := &f.Tensors[i]; t.Type == quant.I2_S {
+			return fmt.Errorf("%w: %s is I2_S, which loads only without a RAM budget (it is converted at load; streaming reads the file's layouts)", quant.ErrUnsupported, t.Name)
+		}
+	}
+	return nil
+}
+
 // i2sTensor loads an I2_S matrix (bitnet.cpp's ternary type): it detects
 // the layout from the size of the tensor's data and converts it, exactly,
 // into a type the kernels run (quant.ConvertI2S): TQ2_0 with the tensor

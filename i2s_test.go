@@ -251,3 +251,15 @@ func TestI2SConvertKeepsType(t *testing.T) {
 		}
 	}
 }
+
+// TestI2SBudgetRefused checks that a file with I2_S tensors is refused,
+// clearly, under a RAM budget (the plan and streaming read file layouts).
+func TestI2SBudgetRefused(t *testing.T) {
+	src := testfiles.Path(t, "models", "ternary", "synth-bitnet-TQ2_0.gguf")
+	path := filepath.Join(t.TempDir(), "i2s.gguf")
+	writeI2S(t, src, path, quant.I2STensorScale)
+	_, err := qsf.Load(path, qsf.Config{RAMBudget: 64 << 20})
+	if !errors.Is(err, quant.ErrUnsupported) || !strings.Contains(err.Error(), "I2_S") {
+		t.Fatalf("Load with a budget: %v, want ErrUnsupported naming I2_S", err)
+	}
+}

@@ -320,6 +320,9 @@ func PlanFile(path string, cfg Config) (*plan.Plan, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := noI2S(f); err != nil {
+		return nil, err
+	}
 	lay, err := streamLayout(f, &hp)
 	if err != nil {
 		return nil, err
@@ -352,6 +355,9 @@ func computePlan(f *format.File, hp *model.Hparams, lay *stream.Layout, cfg Conf
 func newBudgetModel(f *format.File, path string, cfg Config) (*Model, error) {
 	hp, err := hparams(f)
 	if err != nil {
+		return nil, err
+	}
+	if err := noI2S(f); err != nil {
 		return nil, err
 	}
 	lay, err := streamLayout(f, &hp)

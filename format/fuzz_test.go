@@ -24,6 +24,8 @@ func FuzzReadGGUF(f *testing.F) {
 	md.Set("tokenizer.ggml.tokens", StringsValue([]string{"<unk>", "<s>", "a"}))
 	f.Add(writeTest(f, md, []WriterTensor{{Name: "w", Shape: []uint64{32, 2}, Type: quant.Q8_0}, {Name: "b", Shape: []uint64{3}, Type: quant.F32}}))
 	f.Add([]byte(nested(3)))
+	// I2_S, whose size is the span up to the next tensor.
+	f.Add(writeTest(f, nil, []WriterTensor{{Name: "t", Shape: []uint64{256, 2}, Type: quant.I2_S, Size: 160}, {Name: "b", Shape: []uint64{3}, Type: quant.F32}}))
 	// The start of a real file (its header cut short).
 	if dir, err := locateTestdata(); err == nil {
 		if b, err := os.ReadFile(filepath.Join(dir, "models", "gguf", "stories260K-f32.gguf")); err == nil {
