@@ -44,6 +44,8 @@ func init() {
 		"bench":      {"measure prefill and decode speed (and memory bandwidth)", cmdBench},
 		"plan":       {"print the memory plan of a model under a RAM budget", cmdPlan},
 		"version":    {"print the version of qsf and of Go it was built with", cmdVersion},
+		"pull":       {"download a model (URL or hf://OWNER/REPO/FILE.gguf) into the model folder", cmdPull},
+		"list":       {"list the models in the model folder", cmdList},
 	}
 }
 
