@@ -77,10 +77,7 @@ type Model struct {
 // Q8_0 matrices are repacked into process memory unless Config.NoRepack is
 // set; under Config.RAMBudget the plan decides (see package plan).
 func Load(path string, cfg Config) (*Model, error) {
-	if n := runtime.NumCPU(); cfg.Threads > n {
-		cfg.logger().Warn(fmt.Sprintf("%d threads asked, %d CPUs: using %d", cfg.Threads, n, n))
-		cfg.Threads = n
-	}
+	cfg.clampThreads()
 	if cfg.Kernel != "" {
 		if err := kernels.SetTier(cfg.Kernel); err != nil {
 			return nil, fmt.Errorf("qsf: %w", err)
@@ -109,6 +106,15 @@ func load(path string, cfg Config) (*Model, error) {
 		return nil, fmt.Errorf("qsf: load %s: %w", path, err)
 	}
 	return m, nil
+}
+
+// clampThreads lowers Threads to the number of CPUs, with a warning:
+// more threads than CPUs only wait for each other.
+func (cfg *Config) clampThreads() {
+	if n := runtime.NumCPU(); cfg.Threads > n {
+		cfg.logger().Warn(fmt.Sprintf("%d threads asked, %d CPUs: using %d", cfg.Threads, n, n))
+		cfg.Threads = n
+	}
 }
 
 // hparams reads a model's hyperparameters from f's metadata.
@@ -258,6 +264,7 @@ func loadBudget(path string, cfg Config) (*Model, error) {
 // PlanFile computes the memory plan Load would follow for the file at
 // path under cfg, reading only its metadata.
 func PlanFile(path string, cfg Config) (*plan.Plan, error) {
+	cfg.clampThreads()
 	f, err := format.OpenWith(path, format.OpenOptions{NoMmap: true})
 	if err != nil {
 		return nil, err
