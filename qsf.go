@@ -77,7 +77,10 @@ type Model struct {
 // Q8_0 matrices are repacked into process memory unless Config.NoRepack is
 // set; under Config.RAMBudget the plan decides (see package plan).
 func Load(path string, cfg Config) (*Model, error) {
-	cfg.clampThreads()
+	if n := runtime.NumCPU(); cfg.Threads > n {
+		cfg.logger().Warn(fmt.Sprintf("%d threads asked, %d CPUs: using %d", cfg.Threads, n, n))
+		cfg.Threads = n
+	}
 	if cfg.Kernel != "" {
 		if err := kernels.SetTier(cfg.Kernel); err != nil {
 			return nil, fmt.Errorf("qsf: %w", err)
@@ -106,15 +109,6 @@ func load(path string, cfg Config) (*Model, error) {
 		return nil, fmt.Errorf("qsf: load %s: %w", path, err)
 	}
 	return m, nil
-}
-
-// clampThreads lowers Threads to the number of CPUs, with a warning:
-// more threads than CPUs only wait for each other.
-func (cfg *Config) clampThreads() {
-	if n := runtime.NumCPU(); cfg.Threads > n {
-		cfg.logger().Warn(fmt.Sprintf("%d threads asked, %d CPUs: using %d", cfg.Threads, n, n))
-		cfg.Threads = n
-	}
 }
 
 // hparams reads a model's hyperparameters from f's metadata.
