@@ -1,6 +1,10 @@
 package qsf
 
-import "log/slog"
+import (
+	"fmt"
+	"log/slog"
+	"runtime"
+)
 
 // Config controls how a model is loaded and run. The zero value is a good
 // default: every physical core, the fastest kernels this CPU has, the
@@ -110,6 +114,16 @@ func (cfg *Config) logger() *slog.Logger {
 		return cfg.Logger
 	}
 	return slog.New(slog.DiscardHandler)
+}
+
+// clampThreads lowers Threads to the number of CPUs, with a warning:
+// more threads than CPUs only wait for each other. (Load does the same
+// inline.)
+func (cfg *Config) clampThreads() {
+	if n := runtime.NumCPU(); cfg.Threads > n {
+		cfg.logger().Warn(fmt.Sprintf("%d threads asked, %d CPUs: using %d", cfg.Threads, n, n))
+		cfg.Threads = n
+	}
 }
 
 // DefaultContextLength caps the context of a session when

@@ -311,6 +311,7 @@ func loadBudget(path string, cfg Config) (*Model, error) {
 // PlanFile computes the memory plan Load would follow for the file at
 // path under cfg, reading only its metadata.
 func PlanFile(path string, cfg Config) (*plan.Plan, error) {
+	cfg.clampThreads()
 	f, err := format.OpenWith(path, format.OpenOptions{NoMmap: true})
 	if err != nil {
 		return nil, err

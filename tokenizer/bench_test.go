@@ -4,21 +4,10 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/qsf-llm/qsf/internal/testfiles"
 )
-
-// cpuTime returns the process's user+system CPU time.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
 
 // BenchmarkEncode encodes War and Peace (3.2 MB) with each family; the MB/s
 // column is the encode throughput (wall clock), cpu-MB/s the throughput per

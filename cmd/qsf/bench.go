@@ -18,6 +18,7 @@ import (
 
 	"github.com/qsf-llm/qsf"
 	"github.com/qsf-llm/qsf/format"
+	"github.com/qsf-llm/qsf/internal/atomicfile"
 	"github.com/qsf-llm/qsf/kernels"
 	"github.com/qsf-llm/qsf/stream"
 )
@@ -144,19 +145,23 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 		if mf.ctx == 0 {
 			mf.ctx = *p + *n
 		}
+		var prof *atomicfile.File
 		if *cpuProfile != "" {
-			f, err := os.Create(*cpuProfile)
-			if err != nil {
+			var err error
+			if prof, err = atomicfile.Create(context.Background(), *cpuProfile); err != nil {
 				return err
 			}
-			defer f.Close()
-			if err := pprof.StartCPUProfile(f); err != nil {
+			defer prof.Abort()
+			if err := pprof.StartCPUProfile(prof); err != nil {
 				return err
 			}
 		}
 		r, err := runBench(&mf, *p, *n, *reps, stderr, *asJSON)
-		if *cpuProfile != "" {
+		if prof != nil {
 			pprof.StopCPUProfile()
+			if err == nil {
+				err = prof.Commit()
+			}
 		}
 		if err != nil {
 			return err

@@ -41,6 +41,8 @@ func init() {
 		"perplexity": {"measure perplexity on a text file (llama-perplexity's method)", cmdPerplexity},
 		"kernels":    {"list the kernel tiers this CPU can run, slowest first", cmdKernels},
 		"synth":      {"write a random-weight model file of a real model's shape", cmdSynth},
+		"pull":       {"download a model (URL or hf://OWNER/REPO/FILE.gguf) into the model folder", cmdPull},
+		"list":       {"list the models in the model folder", cmdList},
 		"bench":      {"measure prefill and decode speed (and memory bandwidth)", cmdBench},
 		"plan":       {"print the memory plan of a model under a RAM budget", cmdPlan},
 		"template":   {"print a conversation formatted with a model's chat template", cmdTemplate},

@@ -24,7 +24,7 @@ func cmdPlan(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	p, err := qsf.PlanFile(mf.path, cfg)
+	p, err := qsf.PlanFile(resolveModel(mf.path), cfg)
 	if err != nil {
 		return err
 	}

@@ -41,7 +41,7 @@ type modelFlags struct {
 func (mf *modelFlags) register(fs *flag.FlagSet) {
 	mf.stderr = fs.Output()
 	fs.StringVar(&mf.logLevel, "log-level", "warn", "log messages at this level and above on stderr: debug, info, warn or error")
-	fs.StringVar(&mf.path, "m", "", "model file (GGUF or QSF)")
+	fs.StringVar(&mf.path, "m", "", "model file (GGUF or QSF), or the NAME of one in the model folder (qsf list)")
 	fs.StringVar(&mf.synthetic, "synthetic", "", "instead of -m, run a RANDOM-WEIGHT model of this shape (e.g. tiny), written once to the temp dir: a demo that needs no download; its output is noise")
 	fs.IntVar(&mf.threads, "threads", 0, "threads (0 = one per physical core)")
 	fs.IntVar(&mf.ctx, "ctx", 0, "context length in tokens (0 = the model's, at most 4096)")
@@ -92,6 +92,7 @@ func (mf *modelFlags) loadWith(adjust func(*qsf.Config)) (*qsf.Model, error) {
 	if mf.path == "" {
 		return nil, usagef("no model: pass -m FILE (or --synthetic tiny for a random-weight demo)")
 	}
+	mf.path = resolveModel(mf.path)
 	cfg, err := mf.config()
 	if err != nil {
 		return nil, err
