@@ -16,6 +16,12 @@
 // of the vocabulary, once per distinct parser state (the masks are cached),
 // and allows the end-of-generation tokens only where the grammar accepts.
 //
+// As in llama.cpp, left recursion is an error (so is a repetition of
+// something that can be empty, which loops the same way); stricter than
+// llama.cpp, so is a rule defined twice, a repetition bound above 4096 and
+// an automaton above 65536 elements. Errors in the text are *SyntaxError
+// values with a line and column.
+//
 // Unlike llama.cpp, which decodes bytes into code points without checking
 // them, the automaton only produces well-formed UTF-8 (no surrogates, no
 // overlong forms), so a negated class such as [^"] never lets through a

@@ -74,6 +74,7 @@ func (f *Filter) Accept(id int) error {
 				return fmt.Errorf("%w: end of generation before the grammar is complete", ErrRejected)
 			}
 			f.ended = true
+			f.cur = nil
 			return nil
 		}
 	}

@@ -97,6 +97,14 @@ func TestFilterRejectsAndEOG(t *testing.T) {
 	if err := f.Accept(3); err != nil || !f.Done() {
 		t.Fatalf("after abc: %v, done %v", err, f.Done())
 	}
+	f.Reset()
+	if err := f.Accept(2); err != nil {
+		t.Fatal(err)
+	}
+	f.Count() // cache the state after "ab"
+	if err := f.Accept(4); err != nil || !f.Done() || f.Count() != 0 {
+		t.Fatalf("after ab and EOG: %v, done %v, %d allowed", err, f.Done(), f.Count())
+	}
 }
 
 // TestFilterNoAllocs checks that masking and accepting allocate nothing

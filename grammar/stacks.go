@@ -220,15 +220,10 @@ func (s *stacks) compact(tops []int32, remap []int32) []int32 {
 	for i := range remap {
 		remap[i] = -2
 	}
-	var mark func(f int32)
-	mark = func(f int32) {
-		for f >= 0 && remap[f] == -2 {
+	for _, t := range tops { // mark the reachable frames -1
+		for f := t; f >= 0 && remap[f] == -2; f = s.frames[f].parent {
 			remap[f] = -1
-			f = s.frames[f].parent
 		}
-	}
-	for _, t := range tops {
-		mark(t)
 	}
 	n := int32(0)
 	for i, r := range remap {

@@ -548,6 +548,9 @@ func (c *converter) arrayType(s map[string]any, path string) (string, error) {
 		return `"[" ws ` + body + tail + ` ws "]"`, nil
 	}
 	if item == "" {
+		if minItems > 0 {
+			return "", unsupported(path, "items false with minItems %d", minItems)
+		}
 		return `"[" ws "]"`, nil
 	}
 	more := -1
