@@ -117,8 +117,7 @@ func (cfg *Config) logger() *slog.Logger {
 }
 
 // clampThreads lowers Threads to the number of CPUs, with a warning:
-// more threads than CPUs only wait for each other. (Load does the same
-// inline.)
+// more threads than CPUs only wait for each other.
 func (cfg *Config) clampThreads() {
 	if n := runtime.NumCPU(); cfg.Threads > n {
 		cfg.logger().Warn(fmt.Sprintf("%d threads asked, %d CPUs: using %d", cfg.Threads, n, n))

@@ -94,10 +94,7 @@ type Model struct {
 // changes no process-wide state: the kernel tier, threads and memory plan
 // belong to the model.
 func Load(path string, cfg Config) (*Model, error) {
-	if n := runtime.NumCPU(); cfg.Threads > n {
-		cfg.logger().Warn(fmt.Sprintf("%d threads asked, %d CPUs: using %d", cfg.Threads, n, n))
-		cfg.Threads = n
-	}
+	cfg.clampThreads()
 	name := cfg.Kernel
 	if name == "" {
 		name = os.Getenv("QSF_KERNEL")
