@@ -2,6 +2,7 @@ package qsf
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"os"
 	"testing"
@@ -157,5 +158,18 @@ func TestFilterRealVocab(t *testing.T) {
 			}
 			prefix = append(prefix, m.tok.Piece(id)...)
 		}
+	}
+}
+
+// TestGrammarStuck: a grammar that needs bytes no token provides stops
+// generation with ErrGrammarStuck instead of sampling a masked token.
+func TestGrammarStuck(t *testing.T) {
+	c := &constraint{f: grammar.NewFilter(grammar.MustParse(`root ::= "b"`), grammar.NewVocab([]string{"a", "c"}, nil))}
+	if err := c.mask(make([]float32, 2)); !errors.Is(err, ErrGrammarStuck) {
+		t.Errorf("mask: %v, want ErrGrammarStuck", err)
+	}
+	var none *constraint
+	if err := none.mask(nil); err != nil || none.done() {
+		t.Error("a nil constraint constrains")
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/qsf-llm/qsf"
+	"github.com/qsf-llm/qsf/grammar"
 	"github.com/qsf-llm/qsf/internal/testfiles"
 )
 
@@ -111,7 +112,7 @@ func TestGrammarGenerate(t *testing.T) {
 		t.Errorf("MaxTokens: reason %s, err %v", res.Reason, err)
 	}
 
-	// Errors: a bad grammar, two grammars, a grammar no token can produce.
+	// Errors: a bad grammar, two grammars, a grammar that matches nothing.
 	s.Reset()
 	if _, err := s.Generate(context.Background(), "Once", qsf.GenerateOptions{GBNF: `root ::= (`}, nil); err == nil || !strings.Contains(err.Error(), "line 1, column") {
 		t.Errorf("bad grammar: %v", err)
@@ -119,8 +120,8 @@ func TestGrammarGenerate(t *testing.T) {
 	if _, err := s.Generate(context.Background(), "Once", qsf.GenerateOptions{GBNF: `root ::= "a"`, JSONSchema: []byte(`{}`)}, nil); !errors.Is(err, qsf.ErrGrammarOptions) {
 		t.Errorf("two grammars: %v", err)
 	}
-	if _, err := s.Generate(context.Background(), "Once", qsf.GenerateOptions{GBNF: `root ::= [^\x00-\U0010FFFF]`}, nil); !errors.Is(err, qsf.ErrGrammarStuck) {
-		t.Errorf("impossible grammar: %v", err)
+	if _, err := s.Generate(context.Background(), "Once", qsf.GenerateOptions{GBNF: `root ::= [^\x00-\U0010FFFF]`}, nil); !errors.Is(err, grammar.ErrEmpty) {
+		t.Errorf("empty grammar: %v", err)
 	}
 	if _, err := s.Generate(context.Background(), "Once", qsf.GenerateOptions{JSONSchema: []byte(`{"type":"string","minLenght":1}`)}, nil); err == nil || !strings.Contains(err.Error(), "minLenght") {
 		t.Errorf("unknown keyword: %v", err)

@@ -98,6 +98,9 @@ func Parse(text string) (*Grammar, error) {
 	if err != nil {
 		return nil, err
 	}
+	if !c.g.prune() {
+		return nil, ErrEmpty
+	}
 	c.g.lookahead(nullable)
 	return c.g, nil
 }
@@ -448,6 +451,58 @@ func (g *Grammar) nullableFrom(pos int32, nullable []bool) bool {
 			}
 		}
 	}
+}
+
+// ErrEmpty is returned for a grammar that matches no string at all (its
+// root needs a character class that matches nothing, such as [^\x00-\U0010FFFF]).
+var ErrEmpty = errors.New("grammar: matches no string")
+
+// prune drops the alternatives that can match no string (they need an
+// empty character class, directly or through rules that do), so that no
+// token leads the parse into a dead end. It reports whether the root
+// keeps an alternative.
+func (g *Grammar) prune() bool {
+	productive := make([]bool, len(g.rules))
+	alive := func(a int32) bool {
+		for pos := a; ; pos++ {
+			switch e := g.elems[pos]; e.kind {
+			case elemEnd:
+				return true
+			case elemByte:
+				if g.sets[e.arg] == (byteSet{}) {
+					return false
+				}
+			case elemRef:
+				if !productive[e.arg] {
+					return false
+				}
+			}
+		}
+	}
+	for changed := true; changed; {
+		changed = false
+		for r := range g.rules {
+			if productive[r] {
+				continue
+			}
+			for _, a := range g.rules[r].alts {
+				if alive(a) {
+					productive[r], changed = true, true
+					break
+				}
+			}
+		}
+	}
+	for r := range g.rules {
+		alts := g.rules[r].alts[:0]
+		for _, a := range g.rules[r].alts {
+			if alive(a) {
+				alts = append(alts, a)
+			}
+		}
+		g.rules[r].alts = alts
+	}
+	return productive[g.root]
 }
 
 // ErrTooLarge is returned for a grammar whose repetitions expand into an

@@ -107,6 +107,16 @@ func TestFilterRejectsAndEOG(t *testing.T) {
 	}
 }
 
+// TestFilterDeadEnds checks that a token is not allowed when its bytes
+// lead only into an alternative that can never complete.
+func TestFilterDeadEnds(t *testing.T) {
+	g := MustParse(`root ::= "a" "b" | "c" [^\x00-\U0010FFFF]`)
+	f := NewFilter(g, NewVocab([]string{"a", "c", "ab"}, nil))
+	if got := f.Allowed()[0]; got != 0b101 {
+		t.Errorf("allowed %b, want a and ab only", got)
+	}
+}
+
 // TestFilterNoAllocs checks that masking and accepting allocate nothing
 // once the states have been seen.
 func TestFilterNoAllocs(t *testing.T) {

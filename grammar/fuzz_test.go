@@ -15,6 +15,7 @@ func FuzzParse(f *testing.F) {
 	f.Add(`root ::= "a" [b-d]* (e | "f"){1,3}`+"\ne ::= [^x] .\n", "abcf")
 	f.Add("root ::= x?\nx ::= \"\\u00e9\" # c\n", "é")
 	f.Add(`root ::= ("a"+)+ "b" | [^a-c]{2,3} .`, "aaab")
+	f.Add(`root ::= [^\x00-\U0010FFFF] "a"`, "a")
 	f.Add("root ::= x \"c\"\nx ::= \"a\" x \"b\" | \"\"", "aabbc")
 	if dir, ok := testfiles.Find(); ok {
 		files, _ := filepath.Glob(filepath.Join(dir, "reference", "grammars", "*.gbnf"))
@@ -28,7 +29,7 @@ func FuzzParse(f *testing.F) {
 		g, err := Parse(text)
 		if err != nil {
 			var se *SyntaxError
-			if !errors.As(err, &se) && !errors.Is(err, ErrNoRoot) && !errors.Is(err, ErrTooLarge) {
+			if !errors.As(err, &se) && !errors.Is(err, ErrNoRoot) && !errors.Is(err, ErrTooLarge) && !errors.Is(err, ErrEmpty) {
 				t.Fatalf("error without a position: %v", err)
 			}
 			return

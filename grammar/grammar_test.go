@@ -77,6 +77,7 @@ func TestGrammarFeatures(t *testing.T) {
 		{"root ::= \"\\x41\\u00e9\\U0001F600\\t\\\"\"", []string{"Aé😀\t\""}, []string{"A"}},
 		{"root ::= a | b # comment\na ::= \"x\" (\n  \"y\" |\n  \"z\" )\nb ::= \"w\"\n", []string{"xy", "xz", "w"}, []string{"x", "wy"}},
 		{"root ::= x*\nx ::= \"(\" x* \")\"", []string{"", "()", "(()())()"}, []string{"(", "())"}},
+		{`root ::= "a" | "b" [^\x00-\U0010FFFF] | "c"`, []string{"a", "c"}, []string{"b"}},
 		{`root ::= [\x00-\x7f\u0080-\U0010FFFF]`, []string{"a", "\U0010FFFF", "\u0800"}, []string{"\xed\xbf\xbf", "\xf4\x90\x80\x80"}},
 		{`root ::= ws "a" ws "b"
 ws ::= [ ]*`, []string{"ab", "  a  b"}, []string{"a b "}},
@@ -134,6 +135,10 @@ func TestSyntaxErrors(t *testing.T) {
 	}
 	if _, err := Parse(`foo ::= "a"`); !errors.Is(err, ErrNoRoot) {
 		t.Errorf("no root: %v, want ErrNoRoot", err)
+	}
+	if _, err := Parse(`root ::= "a" x
+x ::= [^\x00-\U0010FFFF]`); !errors.Is(err, ErrEmpty) {
+		t.Errorf("empty language: %v, want ErrEmpty", err)
 	}
 }
 
