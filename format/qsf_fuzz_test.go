@@ -2,7 +2,10 @@ package format
 
 import (
 	"bytes"
+	"encoding/binary"
 	"io"
+	"slices"
+	"sync"
 	"testing"
 
 	"github.com/qsf-llm/qsf/quant"
@@ -15,13 +18,19 @@ import (
 // of the input's size in executions: seeds of a few hundred bytes keep it
 // fuzzing instead of minimizing.
 func smallQSF(tb testing.TB, layers int, comp Compression) []byte {
-	tb.Helper()
+	fail := func(err error) {
+		if tb == nil {
+			panic(err)
+		}
+		tb.Helper()
+		tb.Fatal(err)
+	}
 	data := map[string][]byte{}
 	mk := func(role Role, layer int, typ quant.Type, shape ...uint64) QSFTensor {
 		t := QSFTensor{Role: role, Name: TensorName(role, layer), Shape: shape, Type: typ}
 		size, err := tensorSize(shape, typ)
 		if err != nil {
-			tb.Fatal(err)
+			fail(err)
 		}
 		b := make([]byte, size)
 		for i := range b {
@@ -58,7 +67,7 @@ func smallQSF(tb testing.TB, layers int, comp Compression) []byte {
 		return err
 	}, QSFWriteOptions{Compression: comp})
 	if err != nil {
-		tb.Fatal(err)
+		fail(err)
 	}
 	return buf.b
 }
@@ -78,19 +87,73 @@ func (o *memOutput) WriteAt(p []byte, off int64) (int, error) {
 	return copy(o.b[off:], p), nil
 }
 
-// qsfSeeds adds small QSF files, whole and cut, to a fuzz corpus.
-func qsfSeeds(f *testing.F) {
+// The QSF fuzz targets do not take files as their inputs: the fuzzer
+// minimizes every input that reaches new code, trying about n²/2 shorter
+// versions of an n-byte input, and even the smallest valid QSF file (about
+// 1 KB, for its header, section frames and alignment) made that take most
+// of a run (FuzzReadQSF stalled at 0 executions per second). Their input
+// is instead a short edit script applied to one of a few valid files, so
+// that inputs stay a few bytes long and mutations still reach every byte.
+
+// fuzzBases are the valid files the edit scripts start from: one and two
+// layers, uncompressed and LZ4.
+var fuzzBases = sync.OnceValue(func() [][]byte {
+	var out [][]byte
 	for _, comp := range []Compression{CompressNone, CompressLZ4} {
 		for layers := 1; layers <= 2; layers++ {
-			b := smallQSF(f, layers, comp)
-			if err := readAllBytes(b, true); err != nil {
-				f.Fatalf("seed (%d layers, %v) does not read: %v", layers, comp, err)
-			}
-			f.Add(b)
-			f.Add(b[:len(b)/2])
+			out = append(out, smallQSF(nil, layers, comp))
 		}
 	}
-	f.Add([]byte(QSFMagic))
+	return out
+})
+
+// editQSF applies the edit script e to a copy of a base file: e[0] picks
+// the base, then every 4 bytes are an edit: a position (uint16, taken
+// modulo the current length), an operation and a value. The operations set
+// the byte, xor it, insert the value before it, cut the file there, or
+// write the value as a little-endian uint32 (lengths, offsets, counts).
+func editQSF(e []byte) []byte {
+	bases := fuzzBases()
+	if len(e) == 0 {
+		return nil
+	}
+	b := append([]byte(nil), bases[int(e[0])%len(bases)]...)
+	for e = e[1:]; len(e) >= 4 && len(b) > 0; e = e[4:] {
+		i := int(binary.LittleEndian.Uint16(e)) % len(b)
+		v := e[3]
+		switch e[2] % 5 {
+		case 0:
+			b[i] = v
+		case 1:
+			b[i] ^= v
+		case 2:
+			b = slices.Insert(b, i, v)
+		case 3:
+			b = b[:i]
+		case 4:
+			if i+4 <= len(b) {
+				binary.LittleEndian.PutUint32(b[i:], uint32(v)*uint32(v)*97)
+			}
+		}
+	}
+	return b
+}
+
+// qsfSeeds adds edit scripts to a fuzz corpus: each base untouched, cut,
+// and with a byte changed in its header, its index and its last layer.
+func qsfSeeds(f *testing.F) {
+	for i, b := range fuzzBases() {
+		if err := readAllBytes(b, true); err != nil {
+			f.Fatalf("base %d does not read: %v", i, err)
+		}
+		n := uint16(len(b))
+		f.Add([]byte{byte(i)})
+		for _, at := range []uint16{n / 2, 40, n - 200, n - 40} {
+			f.Add([]byte{byte(i), byte(at), byte(at >> 8), 3, 0})
+			f.Add([]byte{byte(i), byte(at), byte(at >> 8), 1, 0x41})
+			f.Add([]byte{byte(i), byte(at), byte(at >> 8), 4, 0xff})
+		}
+	}
 }
 
 // checkQSF reads every tensor and layer of b through both read paths; it
@@ -112,20 +175,24 @@ func checkQSF(t *testing.T, b []byte) {
 	}
 }
 
-// FuzzReadQSF feeds arbitrary bytes to the QSF reader, through the
-// memory-mapped and the ReadAt paths, and reads every tensor and layer of
-// whatever opens. It must never panic or allocate beyond what the input
-// justifies.
+// FuzzReadQSF feeds mangled QSF files (see editQSF) to the QSF reader,
+// through the memory-mapped and the ReadAt paths, and reads every tensor
+// and layer of whatever opens. It must never panic or allocate beyond what
+// the input justifies. Arbitrary bytes as a whole file are covered by
+// FuzzReadGGUF's reader front end and TestQSFEveryByteFlip.
 func FuzzReadQSF(f *testing.F) {
 	qsfSeeds(f)
-	f.Fuzz(checkQSF)
+	f.Fuzz(func(t *testing.T, e []byte) {
+		checkQSF(t, editQSF(e))
+	})
 }
 
 // FuzzReadQSFFixedCRC is FuzzReadQSF with the checksums repaired after
 // mutation, so that the fuzzer reaches the structural checks behind them.
 func FuzzReadQSFFixedCRC(f *testing.F) {
 	qsfSeeds(f)
-	f.Fuzz(func(t *testing.T, b []byte) {
+	f.Fuzz(func(t *testing.T, e []byte) {
+		b := editQSF(e)
 		fixCRCs(b)
 		checkQSF(t, b)
 	})
