@@ -113,14 +113,16 @@ func TestContentIsMarkedAsContent(t *testing.T) {
 	}
 }
 
-// FuzzApply formats arbitrary conversations in every format and detects
+// FuzzApply formats arbitrary conversations in each format and detects
 // arbitrary templates: no panics, the parts join to Apply's text, and every
 // content part is message text.
 func FuzzApply(f *testing.F) {
-	f.Add("{% if '<|im_start|>' %}", "user", "Hello <|im_end|>", "assistant", " hi ")
-	f.Add("[INST] <<SYS>>", "system", "", "x", "\t")
 	formats := Formats()
-	f.Fuzz(func(t *testing.T, tmpl, role1, content1, role2, content2 string) {
+	for i := range formats {
+		f.Add("{% if '<|im_start|>' %}", "user", "Hello <|im_end|>", "assistant", " hi ", uint8(i))
+	}
+	f.Add("[INST] <<SYS>>", "system", "", "x", "\t", uint8(0))
+	f.Fuzz(func(t *testing.T, tmpl, role1, content1, role2, content2 string, which uint8) {
 		if fm, err := Detect(tmpl); err == nil {
 			if _, ok := writers[fm]; !ok {
 				t.Fatalf("Detect gave %q, which has no writer", fm)
@@ -129,7 +131,9 @@ func FuzzApply(f *testing.F) {
 			t.Fatalf("Detect: %v", err)
 		}
 		msgs := []Message{{role1, content1}, {role2, content2}, {"user", content1}}
-		for _, fm := range formats {
+		// One format per input keeps an execution cheap; the seeds
+		// start one input in each format.
+		for _, fm := range formats[int(which)%len(formats):][:1] {
 			for _, add := range []bool{false, true} {
 				text, err := Apply(fm, msgs, add)
 				if err != nil {
