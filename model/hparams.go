@@ -95,13 +95,12 @@ type archInfo struct {
 }
 
 var archs = map[string]archInfo{
-	"llama":  {rope: RopeNormal},
-	"qwen2":  {rope: RopeNeoX},
-	"qwen3":  {rope: RopeNeoX},
-	"gemma":  {rope: RopeNeoX, act: GELU, embedScale: true, qPreScale: true},
-	"phi3":   {rope: RopeNeoX, qPreScale: true},
-	"gpt2":   {rope: RopeNone, act: GELU, layerNorm: true, learnedPos: true},
-	"bitnet": {rope: RopeNeoX}, // sub-norms and scales: bitnet.go
+	"llama": {rope: RopeNormal},
+	"qwen2": {rope: RopeNeoX},
+	"qwen3": {rope: RopeNeoX},
+	"gemma": {rope: RopeNeoX, act: GELU, embedScale: true, qPreScale: true},
+	"phi3":  {rope: RopeNeoX, qPreScale: true},
+	"gpt2":  {rope: RopeNone, act: GELU, layerNorm: true, learnedPos: true},
 }
 
 // Supported reports whether arch is an architecture QSF runs.
