@@ -19,7 +19,7 @@ var streamBuf []byte
 var benchTypes = []quant.Type{
 	quant.Q8_0, quant.Q4_0, quant.Q4_1, quant.Q5_0, quant.Q5_1, quant.IQ4_NL,
 	quant.Q2_K, quant.Q3_K, quant.Q4_K, quant.Q5_K, quant.Q6_K,
-	quant.F16, quant.BF16, quant.F32,
+	quant.F16, quant.BF16, quant.F32, quant.TQ1_0, quant.TQ2_0,
 }
 
 // BenchmarkMatVec measures 4096×4096 matrix-vector products per type, tier

@@ -1,6 +1,7 @@
 package model_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/qsf-llm/qsf/internal/testfiles"
@@ -18,9 +19,14 @@ func TestForwardAllocatesNothing(t *testing.T) {
 	}{
 		{"stories260K-f32.gguf", false}, {"stories260K-Q4_0.gguf", false}, {"stories260K-pad256-Q4_K_M.gguf", false},
 		{"stories260K-Q4_0.gguf", true}, {"stories260K-Q8_0.gguf", true},
+		{"ternary/synth-bitnet-TQ2_0.gguf", false}, // sub-norms and scales
 	} {
 		file := c.file
-		path := testfiles.Path(t, "models", "gguf", file)
+		rel := "gguf/" + file
+		if strings.HasPrefix(file, "ternary/") {
+			rel = file
+		}
+		path := testfiles.Path(t, "models", rel)
 		m, done := load(t, path)
 		if c.repack {
 			n := 0

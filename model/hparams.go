@@ -108,7 +108,6 @@ var archs = map[string]archInfo{
 	"gemma":    {rope: RopeNeoX, act: GELU, embedScale: true, qPreScale: true},
 	"phi3":     {rope: RopeNeoX, qPreScale: true},
 	"gpt2":     {rope: RopeNone, act: GELU, layerNorm: true, learnedPos: true},
-	"bitnet":   {rope: RopeNeoX}, // sub-norms and scales: bitnet.go
 }
 
 // Supported reports whether arch is an architecture QSF runs.

@@ -126,3 +126,27 @@ func TestTiedOutput(t *testing.T) {
 		}
 	}
 }
+
+// TestTQ2_0Mix checks llama-quantize's TQ2_0 rules on 12L-768: every
+// layer matrix TQ2_0, the LM head Q6_K and the (untied) token embedding
+// Q4_K.
+func TestTQ2_0Mix(t *testing.T) {
+	s, err := synth.LookupShape("12L-768")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := synth.NewPlan(s, synth.TQ2_0, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[quant.Type]int{quant.TQ2_0: 84, quant.Q4_K: 1, quant.Q6_K: 1, quant.F32: 25}
+	got := p.TypeCounts()
+	if len(got) != len(want) {
+		t.Fatalf("types %v, want %v", got, want)
+	}
+	for typ, n := range want {
+		if got[typ] != n {
+			t.Errorf("%d %v tensors, want %d (all: %v)", got[typ], typ, n, got)
+		}
+	}
+}
