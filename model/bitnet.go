@@ -11,10 +11,6 @@ package model
 // the bias, the activation or the residual add. The LM head is always the
 // token embedding: b4748 does not look for output.weight.
 
-// bitnet is llama's decoder with NeoX RoPE; its extra tensors are the
-// BitNet fields of Block.
-func init() { archs["bitnet"] = archInfo{rope: RopeNeoX} }
-
 // BitNet holds the tensors a bitnet layer adds to Block. They are nil for
 // every other architecture, and each scale is nil when the file has none.
 type BitNet struct {

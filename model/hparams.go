@@ -108,6 +108,7 @@ var archs = map[string]archInfo{
 	"gemma":    {rope: RopeNeoX, act: GELU, embedScale: true, qPreScale: true},
 	"phi3":     {rope: RopeNeoX, qPreScale: true},
 	"gpt2":     {rope: RopeNone, act: GELU, layerNorm: true, learnedPos: true},
+	"bitnet":   {rope: RopeNeoX}, // llama's decoder; sub-norms and scales: bitnet.go
 }
 
 // Supported reports whether arch is an architecture QSF runs.
