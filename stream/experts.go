@@ -237,6 +237,27 @@ func (c *ExpertCache) victim() int {
 	return best
 }
 
+// PrefetchExperts implements model.ExpertPrefetcher: the kernel starts
+// reading the experts of layer l that are not cached into the page cache
+// (posix_fadvise WILLNEED), so that from a cold disk the reads of a
+// layer's experts overlap instead of following one another.
+func (c *ExpertCache) PrefetchExperts(l int, experts []int32) {
+	n := c.lay.Hparams.MoE.Experts
+	if l < 0 || l >= len(c.lay.layers) {
+		return
+	}
+	fd := int(c.file.Fd())
+	for _, e := range experts {
+		if e < 0 || int(e) >= n || c.slotOf[l*n+int(e)] != 0 {
+			continue
+		}
+		for i := range c.lay.layers[l].mats {
+			m := &c.lay.layers[l].mats[i]
+			willNeed(fd, m.off+int64(e)*int64(m.size), int64(m.size))
+		}
+	}
+}
+
 // read loads expert e of layer l into slot.
 func (c *ExpertCache) read(slot, l, e int) error {
 	start := time.Now()

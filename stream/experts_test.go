@@ -115,6 +115,14 @@ func TestExpertCache(t *testing.T) {
 	if st := c2.Stats(); st.Hits < 15 {
 		t.Errorf("cyclic requests of 8 experts in 3 slots: %d hits in 160, want at least 15", st.Hits)
 	}
+	// Prefetching only advises the kernel: no read is counted, bad
+	// numbers are ignored.
+	st := c.Stats()
+	c.PrefetchExperts(3, []int32{0, 1, 2, 3, -1, 4})
+	c.PrefetchExperts(9, []int32{0})
+	if c.Stats() != st {
+		t.Errorf("PrefetchExperts changed the counters: %+v, then %+v", st, c.Stats())
+	}
 	if _, _, _, err := c.Expert(0, 4); err == nil {
 		t.Error("expert 4 of 4 was served")
 	}
