@@ -305,6 +305,13 @@ type ExpertSource interface {
 	Expert(l, e int) (gate, up, down *Tensor, err error)
 }
 
+// ExpertPrefetcher is an ExpertSource that can start loading experts
+// before they are asked for: the forward pass tells it a layer's
+// selected experts as soon as the router has chosen them.
+type ExpertPrefetcher interface {
+	PrefetchExperts(l int, experts []int32)
+}
+
 // expert returns the matrices of routed expert e of layer l: from the
 // State's ExpertSource when it has one, else views of the stacked tensors
 // of x.
@@ -347,6 +354,9 @@ func (s *State) mixExperts(l int, x *Experts) error {
 	s.input(s.xb)
 	s.matVec(ms.logits, &x.Router)
 	route(ms.sel, ms.weights, ms.probs, ms.logits, ms.order, mp.NormWeights)
+	if pf, ok := s.Experts.(ExpertPrefetcher); ok {
+		pf.PrefetchExperts(l, ms.sel)
+	}
 	var downs [maxUsedInline]*Tensor
 	for i, ex := range ms.sel {
 		gate, up, down, err := s.expert(l, x, int(ex))
@@ -424,6 +434,7 @@ type moeBatch struct {
 	weights       []float32 // maxBatch × Used
 	order         []int32   // Experts
 	byExpert      [][]int32 // per expert, the (token·Used + slot) routed to it
+	present       []int32   // the experts some token of the batch is routed to
 	in            []float32 // the gathered inputs of one expert
 	gate, up      []float32 // its hidden vectors
 	down          []float32 // its outputs
@@ -458,8 +469,8 @@ func newMoEBatch(hp *Hparams) *moeBatch {
 	return &moeBatch{
 		logits: make([]float32, n*mp.Experts), probs: make([]float32, n*mp.Experts),
 		sel: make([]int32, n*u), weights: make([]float32, n*u), order: make([]int32, mp.Experts),
-		byExpert: make([][]int32, mp.Experts),
-		in:       make([]float32, n*e), gate: make([]float32, n*f), up: make([]float32, n*f), down: make([]float32, n*e),
+		byExpert: make([][]int32, mp.Experts), present: make([]int32, 0, mp.Experts),
+		in: make([]float32, n*e), gate: make([]float32, n*f), up: make([]float32, n*f), down: make([]float32, n*e),
 		out:     make([]float32, n*u*e),
 		shScore: make([]float32, n), shGate: make([]float32, n*mp.SharedFFN), shUp: make([]float32, n*mp.SharedFFN),
 		shOut: make([]float32, n*e),
@@ -498,6 +509,15 @@ func (s *State) moeFeedForwardBatch(ly *Block, l, n int) error {
 		for slot, ex := range sel {
 			mb.byExpert[ex] = append(mb.byExpert[ex], int32(i*u+slot))
 		}
+	}
+	if pf, ok := s.Experts.(ExpertPrefetcher); ok {
+		mb.present = mb.present[:0]
+		for ex, routed := range mb.byExpert {
+			if len(routed) > 0 {
+				mb.present = append(mb.present, int32(ex))
+			}
+		}
+		pf.PrefetchExperts(l, mb.present)
 	}
 	for ex, routed := range mb.byExpert {
 		k := len(routed)

@@ -1,6 +1,7 @@
 package model
 
 import (
+	"errors"
 	"math"
 	"testing"
 )
@@ -63,6 +64,52 @@ func TestRouteWeights(t *testing.T) {
 			if math.Abs(float64(w[i])-want) > 1e-6 {
 				t.Errorf("norm %v: weight %d = %g, want %g", norm, i, w[i], want)
 			}
+		}
+	}
+}
+
+// mapMetadata is a Metadata of unsigned values.
+type mapMetadata map[string]uint64
+
+func (m mapMetadata) String(string) (string, bool) { return "", false }
+func (m mapMetadata) Uint(k string) (uint64, bool) { v, ok := m[k]; return v, ok }
+func (m mapMetadata) Float(string) (float64, bool) { return 0, false }
+
+// TestParseMoE checks the expert hyperparameters of each architecture,
+// llama.cpp's fallbacks for absent widths and the rejection of bad
+// counts.
+func TestParseMoE(t *testing.T) {
+	cases := []struct {
+		arch string
+		md   mapMetadata
+		want MoEParams
+		bad  bool
+	}{
+		{"llama", mapMetadata{}, MoEParams{}, false}, // dense
+		{"llama", mapMetadata{"llama.expert_count": 8, "llama.expert_used_count": 2, "llama.expert_feed_forward_length": 99},
+			MoEParams{Experts: 8, Used: 2, ExpertFFN: 512, NormWeights: true}, false}, // llama's experts are feed_forward_length wide
+		{"qwen2moe", mapMetadata{"qwen2moe.expert_count": 4, "qwen2moe.expert_used_count": 2},
+			MoEParams{Experts: 4, Used: 2, ExpertFFN: 256, SharedFFN: 512}, false}, // n_ff/used and n_ff
+		{"qwen2moe", mapMetadata{"qwen2moe.expert_count": 4, "qwen2moe.expert_used_count": 2,
+			"qwen2moe.expert_feed_forward_length": 128, "qwen2moe.expert_shared_feed_forward_length": 64},
+			MoEParams{Experts: 4, Used: 2, ExpertFFN: 128, SharedFFN: 64}, false},
+		{"qwen3moe", mapMetadata{"qwen3moe.expert_count": 128, "qwen3moe.expert_used_count": 8, "qwen3moe.expert_feed_forward_length": 768},
+			MoEParams{Experts: 128, Used: 8, ExpertFFN: 768, NormWeights: true}, false},
+		{"qwen3moe", mapMetadata{}, MoEParams{}, true},                                                            // experts required
+		{"qwen3moe", mapMetadata{"qwen3moe.expert_count": 4}, MoEParams{}, true},                                  // none used
+		{"qwen3moe", mapMetadata{"qwen3moe.expert_count": 4, "qwen3moe.expert_used_count": 5}, MoEParams{}, true}, // more used than exist
+		{"qwen3moe", mapMetadata{"qwen3moe.expert_count": 4, "qwen3moe.expert_used_count": 2, "qwen3moe.expert_feed_forward_length": 0}, MoEParams{}, true},
+	}
+	for _, c := range cases {
+		got, err := parseMoE(c.md, c.arch, archs[c.arch].moe, 512)
+		if c.bad {
+			if !errors.Is(err, ErrMetadata) {
+				t.Errorf("%s %v: %v, want ErrMetadata", c.arch, c.md, err)
+			}
+			continue
+		}
+		if err != nil || got != c.want {
+			t.Errorf("%s %v: %+v, %v; want %+v", c.arch, c.md, got, err, c.want)
 		}
 	}
 }

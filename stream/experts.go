@@ -5,6 +5,7 @@ import (
 	"os"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/qsf-llm/qsf/arena"
 	"github.com/qsf-llm/qsf/format"
@@ -102,16 +103,22 @@ func (s ExpertStats) HitRate() float64 {
 	return float64(s.Hits) / float64(s.Hits+s.Misses)
 }
 
-// ExpertCache holds recently used experts of one session and reads the
+// ExpertCache holds frequently used experts of one session and reads the
 // others from the file on demand. It implements model.ExpertSource. Its
 // methods other than Stats must be called from one goroutine.
+//
+// Eviction is least frequently used, with the counts halved about every
+// sixteen tokens so that the cache follows a change of topic, and of
+// equals the most recently used goes (see victim); the experts of the
+// current layer (the last Used asked for) are never evicted.
 type ExpertCache struct {
 	lay     *ExpertLayout
 	file    *os.File
 	mem     []byte
 	slotKey []int32 // per slot: layer·Experts + expert + 1, 0 when empty
 	lastUse []uint64
-	slotOf  []int32 // per expert: slot + 1, 0 when absent
+	uses    []uint32 // per slot: requests, halved every agePeriod requests
+	slotOf  []int32  // per expert: slot + 1, 0 when absent
 	views   [][3]model.Tensor
 	clock   uint64
 
@@ -122,7 +129,7 @@ type ExpertCache struct {
 // cache of slots experts.
 func ExpertCacheBytes(lay *ExpertLayout, slots int) int64 {
 	r := func(n int64) int64 { return (n + arena.Align - 1) &^ (arena.Align - 1) }
-	return r(int64(slots)*int64(lay.ExpertBytes)) + 2*r(int64(slots)*4) + r(int64(slots)*8) + r(int64(lay.Experts())*4)
+	return r(int64(slots)*int64(lay.ExpertBytes)) + 3*r(int64(slots)*4) + r(int64(slots)*8) + r(int64(lay.Experts())*4)
 }
 
 // OpenExpertCache opens a cache of slots experts (at least the experts a
@@ -147,6 +154,7 @@ func OpenExpertCache(lay *ExpertLayout, path string, a *arena.Arena, slots int) 
 	c.mem = get("expert cache", slots*lay.ExpertBytes)
 	c.slotKey = int32s(get("expert cache keys", slots*4))
 	c.lastUse = uint64s(get("expert cache lru", slots*8))
+	c.uses = uint32s(get("expert cache counts", slots*4))
 	c.slotOf = int32s(get("expert cache index", lay.Experts()*4))
 	if err != nil {
 		f.Close()
@@ -168,23 +176,21 @@ func (c *ExpertCache) Expert(l, e int) (gate, up, down *model.Tensor, err error)
 	}
 	key := l*n + e
 	c.clock++
+	if c.clock%c.agePeriod() == 0 {
+		for i := range c.uses {
+			c.uses[i] /= 2
+		}
+	}
 	slot := int(c.slotOf[key]) - 1
 	if slot >= 0 {
 		c.hits.Add(1)
 	} else {
-		slot = 0
-		for i, t := range c.lastUse {
-			if t < c.lastUse[slot] {
-				slot = i
-			}
-			if t == 0 {
-				break
-			}
-		}
+		slot = c.victim()
 		if old := c.slotKey[slot]; old != 0 {
 			c.slotOf[old-1] = 0
 			c.slotKey[slot] = 0
 		}
+		c.uses[slot] = 0
 		if err := c.read(slot, l, e); err != nil {
 			c.lastUse[slot] = 0
 			return nil, nil, nil, err
@@ -193,9 +199,63 @@ func (c *ExpertCache) Expert(l, e int) (gate, up, down *model.Tensor, err error)
 		c.slotKey[slot] = int32(key + 1)
 		c.misses.Add(1)
 	}
+	c.uses[slot]++
 	c.lastUse[slot] = c.clock
 	v := &c.views[slot]
 	return &v[0], &v[1], &v[2], nil
+}
+
+// agePeriod is how many requests pass between two halvings of the use
+// counts: about sixteen tokens' worth (four passes over the cache if that
+// is longer).
+func (c *ExpertCache) agePeriod() uint64 {
+	hp := &c.lay.Hparams
+	return uint64(max(4*len(c.uses), 16*hp.Layers*hp.MoE.Used))
+}
+
+// victim returns the slot to read a new expert into: an empty one, else
+// the least frequently used of those not asked for among the last Used
+// requests, of equals the most recently used. Keeping the older of equals
+// lets an expert stay long enough to be asked for again and so to count
+// more than a newcomer; evicting the older, as least recently used does,
+// would evict every expert of a token just before the next token asks
+// for it again when the cache is smaller than a token's experts.
+func (c *ExpertCache) victim() int {
+	pinned := c.clock - uint64(c.lay.Hparams.MoE.Used) // lastUse above this: in use
+	best := -1
+	for i, t := range c.lastUse {
+		if t == 0 {
+			return i
+		}
+		if t > pinned {
+			continue
+		}
+		if best < 0 || c.uses[i] < c.uses[best] || (c.uses[i] == c.uses[best] && t > c.lastUse[best]) {
+			best = i
+		}
+	}
+	return best
+}
+
+// PrefetchExperts implements model.ExpertPrefetcher: the kernel starts
+// reading the experts of layer l that are not cached into the page cache
+// (posix_fadvise WILLNEED), so that from a cold disk the reads of a
+// layer's experts overlap instead of following one another.
+func (c *ExpertCache) PrefetchExperts(l int, experts []int32) {
+	n := c.lay.Hparams.MoE.Experts
+	if l < 0 || l >= len(c.lay.layers) {
+		return
+	}
+	fd := int(c.file.Fd())
+	for _, e := range experts {
+		if e < 0 || int(e) >= n || c.slotOf[l*n+int(e)] != 0 {
+			continue
+		}
+		for i := range c.lay.layers[l].mats {
+			m := &c.lay.layers[l].mats[i]
+			willNeed(fd, m.off+int64(e)*int64(m.size), int64(m.size))
+		}
+	}
 }
 
 // read loads expert e of layer l into slot.
@@ -228,3 +288,11 @@ func (c *ExpertCache) Stats() ExpertStats {
 
 // Close closes the file. The arena's memory is the caller's to release.
 func (c *ExpertCache) Close() error { return c.file.Close() }
+
+// uint32s views b (4-byte aligned) as uint32 values.
+func uint32s(b []byte) []uint32 {
+	if len(b) == 0 {
+		return []uint32{}
+	}
+	return unsafe.Slice((*uint32)(unsafe.Pointer(&b[0])), len(b)/4)
+}

@@ -14,8 +14,9 @@ import (
 )
 
 // TestExpertCache checks that the cache returns each expert's slices of
-// the stacked tensors, serves repeats from memory, evicts the least
-// recently used expert, and rejects what it cannot serve.
+// the stacked tensors, serves repeats from memory, evicts as documented,
+// keeps experts of a cyclic request pattern larger than itself, and
+// rejects what it cannot serve.
 func TestExpertCache(t *testing.T) {
 	path := testfiles.Path(t, "models", "moe", "synth-qwen2moe-Q8_0.gguf")
 	f, err := format.Open(path)
@@ -77,15 +78,50 @@ func TestExpertCache(t *testing.T) {
 		hits, misses int64
 	}{
 		{0, 1, 0, 1}, {0, 2, 0, 2}, {1, 3, 0, 3},
-		{0, 1, 1, 3}, // cached
-		{2, 0, 1, 4}, // evicts (0, 2), the least recently used
+		{0, 1, 1, 3}, // cached, asked for twice now
+		{2, 0, 1, 4}, // evicts (1, 3): of the experts asked for once, the most recent
 		{0, 1, 2, 4}, // still cached
-		{0, 2, 2, 5}, // read again
+		{0, 2, 3, 4}, // still cached
+		{1, 3, 3, 5}, // read again
 	} {
 		check(step.l, step.e)
 		if st := c.Stats(); st.Hits != step.hits || st.Misses != step.misses || st.BytesRead != step.misses*int64(lay.ExpertBytes) {
 			t.Fatalf("after layer %d expert %d: %+v, want %d hits, %d misses", step.l, step.e, st, step.hits, step.misses)
 		}
+	}
+	// A token's experts outnumbering the cache, asked for in the same
+	// order every token: least recently used would never hit, the
+	// frequency counts keep some of them.
+	// (A model of the policy gives 19 hits here.)
+	a2, err := arena.New(int(stream.ExpertCacheBytes(lay, slots)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a2.Close()
+	c2, err := stream.OpenExpertCache(lay, path, a2, slots)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	for range 20 {
+		for l := range 4 {
+			for _, e := range []int{0, 3} {
+				if _, _, _, err := c2.Expert(l, e); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	if st := c2.Stats(); st.Hits < 15 {
+		t.Errorf("cyclic requests of 8 experts in 3 slots: %d hits in 160, want at least 15", st.Hits)
+	}
+	// Prefetching only advises the kernel: no read is counted, bad
+	// numbers are ignored.
+	st := c.Stats()
+	c.PrefetchExperts(3, []int32{0, 1, 2, 3, -1, 4})
+	c.PrefetchExperts(9, []int32{0})
+	if c.Stats() != st {
+		t.Errorf("PrefetchExperts changed the counters: %+v, then %+v", st, c.Stats())
 	}
 	if _, _, _, err := c.Expert(0, 4); err == nil {
 		t.Error("expert 4 of 4 was served")

@@ -3,6 +3,7 @@
 package stream
 
 func dropPages(fd int, off, n int64) {}
+func willNeed(fd int, off, n int64)  {}
 
 // cacheProbe cannot see the page cache here: units are read with one
 // pread.

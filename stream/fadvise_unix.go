@@ -7,6 +7,10 @@ import "golang.org/x/sys/unix"
 // dropPages tells the kernel the range will not be needed again soon.
 func dropPages(fd int, off, n int64) { _ = unix.Fadvise(fd, off, n, unix.FADV_DONTNEED) }
 
+// willNeed asks the kernel to start reading the range into the page cache
+// (asynchronously).
+func willNeed(fd int, off, n int64) { _ = unix.Fadvise(fd, off, n, unix.FADV_WILLNEED) }
+
 // cacheProbe asks the kernel how much of a file range is in the page
 // cache, with cachestat(2) (Linux 6.5), which starts no I/O.
 type cacheProbe struct {
