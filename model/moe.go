@@ -216,15 +216,16 @@ func topK(sel []int32, p []float32, order []int32) {
 
 // moeState holds the buffers of the expert FFN of one token.
 type moeState struct {
-	logits, probs []float32 // router logits and probabilities
-	order         []int32   // argsort scratch
-	sel           []int32   // the selected experts
-	weights       []float32 // their weights
-	gate, up      []float32 // Used × ExpertFFN: each expert's gate (then hidden) and up
-	out           []float32 // Used × Embd: each expert's output
-	shGate, shUp  []float32 // the shared expert's gate (then hidden) and up
-	shOut         []float32 // the shared expert's output
-	shScore       []float32 // its gate input (one value)
+	logits, probs []float32   // router logits and probabilities
+	order         []int32     // argsort scratch
+	sel           []int32     // the selected experts
+	weights       []float32   // their weights
+	gate, up      []float32   // Used × ExpertFFN: each expert's gate (then hidden) and up
+	out           []float32   // Used × Embd: each expert's output
+	shGate, shUp  []float32   // the shared expert's gate (then hidden) and up
+	shOut         []float32   // the shared expert's output
+	shScore       []float32   // its gate input (one value)
+	views         [][3]Tensor // per selected expert: its gate, up and down as views of the stacked tensors
 
 	batch *moeBatch // ForwardBatch's buffers, allocated on first use
 }
@@ -257,7 +258,7 @@ func (s *State) initMoE(alloc func(name string, n int) []byte) error {
 	if mp.Experts == 0 {
 		return nil
 	}
-	s.moe = &moeState{}
+	s.moe = &moeState{views: make([][3]Tensor, mp.Used)}
 	for _, e := range moeVectors(&s.m.Hparams) {
 		b := alloc(e.name, e.n*4)
 		if len(b) != e.n*4 {
@@ -314,13 +315,14 @@ type ExpertPrefetcher interface {
 
 // expert returns the matrices of routed expert e of layer l: from the
 // State's ExpertSource when it has one, else views of the stacked tensors
-// of x.
-func (s *State) expert(l int, x *Experts, e int) (gate, up, down *Tensor, err error) {
+// of x, kept in view slot i (of Used) until the slot is asked for again.
+func (s *State) expert(l int, x *Experts, e, i int) (gate, up, down *Tensor, err error) {
 	if s.Experts != nil {
 		return s.Experts.Expert(l, e)
 	}
-	g, u, d := x.Expert(e)
-	return &g, &u, &d, nil
+	v := &s.moe.views[i]
+	v[0], v[1], v[2] = x.Expert(e)
+	return &v[0], &v[1], &v[2], nil
 }
 
 // moeFeedForward is feedForward for a mixture-of-experts block: x +=
@@ -359,7 +361,7 @@ func (s *State) mixExperts(l int, x *Experts) error {
 	}
 	var downs [maxUsedInline]*Tensor
 	for i, ex := range ms.sel {
-		gate, up, down, err := s.expert(l, x, int(ex))
+		gate, up, down, err := s.expert(l, x, int(ex), i)
 		if err != nil {
 			return err
 		}
@@ -377,7 +379,7 @@ func (s *State) mixExperts(l int, x *Experts) error {
 			down = downs[i]
 		} else {
 			var err error
-			if _, _, down, err = s.expert(l, x, int(ex)); err != nil {
+			if _, _, down, err = s.expert(l, x, int(ex), i); err != nil {
 				return err
 			}
 		}
@@ -524,7 +526,7 @@ func (s *State) moeFeedForwardBatch(ly *Block, l, n int) error {
 		if k == 0 {
 			continue
 		}
-		gate, up, down, err := s.expert(l, x, ex)
+		gate, up, down, err := s.expert(l, x, ex, 0)
 		if err != nil {
 			return err
 		}

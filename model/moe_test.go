@@ -199,3 +199,32 @@ func TestQwen3MoEEqualsDense(t *testing.T) {
 		}
 	}
 }
+
+// TestMoEForwardAllocatesNothing checks that a warm decode step of a
+// mixture of experts allocates nothing, as TestForwardAllocatesNothing
+// does for dense models.
+func TestMoEForwardAllocatesNothing(t *testing.T) {
+	for _, file := range []string{"synth-mixtral-Q4_0.gguf", "synth-qwen2moe-Q8_0.gguf"} {
+		m, done := load(t, testfiles.Path(t, "models", "moe", file))
+		for _, threads := range []int{1, 2} {
+			pool := kernels.NewPool(threads)
+			st, err := m.NewState(128, pool)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pos := 0
+			step := func() {
+				if err := st.Forward(1+pos%100, pos, true); err != nil {
+					t.Fatal(err)
+				}
+				pos++
+			}
+			step()
+			if n := testing.AllocsPerRun(50, step); n != 0 {
+				t.Errorf("%s, %d threads: %v allocations per token", file, threads, n)
+			}
+			pool.Close()
+		}
+		done()
+	}
+}
