@@ -168,21 +168,26 @@ func ternaryLanes(c *[qkK]int32, y []byte) [8]int32 {
 	return s
 }
 
-// dotTernary is the float part shared by both AVX2 kernels: per block
+// dotTernary is the reference dot of TQ1_0 (bb = 54 bytes a block) and
+// TQ2_0 (bb = 66), in the float order of both AVX2 kernels: per block
 // acc[l] = fma(float(lane l), q8.d·fp16(d), acc[l]) (ggml writes a
 // multiply and an add, which GCC contracts), then hsum_float_8.
-func dotTernary(n int, w, act []byte, bb int, codes func(*[qkK]int32, []byte)) float32 {
+func dotTernary(n int, w, act []byte, bb int) float32 {
 	var acc lanes8
-	var c [qkK]int32
+	var c [qkK]int32 // stays on the stack: the code readers are called directly
 	for i := 0; i < n/qkK; i++ {
 		b, y := w[i*bb:(i+1)*bb], act[i*292:]
-		codes(&c, b)
+		if bb == 54 {
+			tq1Codes(&c, b)
+		} else {
+			tq2Codes(&c, b)
+		}
 		s := ternaryLanes(&c, y)
 		acc.fmaInts(q8kD(y)*f16(b[bb-2:]), &s)
 	}
 	return acc.hsum()
 }
 
-func dotTQ1_0(n int, w, act []byte) float32 { return dotTernary(n, w, act, 54, tq1Codes) }
+func dotTQ1_0(n int, w, act []byte) float32 { return dotTernary(n, w, act, 54) }
 
-func dotTQ2_0(n int, w, act []byte) float32 { return dotTernary(n, w, act, 66, tq2Codes) }
+func dotTQ2_0(n int, w, act []byte) float32 { return dotTernary(n, w, act, 66) }
