@@ -48,8 +48,12 @@ func initAVX2Tier() {
 // to available, slowest first.
 func registerArch() {
 	initAVX2Tier()
+	initAVX512Tier()
 	if hasAVX2() {
 		available = append(available, avx2Tier)
+	}
+	if haveAVX512 && registerAVX512 {
+		available = append(available, avx512Tier)
 	}
 }
 

@@ -16,6 +16,12 @@ import (
 // it has none. The tile kernels do per (row, activation) exactly what the
 // AVX2 one-activation kernels do.
 func tileFor(tr *Tier, tt *quant.Traits) *tileKernel {
+	if tr == avx512Tier {
+		if k := tileForAVX512(tt); k != nil {
+			return k
+		}
+		tr = avx2Tier // the avx512 tier inherits the other tiles
+	}
 	if tr != avx2Tier {
 		return nil
 	}

@@ -1,0 +1,130 @@
+//go:build amd64 && !purego
+
+package kernels
+
+import (
+	"github.com/klauspost/cpuid/v2"
+
+	"github.com/qsf-llm/qsf/quant"
+)
+
+// avx512Tier holds the AVX-512 (F, BW, VL, VNNI) kernels: the AVX2 table,
+// every kernel inherited, with 512-bit VNNI kernels for the repacked
+// Q4_0x8 and Q8_0x4 matrices (decode and the four-token tiles) in its
+// place. Each computes the AVX2 kernel's integer sums with VPDPBUSD
+// (exact: no saturation is reachable) and keeps its float order, two
+// 8-lane accumulators (two groups of rows, or two rows) per zmm, so the
+// results are generic's bit for bit.
+var avx512Tier = &Tier{name: "avx512"}
+
+// registerAVX512 lists the avx512 tier on CPUs that have it; tests of
+// an unfinished tier can clear it and force the tier through avx512Tier.
+var registerAVX512 = true
+
+// haveAVX512 records, once, whether the CPU can run the avx512 tier.
+var haveAVX512 = haveAVX2 && cpuid.CPU.Supports(cpuid.AVX512F, cpuid.AVX512BW, cpuid.AVX512VL, cpuid.AVX512VNNI)
+
+// initAVX512Tier fills in the avx512 table: the avx2 one (filled in
+// first), with the AVX-512 kernels in place of some.
+func initAVX512Tier() {
+	name := avx512Tier.name
+	*avx512Tier = *avx2Tier
+	avx512Tier.name = name
+	avx512Tier.q4_0x8 = q4_0x8AVX512
+	avx512Tier.q8_0x4 = q8_0x4RowsAVX512
+}
+
+// tileForAVX512 returns the avx512 tier's own tile kernel for tt, or nil
+// when it uses the avx2 one.
+func tileForAVX512(tt *quant.Traits) *tileKernel {
+	switch tt {
+	case q4_0x8Traits:
+		return &tileQ4_0x8AVX512
+	case q8_0x4Traits:
+		return &tileQ8_0x4AVX512
+	}
+	return nil
+}
+
+var (
+	tileQ4_0x8AVX512 = tileKernel{
+		run:       q4_0x8x4AVX512,
+		rowStep:   8,
+		packBytes: packBytesQ4_0x8x4,
+		pack:      packQ4_0x8x4,
+	}
+	tileQ8_0x4AVX512 = tileKernel{
+		run:       q8_0x4TileAVX512,
+		rowStep:   4,
+		packBytes: packBytesQ8_0x4,
+		pack:      packQ8_0x4,
+	}
+)
+
+// The AVX-512 Q4_0x8 kernels take the groups of 8 rows two at a time
+// (lanes 0..7 of a zmm the first group, 8..15 the second); a last odd
+// group goes through the AVX2 kernel, whose arithmetic is the same.
+
+//go:noescape
+func dotQ4_0x8AVX512(out *float32, pairs int, w *byte, nb int, aux *byte)
+
+// q4_0x8AVX512 is the tier's Q4_0x8 kernel (avx512_amd64.s); aux is the
+// activation prepared by prepQ4_0x8.
+func q4_0x8AVX512(out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
+	if len(out) == 0 {
+		return
+	}
+	nb := cols / 32
+	_ = w[len(out)*rowBytes-1]
+	_ = aux[nb*q4_0x8TokBlock-1]
+	groups := len(out) / 8
+	if pairs := groups / 2; pairs > 0 {
+		dotQ4_0x8AVX512(&out[0], pairs, &w[0], nb, &aux[0])
+	}
+	if groups%2 == 1 {
+		r := 8 * (groups - 1)
+		dotQ4_0x8AVX2(&out[r], 1, &w[r*rowBytes], nb, &aux[0])
+	}
+}
+
+//go:noescape
+func dotQ4_0x8x4AVX512(out *float32, ostride, pairs int, w *byte, nb int, packed *byte)
+
+func q4_0x8x4AVX512(out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
+	_ = out[3*ostride+rows-1]
+	_ = w[rows*rowBytes-1]
+	_ = packed[packBytesQ4_0x8x4(cols)-1]
+	groups := rows / 8
+	if pairs := groups / 2; pairs > 0 {
+		dotQ4_0x8x4AVX512(&out[0], ostride, pairs, &w[0], cols/32, &packed[0])
+	}
+	if groups%2 == 1 {
+		r := 8 * (groups - 1)
+		dotQ4_0x8x4AVX2(&out[r], ostride, 1, &w[r*rowBytes], cols/32, &packed[0])
+	}
+}
+
+//go:noescape
+func dotQ8_0x4RowsAVX512(out *float32, groups int, w *byte, nb int, aux *byte)
+
+// q8_0x4RowsAVX512 is the tier's Q8_0x4 kernel; aux is the activation
+// prepared by prepQ4_0x8.
+func q8_0x4RowsAVX512(out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
+	if len(out) == 0 {
+		return
+	}
+	nb := cols / 32
+	_ = w[len(out)*rowBytes-1]
+	_ = aux[nb*q4_0x8TokBlock-1]
+	dotQ8_0x4RowsAVX512(&out[0], len(out)/4, &w[0], nb, &aux[0])
+}
+
+//go:noescape
+func dotQ8_0x4TileAVX512(out *float32, ostride, groups int, w *byte, nb int, packed *byte)
+
+func q8_0x4TileAVX512(out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
+	_ = out[3*ostride+rows-1]
+	_ = w[rows*rowBytes-1]
+	_ = packed[packBytesQ8_0x4(cols)-1]
+	dotQ8_0x4TileAVX512(&out[0], ostride, rows/4, &w[0], cols/32, &packed[0])
+}

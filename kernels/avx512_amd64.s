@@ -1,0 +1,380 @@
+//go:build amd64 && !purego
+
+#include "textflag.h"
+#include "hsum_amd64.h"
+
+// AVX-512 VNNI kernels of the avx512 tier for the repacked matrices
+// (Q4_0x8, Q8_0x4; see repack.go and q8_0x4.go). Each computes what its
+// AVX2 twin (q4_0x8_amd64.s, q8_0_amd64.s, matmul_amd64.s) computes, bit
+// for bit:
+//
+//   - the integer dot product of a block, formed with VPDPBUSD (unsigned
+//     bytes × signed bytes, four products summed into an int32 lane,
+//     without saturation). Integer sums are exact in any order; the AVX2
+//     kernels' VPMADDUBSW never saturates on these operands (see below),
+//     so the sums are the same numbers;
+//   - the float work unchanged: per block acc = fma(float(isum), dw·da,
+//     acc) in the same lanes, a zmm holding two of the AVX2 kernel's ymm
+//     accumulators (two groups of 8 rows, or two rows), and the same
+//     hsum_float_8 at the end.
+
+// Q4_0x8: lanes 0..7 of a zmm are the rows of group g, lanes 8..15 those
+// of group g+1, the same block of both loaded into the two halves (the
+// second group starts R13 = nb·144 bytes on). Chunk c's low nibbles (the
+// quants 4c..4c+3 of each row, unsigned q+8) go to Z(16+2c), its high
+// nibbles (16+4c..19+4c) to Z(17+2c); VPDPBUSD with the activation's
+// quants broadcast from memory sums each row's four products per lane.
+// The bias 8·Σa comes with the prepared activation (prepQ4_0x8).
+
+// X16NIBS loads chunk c of the block at woff(SI) of both groups and
+// splits it into its low nibbles (lo) and high nibbles (hi).
+#define X16NIBS(woff, c, lo, ylo, hi) \
+	VMOVDQU64 (woff+16+32*c)(SI), ylo \
+	VINSERTI64X4 $1, (woff+16+32*c)(SI)(R13*1), lo, lo \
+	VPSRLW $4, lo, hi \
+	VPANDD Z31, lo, lo \
+	VPANDD Z31, hi, hi
+
+// X16LOAD loads the block at woff(SI) of both groups: the rows' scales as
+// float32 in Z4, chunk c's low nibbles in Z(16+2c), its high ones in
+// Z(17+2c).
+#define X16LOAD(woff) \
+	VMOVDQU woff(SI), X4 \
+	VINSERTI128 $1, woff(SI)(R13*1), Y4, Y4 \
+	VCVTPH2PS Y4, Z4 \
+	X16NIBS(woff, 0, Z16, Y16, Z17) \
+	X16NIBS(woff, 1, Z18, Y18, Z19) \
+	X16NIBS(woff, 2, Z20, Y20, Z21) \
+	X16NIBS(woff, 3, Z22, Y22, Z23)
+
+// X16TOK accumulates into acc the block of one activation, prepared at
+// aoff(DI) (q4_0x8TokBlock bytes: 32 quants, da as float32, 8·Σa as
+// int32), against the block X16LOAD loaded. Low and high nibbles sum in
+// two chains, Z5 and Z6.
+#define X16TOK(aoff, acc) \
+	VPXORD Z5, Z5, Z5 \
+	VPXORD Z6, Z6, Z6 \
+	VPDPBUSD.BCST (aoff+0)(DI), Z16, Z5 \
+	VPDPBUSD.BCST (aoff+16)(DI), Z17, Z6 \
+	VPDPBUSD.BCST (aoff+4)(DI), Z18, Z5 \
+	VPDPBUSD.BCST (aoff+20)(DI), Z19, Z6 \
+	VPDPBUSD.BCST (aoff+8)(DI), Z20, Z5 \
+	VPDPBUSD.BCST (aoff+24)(DI), Z21, Z6 \
+	VPDPBUSD.BCST (aoff+12)(DI), Z22, Z5 \
+	VPDPBUSD.BCST (aoff+28)(DI), Z23, Z6 \
+	VPADDD Z6, Z5, Z5 \
+	VPSUBD.BCST (aoff+36)(DI), Z5, Z5 \
+	VCVTDQ2PS Z5, Z5 \
+	VMULPS.BCST (aoff+32)(DI), Z4, Z6 \
+	VFMADD231PS Z6, Z5, acc
+
+// NIBMASK sets Z31 to the low-nibble mask.
+#define NIBMASK \
+	MOVL $0x0f0f0f0f, AX \
+	VPBROADCASTD AX, Z31
+
+// func dotQ4_0x8AVX512(out *float32, pairs int, w *byte, nb int, aux *byte)
+//
+// Decode: pairs of groups of 8 rows against one activation prepared by
+// prepQ4_0x8. The two groups are two streams, each prefetched about
+// 1 KiB ahead (five lines per two blocks).
+TEXT ·dotQ4_0x8AVX512(SB), NOSPLIT, $0-40
+	MOVQ out+0(FP), R8
+	MOVQ pairs+8(FP), R9
+	MOVQ w+16(FP), SI
+	MOVQ nb+24(FP), R10
+	MOVQ aux+32(FP), R11
+	MOVQ R10, R13
+	IMULQ $144, R13
+	NIBMASK
+
+x16pair:
+	VPXORD Z0, Z0, Z0
+	MOVQ R11, DI
+	MOVQ R10, CX
+
+x16block:
+	CMPQ CX, $2
+	JLT  x16single
+	PREFETCHT0 1024(SI)
+	PREFETCHT0 1088(SI)
+	PREFETCHT0 1152(SI)
+	PREFETCHT0 1216(SI)
+	PREFETCHT0 1280(SI)
+	PREFETCHT0 1024(SI)(R13*1)
+	PREFETCHT0 1088(SI)(R13*1)
+	PREFETCHT0 1152(SI)(R13*1)
+	PREFETCHT0 1216(SI)(R13*1)
+	PREFETCHT0 1280(SI)(R13*1)
+	X16LOAD(0)
+	X16TOK(0, Z0)
+	X16LOAD(144)
+	X16TOK(40, Z0)
+	ADDQ $288, SI
+	ADDQ $80, DI
+	SUBQ $2, CX
+	JMP  x16block
+
+x16single:
+	TESTQ CX, CX
+	JZ    x16store
+	X16LOAD(0)
+	X16TOK(0, Z0)
+	ADDQ $144, SI
+
+x16store:
+	VMOVUPS Z0, (R8)
+	ADDQ $64, R8
+	ADDQ R13, SI // past the second group
+	DECQ R9
+	JNZ  x16pair
+	VZEROUPPER
+	RET
+
+// func dotQ4_0x8x4AVX512(out *float32, ostride, pairs int, w *byte, nb int, packed *byte)
+//
+// The tile: four activations (packed by packQ4_0x8x4, block b of
+// activation t at (4b+t)·40) against pairs of groups of 8 rows, each
+// block's nibbles unpacked once for the four.
+TEXT ·dotQ4_0x8x4AVX512(SB), NOSPLIT, $0-48
+	MOVQ out+0(FP), R8
+	MOVQ ostride+8(FP), R12
+	SHLQ $2, R12
+	LEAQ (R12)(R12*2), DX
+	MOVQ pairs+16(FP), R9
+	MOVQ w+24(FP), SI
+	MOVQ nb+32(FP), R10
+	MOVQ packed+40(FP), R11
+	MOVQ R10, R13
+	IMULQ $144, R13
+	NIBMASK
+
+x16x4pair:
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	MOVQ R11, DI
+	MOVQ R10, CX
+
+x16x4block:
+	X16LOAD(0)
+	X16TOK(0, Z0)
+	X16TOK(40, Z1)
+	X16TOK(80, Z2)
+	X16TOK(120, Z3)
+	ADDQ $144, SI
+	ADDQ $160, DI
+	DECQ CX
+	JNZ  x16x4block
+
+	VMOVUPS Z0, (R8)
+	VMOVUPS Z1, (R8)(R12*1)
+	VMOVUPS Z2, (R8)(R12*2)
+	VMOVUPS Z3, (R8)(DX*1)
+	ADDQ $64, R8
+	ADDQ R13, SI // past the second group
+	DECQ R9
+	JNZ  x16x4pair
+	VZEROUPPER
+	RET
+
+// Q8_0x4: a zmm holds two rows of a group of four (rows 0, 1 in Z16 for
+// the decode kernel, rows 2, 3 in Z17), whose quants are 64 contiguous
+// bytes of the block, against the activation's 32 quants in both halves.
+// The product is the AVX2 kernels' sign trick, |w| (unsigned) × a·sign(w)
+// (signed, wrapping: a = -128 with w < 0 stays -128): VPABSB, then a
+// negated under the mask of w's sign bits. VPMADDUBSW cannot saturate
+// there (|w| ≤ 128 and the signed byte ≥ -128, so a pair is at least
+// -32768 and at most 2·128·127), so VPDPBUSD's sums are the AVX2 ones.
+// q8Lanes01 and q8Lanes23 spread the rows' four scales over the halves.
+
+DATA q8Lanes01<>+0(SB)/8, $0
+DATA q8Lanes01<>+8(SB)/8, $0
+DATA q8Lanes01<>+16(SB)/8, $0
+DATA q8Lanes01<>+24(SB)/8, $0
+DATA q8Lanes01<>+32(SB)/8, $0x0000000100000001
+DATA q8Lanes01<>+40(SB)/8, $0x0000000100000001
+DATA q8Lanes01<>+48(SB)/8, $0x0000000100000001
+DATA q8Lanes01<>+56(SB)/8, $0x0000000100000001
+GLOBL q8Lanes01<>(SB), RODATA|NOPTR, $64
+
+DATA q8Lanes23<>+0(SB)/8, $0x0000000200000002
+DATA q8Lanes23<>+8(SB)/8, $0x0000000200000002
+DATA q8Lanes23<>+16(SB)/8, $0x0000000200000002
+DATA q8Lanes23<>+24(SB)/8, $0x0000000200000002
+DATA q8Lanes23<>+32(SB)/8, $0x0000000300000003
+DATA q8Lanes23<>+40(SB)/8, $0x0000000300000003
+DATA q8Lanes23<>+48(SB)/8, $0x0000000300000003
+DATA q8Lanes23<>+56(SB)/8, $0x0000000300000003
+GLOBL q8Lanes23<>(SB), RODATA|NOPTR, $64
+
+// Q8CONST loads the lane spreads into Z28, Z29 and zero into Z30.
+#define Q8CONST \
+	VMOVDQU64 q8Lanes01<>(SB), Z28 \
+	VMOVDQU64 q8Lanes23<>(SB), Z29 \
+	VPXORD Z30, Z30, Z30
+
+// Q8PAIR loads the quants of a pair of rows at off(SI): |w| into w, the
+// mask of w < 0 into k.
+#define Q8PAIR(off, w, k) \
+	VMOVDQU64 off(SI), w \
+	VPMOVB2M w, k \
+	VPABSB w, w
+
+// Q8DOT sets Z7 to float(isum) of the pair of rows in w (mask k) against
+// the activation quants in Z12 (both halves).
+#define Q8DOT(w, k) \
+	VMOVDQA64 Z12, Z6 \
+	VPSUBB Z12, Z30, k, Z6 \
+	VPXORD Z7, Z7, Z7 \
+	VPDPBUSD Z6, w, Z7 \
+	VCVTDQ2PS Z7, Z7
+
+// Q8SCALES sets X13 to the four fp32 scales of the block at woff(SI).
+#define Q8SCALES(woff) \
+	VMOVQ woff(SI), X13 \
+	VCVTPH2PS X13, X13
+
+// Q8SPREAD spreads X13's four floats over the halves of Z14 (rows 0, 1)
+// and Z15 (rows 2, 3).
+#define Q8SPREAD \
+	VPERMPS Z13, Z28, Z14 \
+	VPERMPS Z13, Z29, Z15
+
+// Q8REDUCE stores the row sums (hsum_float_8 of each half) of the pairs
+// in a and b (rows 0, 1 and 2, 3) at dst.
+#define Q8REDUCE(a, b, ya, yb, dst) \
+	VEXTRACTF64X4 $1, a, Y1 \
+	VMOVAPS ya, Y0 \
+	VEXTRACTF64X4 $1, b, Y3 \
+	VMOVAPS yb, Y2 \
+	HSUM4 \
+	VMOVUPS X5, dst
+
+// R8BLOCK accumulates the block at woff(SI), with its activation
+// prepared at aoff(DI) (q4_0x8TokBlock bytes), into Z16 and Z17.
+#define R8BLOCK(woff, aoff) \
+	VBROADCASTI32X8 aoff(DI), Z12 \
+	Q8SCALES(woff) \
+	VBROADCASTSS (aoff+32)(DI), X14 \
+	VMULPS X14, X13, X13 \
+	Q8SPREAD \
+	Q8PAIR(woff+8, Z4, K1) \
+	Q8PAIR(woff+72, Z5, K2) \
+	Q8DOT(Z4, K1) \
+	VFMADD231PS Z14, Z7, Z16 \
+	Q8DOT(Z5, K2) \
+	VFMADD231PS Z15, Z7, Z17
+
+// func dotQ8_0x4RowsAVX512(out *float32, groups int, w *byte, nb int, aux *byte)
+//
+// Decode: groups of four rows, back to back, read as one stream and
+// prefetched about 1 KiB ahead, against one activation prepared by
+// prepQ4_0x8.
+TEXT ·dotQ8_0x4RowsAVX512(SB), NOSPLIT, $0-40
+	MOVQ out+0(FP), R8
+	MOVQ groups+8(FP), R9
+	MOVQ w+16(FP), SI
+	MOVQ aux+32(FP), R11
+	Q8CONST
+
+r8group:
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	MOVQ R11, DI
+	MOVQ nb+24(FP), CX
+
+r8pair:
+	CMPQ CX, $2
+	JLT  r8single
+	PREFETCHT0 1024(SI)
+	PREFETCHT0 1088(SI)
+	PREFETCHT0 1152(SI)
+	PREFETCHT0 1216(SI)
+	PREFETCHT0 1280(SI)
+	R8BLOCK(0, 0)
+	R8BLOCK(136, 40)
+	ADDQ $272, SI
+	ADDQ $80, DI
+	SUBQ $2, CX
+	JMP  r8pair
+
+r8single:
+	TESTQ CX, CX
+	JZ    r8reduce
+	R8BLOCK(0, 0)
+	ADDQ $136, SI
+
+r8reduce:
+	Q8REDUCE(Z16, Z17, Y16, Y17, (R8))
+	ADDQ $16, R8
+	DECQ R9
+	JNZ  r8group
+	VZEROUPPER
+	RET
+
+// Q8TOKZ accumulates activation t's part of the block (packed by
+// packQ8_0x4 at off(DI): 32 quants, da as eight float32) into acc0 (rows
+// 0, 1) and acc1 (rows 2, 3), the rows' quants in Z4 (K1) and Z5 (K2) and
+// their scales in Z14 and Z15.
+#define Q8TOKZ(off, acc0, acc1) \
+	VBROADCASTI32X8 off(DI), Z12 \
+	Q8DOT(Z4, K1) \
+	VMULPS.BCST (off+32)(DI), Z14, Z8 \
+	VFMADD231PS Z8, Z7, acc0 \
+	Q8DOT(Z5, K2) \
+	VMULPS.BCST (off+32)(DI), Z15, Z9 \
+	VFMADD231PS Z9, Z7, acc1
+
+// func dotQ8_0x4TileAVX512(out *float32, ostride, groups int, w *byte, nb int, packed *byte)
+//
+// The tile: four activations packed by packQ8_0x4 against groups of four
+// rows; activation t's rows (0, 1) and (2, 3) accumulate in Z(16+2t) and
+// Z(17+2t).
+TEXT ·dotQ8_0x4TileAVX512(SB), NOSPLIT, $0-48
+	MOVQ out+0(FP), R8
+	MOVQ ostride+8(FP), R12
+	SHLQ $2, R12
+	LEAQ (R12)(R12*2), DX
+	MOVQ groups+16(FP), R9
+	MOVQ w+24(FP), SI
+	MOVQ nb+32(FP), R10
+	MOVQ packed+40(FP), R11
+	Q8CONST
+
+r8tgroup:
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	VPXORD Z18, Z18, Z18
+	VPXORD Z19, Z19, Z19
+	VPXORD Z20, Z20, Z20
+	VPXORD Z21, Z21, Z21
+	VPXORD Z22, Z22, Z22
+	VPXORD Z23, Z23, Z23
+	MOVQ R11, DI
+	MOVQ R10, CX
+
+r8tblock:
+	Q8SCALES(0)
+	Q8SPREAD
+	Q8PAIR(8, Z4, K1)
+	Q8PAIR(72, Z5, K2)
+	Q8TOKZ(0, Z16, Z17)
+	Q8TOKZ(64, Z18, Z19)
+	Q8TOKZ(128, Z20, Z21)
+	Q8TOKZ(192, Z22, Z23)
+	ADDQ $136, SI
+	ADDQ $256, DI
+	DECQ CX
+	JNZ  r8tblock
+
+	Q8REDUCE(Z16, Z17, Y16, Y17, (R8))
+	Q8REDUCE(Z18, Z19, Y18, Y19, (R8)(R12*1))
+	Q8REDUCE(Z20, Z21, Y20, Y21, (R8)(R12*2))
+	Q8REDUCE(Z22, Z23, Y22, Y23, (R8)(DX*1))
+	ADDQ $16, R8
+	DECQ R9
+	JNZ  r8tgroup
+	VZEROUPPER
+	RET
