@@ -43,6 +43,12 @@ func tileForAVX512(tt *quant.Traits) *tileKernel {
 	case q8_0x4Traits:
 		return &tileQ8_0x4AVX512
 	}
+	switch tt.Type {
+	case quant.F32:
+		return &tileF32AVX512
+	case quant.F16:
+		return &tileF16AVX512
+	}
 	return nil
 }
 
@@ -52,6 +58,18 @@ var (
 		rowStep:   8,
 		packBytes: packBytesQ4_0x8x4,
 		pack:      packQ4_0x8x4,
+	}
+	tileF32AVX512 = tileKernel{
+		run:       f32x4AVX512,
+		rowStep:   1,
+		packBytes: packBytesF32x4,
+		pack:      packF32x4,
+	}
+	tileF16AVX512 = tileKernel{
+		run:       f16x4AVX512,
+		rowStep:   1,
+		packBytes: packBytesF32x4,
+		pack:      packF16x4,
 	}
 	tileQ8_0x4AVX512 = tileKernel{
 		run:       q8_0x4TileAVX512,
@@ -127,4 +145,32 @@ func q8_0x4TileAVX512(out []float32, ostride int, w []byte, rowBytes, cols, rows
 	_ = w[rows*rowBytes-1]
 	_ = packed[packBytesQ8_0x4(cols)-1]
 	dotQ8_0x4TileAVX512(&out[0], ostride, rows/4, &w[0], cols/32, &packed[0])
+}
+
+// The float block kernels (avx512_amd64.s): those of the avx2 tile
+// kernels (matmul_amd64.go) in two zmm passes instead of four ymm ones,
+// with the same sums and the same scratch layout.
+
+//go:noescape
+func dotF32R3x4AVX512(out *float32, ostride, blocks int, w *byte, chunks, rowBytes int, act *byte, actStride int, scratch *float32, sstride, flags int)
+
+//go:noescape
+func dotF32R2x4AVX512(out *float32, ostride, blocks int, w *byte, chunks, rowBytes int, act *byte, actStride int, scratch *float32, sstride, flags int)
+
+//go:noescape
+func dotF16R3x4AVX512(out *float32, ostride, blocks int, w *byte, chunks, rowBytes int, act *byte, actStride int, scratch *float32, sstride, flags int)
+
+//go:noescape
+func dotF16R2x4AVX512(out *float32, ostride, blocks int, w *byte, chunks, rowBytes int, act *byte, actStride int, scratch *float32, sstride, flags int)
+
+// f32x4AVX512 is the avx512 tier's F32 tile kernel: f32x4AVX2 on the
+// AVX-512 block kernels.
+func f32x4AVX512(out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
+	f32x4(true, out, ostride, w, rowBytes, cols, rows, packed)
+}
+
+// f16x4AVX512 is the avx512 tier's F16 tile kernel: f16x4AVX2 on the
+// AVX-512 block kernels.
+func f16x4AVX512(out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
+	halfx4AVX2(true, kindF16, out, ostride, w, rowBytes, cols, rows, packed)
 }

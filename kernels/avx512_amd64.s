@@ -18,6 +18,21 @@
 //     accumulators (two groups of 8 rows, or two rows), and the same
 //     hsum_float_8 at the end.
 
+// ZPROLOGUE loads the arguments of the float block kernels (below), as
+// the AVX2 ones do: R8 out, R14 the output stride in bytes, R9 blocks, SI w, R12
+// rowBytes, R11 act, R13 actStride, DX 3·actStride, DI scratch.
+#define ZPROLOGUE \
+	MOVQ out+0(FP), R8 \
+	MOVQ ostride+8(FP), R14 \
+	SHLQ $2, R14 \
+	MOVQ blocks+16(FP), R9 \
+	MOVQ w+24(FP), SI \
+	MOVQ rowBytes+40(FP), R12 \
+	MOVQ act+48(FP), R11 \
+	MOVQ actStride+56(FP), R13 \
+	LEAQ (R13)(R13*2), DX \
+	MOVQ scratch+64(FP), DI
+
 // Q4_0x8: lanes 0..7 of a zmm are the rows of group g, lanes 8..15 those
 // of group g+1, the same block of both loaded into the two halves (the
 // second group starts R13 = nb·144 bytes on). Chunk c's low nibbles (the
@@ -376,5 +391,351 @@ r8tblock:
 	ADDQ $16, R8
 	DECQ R9
 	JNZ  r8tgroup
+	VZEROUPPER
+	RET
+
+// F32 and F16 tiles in blocks of three or two rows: the sums of
+// dotF32R3x4AVX2 and its kin (matmul_amd64.s), bit for bit. ggml's four
+// 8-lane accumulators of a dot cover the floats 32i+8j..32i+8j+7 of chunk
+// i; accumulators 0, 1 are the 16 floats at 32i and 2, 3 those at 32i+16,
+// so a zmm holds two of them and two passes (over bytes 0..63, then
+// 64..127 of each 128-byte chunk of float32) do the four passes of the
+// AVX2 kernels with the same FMAs, lane for lane. The scratch keeps the
+// AVX2 layout (pass j's slot s at 32s + j·P): a zmm's halves are slot s of
+// passes 2p and 2p+1, so the reduction is the AVX2 one (F32R3FINISH).
+
+// ZSLOT loads (resume) or stores (save) slot s of accumulator z (y its
+// low half) for the pair of passes at (DI), P bytes apart.
+#define ZLOAD(s, P, y, z) \
+	VMOVUPS (32*s)(DI), y \
+	VINSERTF64X4 $1, (P+32*s)(DI), z, z
+
+#define ZSAVE(s, P, y, z) \
+	VMOVUPS y, (32*s)(DI) \
+	VEXTRACTF64X4 $1, z, (P+32*s)(DI)
+
+#define ZLOAD8(P) \
+	ZLOAD(0, P, Y0, Z0) \
+	ZLOAD(1, P, Y1, Z1) \
+	ZLOAD(2, P, Y2, Z2) \
+	ZLOAD(3, P, Y3, Z3) \
+	ZLOAD(4, P, Y4, Z4) \
+	ZLOAD(5, P, Y5, Z5) \
+	ZLOAD(6, P, Y6, Z6) \
+	ZLOAD(7, P, Y7, Z7)
+
+#define ZSAVE8(P) \
+	ZSAVE(0, P, Y0, Z0) \
+	ZSAVE(1, P, Y1, Z1) \
+	ZSAVE(2, P, Y2, Z2) \
+	ZSAVE(3, P, Y3, Z3) \
+	ZSAVE(4, P, Y4, Z4) \
+	ZSAVE(5, P, Y5, Z5) \
+	ZSAVE(6, P, Y6, Z6) \
+	ZSAVE(7, P, Y7, Z7)
+
+#define ZLOAD12(P) \
+	ZLOAD8(P) \
+	ZLOAD(8, P, Y8, Z8) \
+	ZLOAD(9, P, Y9, Z9) \
+	ZLOAD(10, P, Y10, Z10) \
+	ZLOAD(11, P, Y11, Z11)
+
+#define ZSAVE12(P) \
+	ZSAVE8(P) \
+	ZSAVE(8, P, Y8, Z8) \
+	ZSAVE(9, P, Y9, Z9) \
+	ZSAVE(10, P, Y10, Z10) \
+	ZSAVE(11, P, Y11, Z11)
+
+#define ZZERO8 \
+	VPXORD Z0, Z0, Z0 \
+	VPXORD Z1, Z1, Z1 \
+	VPXORD Z2, Z2, Z2 \
+	VPXORD Z3, Z3, Z3 \
+	VPXORD Z4, Z4, Z4 \
+	VPXORD Z5, Z5, Z5 \
+	VPXORD Z6, Z6, Z6 \
+	VPXORD Z7, Z7, Z7
+
+#define ZZERO12 \
+	ZZERO8 \
+	VPXORD Z8, Z8, Z8 \
+	VPXORD Z9, Z9, Z9 \
+	VPXORD Z10, Z10, Z10 \
+	VPXORD Z11, Z11, Z11
+
+// Z3FMA multiplies the three rows' 16 floats (Z12..Z14) by an
+// activation's at src into a, b, c; Z2FMA the two rows' (Z12, Z13).
+#define Z3FMA(src, a, b, c) \
+	VMOVUPS src, Z15 \
+	VFMADD231PS Z15, Z12, a \
+	VFMADD231PS Z15, Z13, b \
+	VFMADD231PS Z15, Z14, c
+
+#define Z2FMA(src, a, b) \
+	VMOVUPS src, Z15 \
+	VFMADD231PS Z15, Z12, a \
+	VFMADD231PS Z15, Z13, b
+
+// func dotF32R3x4AVX512(out *float32, ostride, blocks int, w *byte, chunks, rowBytes int, act *byte, actStride int, scratch *float32, sstride, flags int)
+//
+// dotF32R3x4AVX2 in two zmm passes. Pass 0 prefetches the second line of
+// each 128 bytes of the rows, which pass 1 reads; pass 1 the first line
+// of the next block's rows.
+TEXT ·dotF32R3x4AVX512(SB), NOSPLIT, $0-88
+	ZPROLOGUE
+
+z3block:
+	XORQ R10, R10
+
+z3pass:
+	TESTQ $1, flags+80(FP)
+	JNZ   z3resume
+	ZZERO12
+	JMP   z3start
+
+z3resume:
+	ZLOAD12(384)
+
+z3start:
+	LEAQ 64(SI), BX
+	CMPQ R10, $64
+	JLT  z3pf
+	LEAQ (SI)(R12*2), BX
+	ADDQ R12, BX
+
+z3pf:
+	LEAQ (SI)(R10*1), AX
+	LEAQ (R11)(R10*1), R15
+	MOVQ chunks+32(FP), CX
+
+z3chunk:
+	PREFETCHT0 (BX)
+	PREFETCHT0 (BX)(R12*1)
+	PREFETCHT0 (BX)(R12*2)
+	VMOVUPS (AX), Z12
+	VMOVUPS (AX)(R12*1), Z13
+	VMOVUPS (AX)(R12*2), Z14
+	Z3FMA((R15), Z0, Z1, Z2)
+	Z3FMA((R15)(R13*1), Z3, Z4, Z5)
+	Z3FMA((R15)(R13*2), Z6, Z7, Z8)
+	Z3FMA((R15)(DX*1), Z9, Z10, Z11)
+	ADDQ $128, AX
+	ADDQ $128, R15
+	ADDQ $128, BX
+	DECQ CX
+	JNZ  z3chunk
+
+	ZSAVE12(384)
+	ADDQ $768, DI
+	ADDQ $64, R10
+	CMPQ R10, $128
+	JNE  z3pass
+
+	SUBQ  $1536, DI
+	TESTQ $2, flags+80(FP)
+	JZ    z3next
+	F32R3FINISH
+
+z3next:
+	ADDQ sstride+72(FP), DI
+	ADDQ $12, R8
+	LEAQ (SI)(R12*2), SI
+	ADDQ R12, SI
+	DECQ R9
+	JNZ  z3block
+	VZEROUPPER
+	RET
+
+// func dotF32R2x4AVX512(out *float32, ostride, blocks int, w *byte, chunks, rowBytes int, act *byte, actStride int, scratch *float32, sstride, flags int)
+//
+// dotF32R2x4AVX2 in two zmm passes.
+TEXT ·dotF32R2x4AVX512(SB), NOSPLIT, $0-88
+	ZPROLOGUE
+
+z2block:
+	XORQ R10, R10
+
+z2pass:
+	TESTQ $1, flags+80(FP)
+	JNZ   z2resume
+	ZZERO8
+	JMP   z2start
+
+z2resume:
+	ZLOAD8(256)
+
+z2start:
+	LEAQ 64(SI), BX
+	CMPQ R10, $64
+	JLT  z2pf
+	LEAQ (SI)(R12*2), BX
+
+z2pf:
+	LEAQ (SI)(R10*1), AX
+	LEAQ (R11)(R10*1), R15
+	MOVQ chunks+32(FP), CX
+
+z2chunk:
+	PREFETCHT0 (BX)
+	PREFETCHT0 (BX)(R12*1)
+	VMOVUPS (AX), Z12
+	VMOVUPS (AX)(R12*1), Z13
+	Z2FMA((R15), Z0, Z1)
+	Z2FMA((R15)(R13*1), Z2, Z3)
+	Z2FMA((R15)(R13*2), Z4, Z5)
+	Z2FMA((R15)(DX*1), Z6, Z7)
+	ADDQ $128, AX
+	ADDQ $128, R15
+	ADDQ $128, BX
+	DECQ CX
+	JNZ  z2chunk
+
+	ZSAVE8(256)
+	ADDQ $512, DI
+	ADDQ $64, R10
+	CMPQ R10, $128
+	JNE  z2pass
+
+	SUBQ  $1024, DI
+	TESTQ $2, flags+80(FP)
+	JZ    z2next
+	F32R2FINISH
+
+z2next:
+	ADDQ sstride+72(FP), DI
+	ADDQ $8, R8
+	LEAQ (SI)(R12*2), SI
+	DECQ R9
+	JNZ  z2block
+	VZEROUPPER
+	RET
+
+// func dotF16R3x4AVX512(out *float32, ostride, blocks int, w *byte, chunks, rowBytes int, act *byte, actStride int, scratch *float32, sstride, flags int)
+//
+// dotF32R3x4AVX512 on F16 rows, widened as they are loaded (pass j reads
+// 32 bytes at 32j of each 64-byte chunk): dotF16R3x4AVX2's sums. Both
+// passes prefetch the next block's three rows.
+TEXT ·dotF16R3x4AVX512(SB), NOSPLIT, $0-88
+	ZPROLOGUE
+
+h3zblock:
+	XORQ R10, R10
+
+h3zpass:
+	TESTQ $1, flags+80(FP)
+	JNZ   h3zresume
+	ZZERO12
+	JMP   h3zstart
+
+h3zresume:
+	ZLOAD12(384)
+
+h3zstart:
+	LEAQ (SI)(R12*2), BX
+	ADDQ R12, BX
+	MOVQ R10, AX
+	SHRQ $1, AX
+	ADDQ SI, AX
+	LEAQ (R11)(R10*1), R15
+	MOVQ chunks+32(FP), CX
+
+h3zchunk:
+	PREFETCHT0 (BX)
+	PREFETCHT0 (BX)(R12*1)
+	PREFETCHT0 (BX)(R12*2)
+	VCVTPH2PS (AX), Z12
+	VCVTPH2PS (AX)(R12*1), Z13
+	VCVTPH2PS (AX)(R12*2), Z14
+	Z3FMA((R15), Z0, Z1, Z2)
+	Z3FMA((R15)(R13*1), Z3, Z4, Z5)
+	Z3FMA((R15)(R13*2), Z6, Z7, Z8)
+	Z3FMA((R15)(DX*1), Z9, Z10, Z11)
+	ADDQ $64, AX
+	ADDQ $128, R15
+	ADDQ $64, BX
+	DECQ CX
+	JNZ  h3zchunk
+
+	ZSAVE12(384)
+	ADDQ $768, DI
+	ADDQ $64, R10
+	CMPQ R10, $128
+	JNE  h3zpass
+
+	SUBQ  $1536, DI
+	TESTQ $2, flags+80(FP)
+	JZ    h3znext
+	F32R3FINISH
+
+h3znext:
+	ADDQ sstride+72(FP), DI
+	ADDQ $12, R8
+	LEAQ (SI)(R12*2), SI
+	ADDQ R12, SI
+	DECQ R9
+	JNZ  h3zblock
+	VZEROUPPER
+	RET
+
+// func dotF16R2x4AVX512(out *float32, ostride, blocks int, w *byte, chunks, rowBytes int, act *byte, actStride int, scratch *float32, sstride, flags int)
+//
+// dotF32R2x4AVX512 on F16 rows: dotF16R2x4AVX2's sums.
+TEXT ·dotF16R2x4AVX512(SB), NOSPLIT, $0-88
+	ZPROLOGUE
+
+h2zblock:
+	XORQ R10, R10
+
+h2zpass:
+	TESTQ $1, flags+80(FP)
+	JNZ   h2zresume
+	ZZERO8
+	JMP   h2zstart
+
+h2zresume:
+	ZLOAD8(256)
+
+h2zstart:
+	LEAQ (SI)(R12*2), BX
+	MOVQ R10, AX
+	SHRQ $1, AX
+	ADDQ SI, AX
+	LEAQ (R11)(R10*1), R15
+	MOVQ chunks+32(FP), CX
+
+h2zchunk:
+	PREFETCHT0 (BX)
+	PREFETCHT0 (BX)(R12*1)
+	VCVTPH2PS (AX), Z12
+	VCVTPH2PS (AX)(R12*1), Z13
+	Z2FMA((R15), Z0, Z1)
+	Z2FMA((R15)(R13*1), Z2, Z3)
+	Z2FMA((R15)(R13*2), Z4, Z5)
+	Z2FMA((R15)(DX*1), Z6, Z7)
+	ADDQ $64, AX
+	ADDQ $128, R15
+	ADDQ $64, BX
+	DECQ CX
+	JNZ  h2zchunk
+
+	ZSAVE8(256)
+	ADDQ $512, DI
+	ADDQ $64, R10
+	CMPQ R10, $128
+	JNE  h2zpass
+
+	SUBQ  $1024, DI
+	TESTQ $2, flags+80(FP)
+	JZ    h2znext
+	F32R2FINISH
+
+h2znext:
+	ADDQ sstride+72(FP), DI
+	ADDQ $8, R8
+	LEAQ (SI)(R12*2), SI
+	DECQ R9
+	JNZ  h2zblock
 	VZEROUPPER
 	RET

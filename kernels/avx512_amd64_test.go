@@ -130,35 +130,42 @@ func equalBits(t *testing.T, what string, got, want []float32) {
 	}
 }
 
-// BenchmarkAVX512 compares the avx2 and avx512 tiers side by side on the
-// repacked Q4_0x8 and Q8_0x4 matrices of a 768-wide model's FFN
-// (2048×768): MatMul of 32 activations (the tiles, prefill) and MatVec
-// (decode), one thread. cpu-ms/op is CPU time of the thread, less
-// sensitive to other load than the wall time.
+// BenchmarkAVX512 compares the avx2 and avx512 tiers side by side on a
+// 768-wide model's FFN matrix (2048×768): MatMul of 32 activations (the
+// tiles, prefill) and MatVec (decode), one thread, for the types the
+// avx512 tier has kernels of its own (Q4_0 and Q8_0 repacked, F32, F16).
+// cpu-ms/op is CPU time of the thread, less sensitive to other load than
+// the wall time.
 func BenchmarkAVX512(b *testing.B) {
 	if !haveAVX512 {
 		b.Skip("CPU lacks AVX-512 F/BW/VL/VNNI")
 	}
 	const rows, cols, n = 2048, 768, 32
-	for _, rc := range repackCases {
-		r := rand.New(rand.NewPCG(23, 24))
-		w := randomRows(r, rc.file, rows, cols)
-		if _, err := Repack(rc.file, w, w, rows, cols); err != nil {
-			b.Fatal(err)
+	for _, typ := range []quant.Type{Q4_0x8, Q8_0x4, quant.F32, quant.F16} {
+		file := typ
+		if k := repackOf(typ); k != nil {
+			file = k.file
 		}
-		acts := randomRows(r, quant.Q8_0, n, cols)
+		r := rand.New(rand.NewPCG(23, 24))
+		w := randomRows(r, file, rows, cols)
+		if file != typ {
+			if _, err := Repack(file, w, w, rows, cols); err != nil {
+				b.Fatal(err)
+			}
+		}
+		acts := randomRows(r, vecDotType[file], n, cols)
 		out := make([]float32, n*rows)
 		for _, op := range []string{"MatMul", "MatVec"} {
 			for _, tr := range []*Tier{avx2Tier, avx512Tier} {
-				b.Run(fmt.Sprintf("%s/%s/%s", typeName(rc.packed), op, tr.Name()), func(b *testing.B) {
+				b.Run(fmt.Sprintf("%s/%s/%s", typeName(typ), op, tr.Name()), func(b *testing.B) {
 					runtime.LockOSThread()
 					defer runtime.UnlockOSThread()
 					c0 := threadCPU()
 					for b.Loop() {
 						if op == "MatMul" {
-							tr.MatMul(rc.packed, out, w, cols, acts, n)
+							tr.MatMul(typ, out, w, cols, acts, n)
 						} else {
-							tr.MatVec(rc.packed, out[:rows], w, cols, acts[:len(acts)/n])
+							tr.MatVec(typ, out[:rows], w, cols, acts[:len(acts)/n])
 						}
 					}
 					if c0 >= 0 {
