@@ -739,3 +739,129 @@ h2znext:
 	JNZ  h2zblock
 	VZEROUPPER
 	RET
+
+// Q4_K × Q8_K tile: dotQ4_Kx4AVX2's work with the integer part of two
+// activations in one zmm (lanes 0..7 activation 2p, 8..15 activation
+// 2p+1), the row's nibbles and scales in both halves: VPMADDUBSW and
+// VPMADDWD on the same bytes as the AVX2 kernel, lane for lane, so the
+// int32 sums are its own; the float part (K4END, K4STORE) is the AVX2
+// one. The activations come packed by packQ8_Kx4Z: per block 1024 bytes of
+// quants, pair p at 512p with sub-block s (32 quants) of both activations
+// at 512p+64s, then the four Q8_K blocks (d, bsums) at 1024+292t.
+
+// K4TOKZ adds the pair of activations at poff(DI)'s part of sub-blocks
+// 2j, 2j+1 into iacc: the nibbles in Z9 (low), Z10 (high), the scales in
+// Z11, Z12.
+#define K4TOKZ(j, poff, iacc) \
+	VPMADDUBSW (poff+128*j)(DI), Z9, Z13 \
+	VPMADDUBSW (poff+128*j+64)(DI), Z10, Z14 \
+	VPMADDWD Z11, Z13, Z13 \
+	VPMADDWD Z12, Z14, Z14 \
+	VPADDD Z13, iacc, iacc \
+	VPADDD Z14, iacc, iacc
+
+#define K4QUADZ(j, clo, chi) \
+	VBROADCASTI32X8 (16+32*j)(SI), Z9 \
+	VPSRLW $4, Z9, Z10 \
+	VPANDD Z15, Z9, Z9 \
+	VPANDD Z15, Z10, Z10 \
+	VPSHUFB clo, Z8, Z11 \
+	VPSHUFB chi, Z8, Z12 \
+	K4TOKZ(j, 0, Z4) \
+	K4TOKZ(j, 512, Z5)
+
+// func dotQ4_Kx4AVX512(out *float32, ostride, rows int, w *byte, nb int, packed *byte)
+TEXT ·dotQ4_Kx4AVX512(SB), NOSPLIT, $64-48
+	MOVQ out+0(FP), R8
+	MOVQ ostride+8(FP), R14
+	SHLQ $2, R14
+	LEAQ (R14)(R14*2), R15
+	MOVQ rows+16(FP), R9
+	MOVQ w+24(FP), SI
+	MOVQ nb+32(FP), R10
+	MOVQ packed+40(FP), R11
+
+	MOVL $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z15 // low nibble mask
+	VBROADCASTI32X8 ·k4ScaleShuf+0(SB), Z16
+	VBROADCASTI32X8 ·k4ScaleShuf+32(SB), Z17
+	VBROADCASTI32X8 ·k4ScaleShuf+64(SB), Z18
+	VBROADCASTI32X8 ·k4ScaleShuf+96(SB), Z19
+	VBROADCASTI32X8 ·k4ScaleShuf+128(SB), Z20
+	VBROADCASTI32X8 ·k4ScaleShuf+160(SB), Z21
+	VBROADCASTI32X8 ·k4ScaleShuf+192(SB), Z22
+	VBROADCASTI32X8 ·k4ScaleShuf+224(SB), Z23
+
+k4zrow:
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VMOVUPS Y0, 0(SP)
+	VMOVUPS Y0, 32(SP)
+	MOVQ R11, DI
+	MOVQ R10, CX
+
+k4zblock:
+	// Scales in AX (low 4 bytes) and DX, mins in BX and R12, as in
+	// dotQ4_KAVX2.
+	MOVL 4(SI), AX
+	MOVL 8(SI), BX
+	MOVL 12(SI), DX
+	MOVL DX, R12
+	SHRL $4, R12
+	ANDL $0x0f0f0f0f, R12
+	MOVL BX, R13
+	SHRL $6, R13
+	ANDL $0x03030303, R13
+	SHLL $4, R13
+	ORL  R13, R12
+	ANDL $0x3f3f3f3f, BX
+	ANDL $0x0f0f0f0f, DX
+	MOVL AX, R13
+	SHRL $6, R13
+	ANDL $0x03030303, R13
+	SHLL $4, R13
+	ORL  R13, DX
+	ANDL $0x3f3f3f3f, AX
+	SHLQ $32, DX
+	ORQ  DX, AX
+	SHLQ $32, R12
+	ORQ  R12, BX
+	VMOVQ AX, X8
+	VPMOVZXBW X8, X8
+	VPERMQ $0x44, Y8, Y8
+	VINSERTI64X4 $1, Y8, Z8, Z8 // scales as int16, in every 128-bit lane
+
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	K4QUADZ(0, Z16, Z17)
+	K4QUADZ(1, Z18, Z19)
+	K4QUADZ(2, Z20, Z21)
+	K4QUADZ(3, Z22, Z23)
+	VEXTRACTI64X4 $1, Z4, Y6
+	VEXTRACTI64X4 $1, Z5, Y7
+
+	VMOVQ BX, X8
+	VPMOVZXBW X8, X8 // mins as int16
+	VMOVD (SI), X9
+	VCVTPH2PS X9, X9
+	K4END(1024, Y4, Y0, 0)
+	K4END(1316, Y6, Y1, 1)
+	K4END(1608, Y5, Y2, 2)
+	K4END(1900, Y7, Y3, 3)
+
+	ADDQ $144, SI
+	ADDQ $2192, DI
+	DECQ CX
+	JNZ  k4zblock
+
+	K4STORE(Y0, X0, 0, (R8))
+	K4STORE(Y1, X1, 1, (R8)(R14*1))
+	K4STORE(Y2, X2, 2, (R8)(R14*2))
+	K4STORE(Y3, X3, 3, (R8)(R15*1))
+	ADDQ $4, R8
+	DECQ R9
+	JNZ  k4zrow
+	VZEROUPPER
+	RET
