@@ -865,3 +865,107 @@ k4zblock:
 	JNZ  k4zrow
 	VZEROUPPER
 	RET
+
+// Q6_K × Q8_K tile: dotQ6_Kx4AVX2's work with the integer part of two
+// activations in one zmm (lanes 0..7 activation 2p, 8..15 activation
+// 2p+1), the row's quants and scales in both halves, lane for lane the
+// AVX2 kernel's VPMADDUBSW, VPSUBW, VPMADDWD; the float part (K6END,
+// K6STORE) is the AVX2 one. The activations come packed by packQ6_Kx4Z:
+// per block, chunk c (quants 32c..32c+31) of the pair p at 512p+64c, the
+// prepared pair offsets (prepQ6_K) of that chunk 1024 bytes on, then the
+// four activations' d as float32 at 2048.
+
+// K6TOKZ adds the pair of activations at poff(DI)'s part of chunk c into
+// iacc: the quants in Z8, their scales in Z13.
+#define K6TOKZ(c, poff, iacc) \
+	VPMADDUBSW (poff+64*(c))(DI), Z8, Z14 \
+	VPSUBW (1024+poff+64*(c))(DI), Z14, Z14 \
+	VPMADDWD Z13, Z14, Z14 \
+	VPADDD Z14, iacc, iacc
+
+// K6QUANTSZ is K6QUANTS in zmm, ctrl the scale shuffle of k.
+#define K6QUANTSZ(h, k, ctrl) \
+	VPANDD Z30, Z13, Z13 \
+	VPORD Z13, Z8, Z8 \
+	VPSHUFB ctrl, Z9, Z13 \
+	K6TOKZ(4*h+k, 0, Z4) \
+	K6TOKZ(4*h+k, 512, Z5)
+
+#define K6HALFZ(h) \
+	VPMOVSXBW (192+8*h)(SI), X9 \
+	VPERMQ $0x44, Y9, Y9 \
+	VINSERTI64X4 $1, Y9, Z9, Z9 \
+	VBROADCASTI32X8 (128+32*h)(SI), Z10 \
+	VBROADCASTI32X8 (64*h)(SI), Z11 \
+	VBROADCASTI32X8 (64*h+32)(SI), Z12 \
+	VPANDD Z31, Z11, Z8 \
+	VPSLLW $4, Z10, Z13 \
+	K6QUANTSZ(h, 0, Z16) \
+	VPANDD Z31, Z12, Z8 \
+	VPSLLW $2, Z10, Z13 \
+	K6QUANTSZ(h, 1, Z17) \
+	VPSRLW $4, Z11, Z8 \
+	VPANDD Z31, Z8, Z8 \
+	VMOVDQA64 Z10, Z13 \
+	K6QUANTSZ(h, 2, Z18) \
+	VPSRLW $4, Z12, Z8 \
+	VPANDD Z31, Z8, Z8 \
+	VPSRLW $2, Z10, Z13 \
+	K6QUANTSZ(h, 3, Z19)
+
+// func dotQ6_Kx4AVX512(out *float32, ostride, rows int, w *byte, nb int, packed *byte)
+TEXT ·dotQ6_Kx4AVX512(SB), NOSPLIT, $0-48
+	MOVQ out+0(FP), R8
+	MOVQ ostride+8(FP), R14
+	SHLQ $2, R14
+	LEAQ (R14)(R14*2), R15
+	MOVQ rows+16(FP), R9
+	MOVQ w+24(FP), SI
+	MOVQ nb+32(FP), R10
+	MOVQ packed+40(FP), R11
+
+	NIBMASK
+	MOVL $0x30303030, AX
+	VPBROADCASTD AX, Z30
+	VBROADCASTI32X8 ·q6Shuf+0(SB), Z16
+	VBROADCASTI32X8 ·q6Shuf+32(SB), Z17
+	VBROADCASTI32X8 ·q6Shuf+64(SB), Z18
+	VBROADCASTI32X8 ·q6Shuf+96(SB), Z19
+
+k6zrow:
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	MOVQ R11, DI
+	MOVQ R10, CX
+
+k6zblock:
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	K6HALFZ(0)
+	K6HALFZ(1)
+	VEXTRACTI64X4 $1, Z4, Y6
+	VEXTRACTI64X4 $1, Z5, Y7
+	MOVWLZX 208(SI), AX
+	VMOVD AX, X15
+	VCVTPH2PS X15, X15
+	K6END(2048, Y4, Y0)
+	K6END(2052, Y6, Y1)
+	K6END(2056, Y5, Y2)
+	K6END(2060, Y7, Y3)
+
+	ADDQ $210, SI
+	ADDQ $2064, DI
+	DECQ CX
+	JNZ  k6zblock
+
+	K6STORE(Y0, X0, (R8))
+	K6STORE(Y1, X1, (R8)(R14*1))
+	K6STORE(Y2, X2, (R8)(R14*2))
+	K6STORE(Y3, X3, (R8)(R15*1))
+	ADDQ $4, R8
+	DECQ R9
+	JNZ  k6zrow
+	VZEROUPPER
+	RET
