@@ -46,8 +46,6 @@ func tileForAVX512(tt *quant.Traits) *tileKernel {
 	switch tt.Type {
 	case quant.Q4_K:
 		return &tileQ4_KAVX512
-	case quant.Q6_K:
-		return &tileQ6_KAVX512
 	case quant.F32:
 		return &tileF32AVX512
 	case quant.F16:
@@ -68,12 +66,6 @@ var (
 		rowStep:   1,
 		packBytes: packBytesQ8_Kx4Z,
 		pack:      packQ8_Kx4Z,
-	}
-	tileQ6_KAVX512 = tileKernel{
-		run:       q6_Kx4AVX512,
-		rowStep:   1,
-		packBytes: packBytesQ6_Kx4Z,
-		pack:      packQ6_Kx4Z,
 	}
 	tileF32AVX512 = tileKernel{
 		run:       f32x4AVX512,
@@ -226,44 +218,4 @@ func q4_Kx4AVX512(out []float32, ostride int, w []byte, rowBytes, cols, rows int
 	_ = w[rows*rowBytes-1]
 	_ = packed[packBytesQ8_Kx4Z(cols)-1]
 	dotQ4_Kx4AVX512(&out[0], ostride, rows, &w[0], cols/256, &packed[0])
-}
-
-// q6KzBlock is the size of one block of four Q8_K activations packed by
-// packQ6_Kx4Z.
-const q6KzBlock = 2*512 + 2*512 + 4*tileTokens
-
-func packBytesQ6_Kx4Z(cols int) int { return cols / 256 * q6KzBlock }
-
-// packQ6_Kx4Z packs tileTokens Q8_K activations for dotQ6_Kx4AVX512: block
-// b at b·q6KzBlock holds chunk c (quants 32c..32c+31) of activations 2p
-// and 2p+1 at 512p+64c, their prepared pair offsets (prepQ6_K's 32
-// bytes of the chunk) 1024 bytes on, and activation t's d at 2048+4t.
-func packQ6_Kx4Z(dst, acts []byte, actBytes, cols int) {
-	nb := cols / 256
-	var pairs [pairAuxBlock]byte
-	for t := 0; t < tileTokens; t++ {
-		act := acts[t*actBytes : (t+1)*actBytes]
-		for b := 0; b < nb; b++ {
-			blk := act[b*q8KBlock : (b+1)*q8KBlock]
-			prepQ6_K(pairs[:0], blk, 256)
-			o := dst[b*q6KzBlock : (b+1)*q6KzBlock]
-			for c := 0; c < 8; c++ {
-				at := 512*(t/2) + 64*c + 32*(t%2)
-				copy(o[at:at+32], blk[4+32*c:])
-				copy(o[1024+at:1024+at+32], pairs[32*c:])
-			}
-			copy(o[2048+4*t:2048+4*t+4], blk[:4])
-		}
-	}
-}
-
-//go:noescape
-func dotQ6_Kx4AVX512(out *float32, ostride, rows int, w *byte, nb int, packed *byte)
-
-// q6_Kx4AVX512 is the avx512 tier's Q6_K tile kernel.
-func q6_Kx4AVX512(out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
-	_ = out[3*ostride+rows-1]
-	_ = w[rows*rowBytes-1]
-	_ = packed[packBytesQ6_Kx4Z(cols)-1]
-	dotQ6_Kx4AVX512(&out[0], ostride, rows, &w[0], cols/256, &packed[0])
 }

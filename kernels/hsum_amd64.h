@@ -118,20 +118,3 @@
 	VADDSS X10, X13, X13 \
 	VSUBSS X13, xacc, xacc \
 	VMOVSS xacc, dst
-
-// K6END finishes activation t's block: its sums in iacc, fp32(d) in X15.
-#define K6END(off, iacc, acc) \
-	VCVTDQ2PS iacc, iacc \
-	VMULSS off(DI), X15, X8 \
-	VBROADCASTSS X8, Y8 \
-	VFMADD231PS Y8, iacc, acc
-
-// K6STORE reduces acc as hsum_float_8 and stores it at dst.
-#define K6STORE(acc, xacc, dst) \
-	VEXTRACTF128 $1, acc, X8 \
-	VADDPS X8, xacc, xacc \
-	VMOVHLPS xacc, X8, X8 \
-	VADDPS X8, xacc, xacc \
-	VMOVSHDUP xacc, X8 \
-	VADDSS X8, xacc, xacc \
-	VMOVSS xacc, dst

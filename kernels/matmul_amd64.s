@@ -425,23 +425,23 @@ GLOBL q6Mask30<>(SB), RODATA|NOPTR, $32
 
 // q6Shuf holds, for k in 0..3, the VPSHUFB control that puts int16 scale
 // 2k in the lower half and scale 2k+1 in the upper, as in q6_k_amd64.s.
-DATA ·q6Shuf+0(SB)/8, $0x0100010001000100
-DATA ·q6Shuf+8(SB)/8, $0x0100010001000100
-DATA ·q6Shuf+16(SB)/8, $0x0302030203020302
-DATA ·q6Shuf+24(SB)/8, $0x0302030203020302
-DATA ·q6Shuf+32(SB)/8, $0x0504050405040504
-DATA ·q6Shuf+40(SB)/8, $0x0504050405040504
-DATA ·q6Shuf+48(SB)/8, $0x0706070607060706
-DATA ·q6Shuf+56(SB)/8, $0x0706070607060706
-DATA ·q6Shuf+64(SB)/8, $0x0908090809080908
-DATA ·q6Shuf+72(SB)/8, $0x0908090809080908
-DATA ·q6Shuf+80(SB)/8, $0x0b0a0b0a0b0a0b0a
-DATA ·q6Shuf+88(SB)/8, $0x0b0a0b0a0b0a0b0a
-DATA ·q6Shuf+96(SB)/8, $0x0d0c0d0c0d0c0d0c
-DATA ·q6Shuf+104(SB)/8, $0x0d0c0d0c0d0c0d0c
-DATA ·q6Shuf+112(SB)/8, $0x0f0e0f0e0f0e0f0e
-DATA ·q6Shuf+120(SB)/8, $0x0f0e0f0e0f0e0f0e
-GLOBL ·q6Shuf(SB), RODATA|NOPTR, $128
+DATA q6Shuf<>+0(SB)/8, $0x0100010001000100
+DATA q6Shuf<>+8(SB)/8, $0x0100010001000100
+DATA q6Shuf<>+16(SB)/8, $0x0302030203020302
+DATA q6Shuf<>+24(SB)/8, $0x0302030203020302
+DATA q6Shuf<>+32(SB)/8, $0x0504050405040504
+DATA q6Shuf<>+40(SB)/8, $0x0504050405040504
+DATA q6Shuf<>+48(SB)/8, $0x0706070607060706
+DATA q6Shuf<>+56(SB)/8, $0x0706070607060706
+DATA q6Shuf<>+64(SB)/8, $0x0908090809080908
+DATA q6Shuf<>+72(SB)/8, $0x0908090809080908
+DATA q6Shuf<>+80(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA q6Shuf<>+88(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA q6Shuf<>+96(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA q6Shuf<>+104(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA q6Shuf<>+112(SB)/8, $0x0f0e0f0e0f0e0f0e
+DATA q6Shuf<>+120(SB)/8, $0x0f0e0f0e0f0e0f0e
+GLOBL q6Shuf<>(SB), RODATA|NOPTR, $128
 
 // K6TOK adds activation t's part of quants 32k..32k+31 of half h into
 // iacc: the quants in Y8, their scales in Y13.
@@ -457,7 +457,7 @@ GLOBL ·q6Shuf(SB), RODATA|NOPTR, $128
 #define K6QUANTS(h, k) \
 	VPAND q6Mask30<>(SB), Y13, Y13 \
 	VPOR Y13, Y8, Y8 \
-	VPSHUFB ·q6Shuf+(32*k)(SB), Y9, Y13 \
+	VPSHUFB q6Shuf<>+(32*k)(SB), Y9, Y13 \
 	K6TOK(h, k, 0, Y4) \
 	K6TOK(h, k, 548, Y5) \
 	K6TOK(h, k, 1096, Y6) \
@@ -484,7 +484,22 @@ GLOBL ·q6Shuf(SB), RODATA|NOPTR, $128
 	VPSRLW $2, Y10, Y13 \
 	K6QUANTS(h, 3)
 
-// K6END and K6STORE are in hsum_amd64.h.
+// K6END finishes activation t's block: its sums in iacc, fp32(d) in X15.
+#define K6END(off, iacc, acc) \
+	VCVTDQ2PS iacc, iacc \
+	VMULSS off(DI), X15, X8 \
+	VBROADCASTSS X8, Y8 \
+	VFMADD231PS Y8, iacc, acc
+
+// K6STORE reduces acc as hsum_float_8 and stores it at dst.
+#define K6STORE(acc, xacc, dst) \
+	VEXTRACTF128 $1, acc, X8 \
+	VADDPS X8, xacc, xacc \
+	VMOVHLPS xacc, X8, X8 \
+	VADDPS X8, xacc, xacc \
+	VMOVSHDUP xacc, X8 \
+	VADDSS X8, xacc, xacc \
+	VMOVSS xacc, dst
 
 // func dotQ6_Kx4AVX2(out *float32, ostride, rows int, w *byte, nb int, packed *byte)
 TEXT ·dotQ6_Kx4AVX2(SB), NOSPLIT, $0-48
