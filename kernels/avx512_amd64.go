@@ -44,8 +44,6 @@ func tileForAVX512(tt *quant.Traits) *tileKernel {
 		return &tileQ8_0x4AVX512
 	}
 	switch tt.Type {
-	case quant.Q4_K:
-		return &tileQ4_KAVX512
 	case quant.F32:
 		return &tileF32AVX512
 	case quant.F16:
@@ -60,12 +58,6 @@ var (
 		rowStep:   8,
 		packBytes: packBytesQ4_0x8x4,
 		pack:      packQ4_0x8x4,
-	}
-	tileQ4_KAVX512 = tileKernel{
-		run:       q4_Kx4AVX512,
-		rowStep:   1,
-		packBytes: packBytesQ8_Kx4Z,
-		pack:      packQ8_Kx4Z,
 	}
 	tileF32AVX512 = tileKernel{
 		run:       f32x4AVX512,
@@ -181,41 +173,4 @@ func f32x4AVX512(out []float32, ostride int, w []byte, rowBytes, cols, rows int,
 // AVX-512 block kernels.
 func f16x4AVX512(out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
 	halfx4AVX2(true, kindF16, out, ostride, w, rowBytes, cols, rows, packed)
-}
-
-// q8KzBlock is the size of one block of four Q8_K activations packed by
-// packQ8_Kx4Z: the quants of activations (0, 1) and (2, 3) interleaved
-// per 32 (512 bytes a pair), then the four Q8_K blocks (for d and the
-// bsums).
-const q8KzBlock = 2*512 + tileTokens*q8KBlock
-
-func packBytesQ8_Kx4Z(cols int) int { return cols / 256 * q8KzBlock }
-
-// packQ8_Kx4Z packs tileTokens Q8_K activations for dotQ4_Kx4AVX512:
-// block b at b·q8KzBlock holds sub-block s (32 quants) of activations 2p
-// and 2p+1 at 512p+64s, and activation t's Q8_K block at 1024+292t.
-func packQ8_Kx4Z(dst, acts []byte, actBytes, cols int) {
-	nb := cols / 256
-	for t := 0; t < tileTokens; t++ {
-		act := acts[t*actBytes : (t+1)*actBytes]
-		for b := 0; b < nb; b++ {
-			blk := act[b*q8KBlock : (b+1)*q8KBlock]
-			o := dst[b*q8KzBlock : (b+1)*q8KzBlock]
-			for s := 0; s < 8; s++ {
-				copy(o[512*(t/2)+64*s+32*(t%2):][:32], blk[4+32*s:])
-			}
-			copy(o[1024+q8KBlock*t:][:q8KBlock], blk)
-		}
-	}
-}
-
-//go:noescape
-func dotQ4_Kx4AVX512(out *float32, ostride, rows int, w *byte, nb int, packed *byte)
-
-// q4_Kx4AVX512 is the avx512 tier's Q4_K tile kernel.
-func q4_Kx4AVX512(out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
-	_ = out[3*ostride+rows-1]
-	_ = w[rows*rowBytes-1]
-	_ = packed[packBytesQ8_Kx4Z(cols)-1]
-	dotQ4_Kx4AVX512(&out[0], ostride, rows, &w[0], cols/256, &packed[0])
 }

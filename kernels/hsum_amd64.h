@@ -83,38 +83,3 @@
 	VMOVSD       X4, 0(R8)(R14*2) \
 	VEXTRACTF128 $1, Y4, X5 \
 	VMOVSD       X5, 0(R8)(BX*1)
-
-// K4END finishes activation t's block: the sums in iacc, fp32([d, dmin])
-// in X9, the mins as int16 in X8.
-#define K4END(off, iacc, acc, t) \
-	VCVTDQ2PS iacc, iacc \
-	VBROADCASTSS off(DI), X10 \
-	VMULPS X10, X9, X10 \
-	VBROADCASTSS X10, Y11 \
-	VFMADD231PS Y11, iacc, acc \
-	VMOVSHDUP X10, X11 \
-	VBROADCASTSS X11, X11 \
-	VMOVDQU (260+off)(DI), Y12 \
-	VEXTRACTI128 $1, Y12, X13 \
-	VPHADDW X13, X12, X12 \
-	VPMADDWD X12, X8, X12 \
-	VCVTDQ2PS X12, X12 \
-	VMOVUPS (16*t)(SP), X13 \
-	VFMADD231PS X11, X12, X13 \
-	VMOVUPS X13, (16*t)(SP)
-
-// K4STORE reduces activation t's accumulators and stores the dot at dst.
-#define K4STORE(acc, xacc, t, dst) \
-	VEXTRACTF128 $1, acc, X9 \
-	VADDPS X9, xacc, xacc \
-	VMOVHLPS xacc, X9, X9 \
-	VADDPS X9, xacc, xacc \
-	VMOVSHDUP xacc, X9 \
-	VADDSS X9, xacc, xacc \
-	VMOVUPS (16*t)(SP), X13 \
-	VMOVHLPS X13, X10, X10 \
-	VADDPS X10, X13, X13 \
-	VMOVSHDUP X13, X10 \
-	VADDSS X10, X13, X13 \
-	VSUBSS X13, xacc, xacc \
-	VMOVSS xacc, dst
