@@ -57,7 +57,7 @@ var (
 		run:       q4_0x8x4AVX512,
 		rowStep:   8,
 		packBytes: packBytesQ4_0x8x4,
-		pack:      packQ4_0x8x4,
+		pack:      packQ4_0x8x4T,
 	}
 	tileF32AVX512 = tileKernel{
 		run:       f32x4AVX512,
@@ -74,8 +74,8 @@ var (
 	tileQ8_0x4AVX512 = tileKernel{
 		run:       q8_0x4TileAVX512,
 		rowStep:   4,
-		packBytes: packBytesQ8_0x4,
-		pack:      packQ8_0x4,
+		packBytes: packBytesQ4_0x8x4,
+		pack:      packQ4_0x8x4T,
 	}
 )
 
@@ -108,17 +108,35 @@ func q4_0x8AVX512(out []float32, w []byte, rowBytes, cols int, act, aux []byte) 
 //go:noescape
 func dotQ4_0x8x4AVX512(out *float32, ostride, pairs int, w *byte, nb int, packed *byte)
 
+// packQ4_0x8x4T packs tileTokens Q8_0 activations for the avx512 tiles
+// of Q4_0x8 and Q8_0x4:
+// activation t's prepQ4_0x8 form (made in assembly) at t·nb·40, nb the
+// blocks of a row. packQ4_0x8x4 interleaves the same blocks, in Go.
+func packQ4_0x8x4T(dst, acts []byte, actBytes, cols int) {
+	nb := cols / 32
+	for t := 0; t < tileTokens; t++ {
+		prepQ4_0x8Rows(dst[t*nb*q4_0x8TokBlock:(t+1)*nb*q4_0x8TokBlock], acts[t*actBytes:(t+1)*actBytes], nb)
+	}
+}
+
+// q4_0x8x4AVX512 is the avx512 tier's Q4_0x8 tile kernel; packed comes
+// from packQ4_0x8x4T. A last odd group of 8 rows goes through the
+// one-activation kernel dotQ4_0x8AVX2 per activation, whose arithmetic is
+// the same.
 func q4_0x8x4AVX512(out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
 	_ = out[3*ostride+rows-1]
 	_ = w[rows*rowBytes-1]
-	_ = packed[packBytesQ4_0x8x4(cols)-1]
+	nb := cols / 32
+	_ = packed[tileTokens*nb*q4_0x8TokBlock-1]
 	groups := rows / 8
 	if pairs := groups / 2; pairs > 0 {
-		dotQ4_0x8x4AVX512(&out[0], ostride, pairs, &w[0], cols/32, &packed[0])
+		dotQ4_0x8x4AVX512(&out[0], ostride, pairs, &w[0], nb, &packed[0])
 	}
 	if groups%2 == 1 {
 		r := 8 * (groups - 1)
-		dotQ4_0x8x4AVX2(&out[r], ostride, 1, &w[r*rowBytes], cols/32, &packed[0])
+		for t := 0; t < tileTokens; t++ {
+			dotQ4_0x8AVX2(&out[t*ostride+r], 1, &w[r*rowBytes], nb, &packed[t*nb*q4_0x8TokBlock])
+		}
 	}
 }
 
@@ -143,7 +161,7 @@ func dotQ8_0x4TileAVX512(out *float32, ostride, groups int, w *byte, nb int, pac
 func q8_0x4TileAVX512(out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
 	_ = out[3*ostride+rows-1]
 	_ = w[rows*rowBytes-1]
-	_ = packed[packBytesQ8_0x4(cols)-1]
+	_ = packed[packBytesQ4_0x8x4(cols)-1]
 	dotQ8_0x4TileAVX512(&out[0], ostride, rows/4, &w[0], cols/32, &packed[0])
 }
 

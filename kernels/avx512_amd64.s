@@ -63,24 +63,24 @@
 	X16NIBS(woff, 3, Z22, Y22, Z23)
 
 // X16TOK accumulates into acc the block of one activation, prepared at
-// aoff(DI) (q4_0x8TokBlock bytes: 32 quants, da as float32, 8·Σa as
+// aoff+base (q4_0x8TokBlock bytes: 32 quants, da as float32, 8·Σa as
 // int32), against the block X16LOAD loaded. Low and high nibbles sum in
 // two chains, Z5 and Z6.
-#define X16TOK(aoff, acc) \
+#define X16TOK(aoff, base, acc) \
 	VPXORD Z5, Z5, Z5 \
 	VPXORD Z6, Z6, Z6 \
-	VPDPBUSD.BCST (aoff+0)(DI), Z16, Z5 \
-	VPDPBUSD.BCST (aoff+16)(DI), Z17, Z6 \
-	VPDPBUSD.BCST (aoff+4)(DI), Z18, Z5 \
-	VPDPBUSD.BCST (aoff+20)(DI), Z19, Z6 \
-	VPDPBUSD.BCST (aoff+8)(DI), Z20, Z5 \
-	VPDPBUSD.BCST (aoff+24)(DI), Z21, Z6 \
-	VPDPBUSD.BCST (aoff+12)(DI), Z22, Z5 \
-	VPDPBUSD.BCST (aoff+28)(DI), Z23, Z6 \
+	VPDPBUSD.BCST (aoff+0)base, Z16, Z5 \
+	VPDPBUSD.BCST (aoff+16)base, Z17, Z6 \
+	VPDPBUSD.BCST (aoff+4)base, Z18, Z5 \
+	VPDPBUSD.BCST (aoff+20)base, Z19, Z6 \
+	VPDPBUSD.BCST (aoff+8)base, Z20, Z5 \
+	VPDPBUSD.BCST (aoff+24)base, Z21, Z6 \
+	VPDPBUSD.BCST (aoff+12)base, Z22, Z5 \
+	VPDPBUSD.BCST (aoff+28)base, Z23, Z6 \
 	VPADDD Z6, Z5, Z5 \
-	VPSUBD.BCST (aoff+36)(DI), Z5, Z5 \
+	VPSUBD.BCST (aoff+36)base, Z5, Z5 \
 	VCVTDQ2PS Z5, Z5 \
-	VMULPS.BCST (aoff+32)(DI), Z4, Z6 \
+	VMULPS.BCST (aoff+32)base, Z4, Z6 \
 	VFMADD231PS Z6, Z5, acc
 
 // NIBMASK sets Z31 to the low-nibble mask.
@@ -122,9 +122,9 @@ x16block:
 	PREFETCHT0 1216(SI)(R13*1)
 	PREFETCHT0 1280(SI)(R13*1)
 	X16LOAD(0)
-	X16TOK(0, Z0)
+	X16TOK(0, (DI), Z0)
 	X16LOAD(144)
-	X16TOK(40, Z0)
+	X16TOK(40, (DI), Z0)
 	ADDQ $288, SI
 	ADDQ $80, DI
 	SUBQ $2, CX
@@ -134,7 +134,7 @@ x16single:
 	TESTQ CX, CX
 	JZ    x16store
 	X16LOAD(0)
-	X16TOK(0, Z0)
+	X16TOK(0, (DI), Z0)
 	ADDQ $144, SI
 
 x16store:
@@ -148,8 +148,8 @@ x16store:
 
 // func dotQ4_0x8x4AVX512(out *float32, ostride, pairs int, w *byte, nb int, packed *byte)
 //
-// The tile: four activations (packed by packQ4_0x8x4, block b of
-// activation t at (4b+t)·40) against pairs of groups of 8 rows, each
+// The tile: four activations (packed by packQ4_0x8x4T: activation t's
+// prepQ4_0x8 form at t·nb·40) against pairs of groups of 8 rows, each
 // block's nibbles unpacked once for the four.
 TEXT ·dotQ4_0x8x4AVX512(SB), NOSPLIT, $0-48
 	MOVQ out+0(FP), R8
@@ -162,6 +162,9 @@ TEXT ·dotQ4_0x8x4AVX512(SB), NOSPLIT, $0-48
 	MOVQ packed+40(FP), R11
 	MOVQ R10, R13
 	IMULQ $144, R13
+	MOVQ R10, R14
+	IMULQ $40, R14 // activation stride
+	LEAQ (R14)(R14*2), R15
 	NIBMASK
 
 x16x4pair:
@@ -174,12 +177,12 @@ x16x4pair:
 
 x16x4block:
 	X16LOAD(0)
-	X16TOK(0, Z0)
-	X16TOK(40, Z1)
-	X16TOK(80, Z2)
-	X16TOK(120, Z3)
+	X16TOK(0, (DI), Z0)
+	X16TOK(0, (DI)(R14*1), Z1)
+	X16TOK(0, (DI)(R14*2), Z2)
+	X16TOK(0, (DI)(R15*1), Z3)
 	ADDQ $144, SI
-	ADDQ $160, DI
+	ADDQ $40, DI
 	DECQ CX
 	JNZ  x16x4block
 
@@ -329,23 +332,23 @@ r8reduce:
 	VZEROUPPER
 	RET
 
-// Q8TOKZ accumulates activation t's part of the block (packed by
-// packQ8_0x4 at off(DI): 32 quants, da as eight float32) into acc0 (rows
-// 0, 1) and acc1 (rows 2, 3), the rows' quants in Z4 (K1) and Z5 (K2) and
-// their scales in Z14 and Z15.
-#define Q8TOKZ(off, acc0, acc1) \
-	VBROADCASTI32X8 off(DI), Z12 \
+// Q8TOKZ accumulates an activation's part of the block (its prepQ4_0x8
+// form at base: 32 quants, da as float32) into acc0 (rows 0, 1) and acc1
+// (rows 2, 3), the rows' quants in Z4 (K1) and Z5 (K2) and their scales
+// in Z14 and Z15.
+#define Q8TOKZ(base, acc0, acc1) \
+	VBROADCASTI32X8 (0)base, Z12 \
 	Q8DOT(Z4, K1) \
-	VMULPS.BCST (off+32)(DI), Z14, Z8 \
+	VMULPS.BCST (32)base, Z14, Z8 \
 	VFMADD231PS Z8, Z7, acc0 \
 	Q8DOT(Z5, K2) \
-	VMULPS.BCST (off+32)(DI), Z15, Z9 \
+	VMULPS.BCST (32)base, Z15, Z9 \
 	VFMADD231PS Z9, Z7, acc1
 
 // func dotQ8_0x4TileAVX512(out *float32, ostride, groups int, w *byte, nb int, packed *byte)
 //
-// The tile: four activations packed by packQ8_0x4 against groups of four
-// rows; activation t's rows (0, 1) and (2, 3) accumulate in Z(16+2t) and
+// The tile: four activations packed by packQ4_0x8x4T (activation t's
+// prepQ4_0x8 form at t·nb·40) against groups of four rows; activation t's rows (0, 1) and (2, 3) accumulate in Z(16+2t) and
 // Z(17+2t).
 TEXT ·dotQ8_0x4TileAVX512(SB), NOSPLIT, $0-48
 	MOVQ out+0(FP), R8
@@ -356,6 +359,9 @@ TEXT ·dotQ8_0x4TileAVX512(SB), NOSPLIT, $0-48
 	MOVQ w+24(FP), SI
 	MOVQ nb+32(FP), R10
 	MOVQ packed+40(FP), R11
+	MOVQ R10, R14
+	IMULQ $40, R14 // activation stride
+	LEAQ (R14)(R14*2), R15
 	Q8CONST
 
 r8tgroup:
@@ -375,12 +381,12 @@ r8tblock:
 	Q8SPREAD
 	Q8PAIR(8, Z4, K1)
 	Q8PAIR(72, Z5, K2)
-	Q8TOKZ(0, Z16, Z17)
-	Q8TOKZ(64, Z18, Z19)
-	Q8TOKZ(128, Z20, Z21)
-	Q8TOKZ(192, Z22, Z23)
+	Q8TOKZ((DI), Z16, Z17)
+	Q8TOKZ((DI)(R14*1), Z18, Z19)
+	Q8TOKZ((DI)(R14*2), Z20, Z21)
+	Q8TOKZ((DI)(R15*1), Z22, Z23)
 	ADDQ $136, SI
-	ADDQ $256, DI
+	ADDQ $40, DI
 	DECQ CX
 	JNZ  r8tblock
 

@@ -92,6 +92,8 @@ func TestAVX512Kernels(t *testing.T) {
 				}
 				pk := make([]byte, k512.packBytes(sh.cols))
 				k512.pack(pk, acts, actBytes, sh.cols)
+				pk2 := make([]byte, k2.packBytes(sh.cols))
+				k2.pack(pk2, acts, actBytes, sh.cols)
 				ostride := sh.rows + 3
 				got = make([]float32, tileTokens*ostride)
 				want = make([]float32, tileTokens*ostride)
@@ -99,7 +101,7 @@ func TestAVX512Kernels(t *testing.T) {
 					got[i], want[i] = 42, 42
 				}
 				k512.run(got, ostride, packed, rowBytes, sh.cols, sh.rows, pk)
-				k2.run(want, ostride, packed, rowBytes, sh.cols, sh.rows, pk)
+				k2.run(want, ostride, packed, rowBytes, sh.cols, sh.rows, pk2)
 				equalBits(t, name+"/tile vs avx2", got, want)
 				for tok := 0; tok < tileTokens && !arbitrary; tok++ {
 					one := make([]float32, sh.rows)
