@@ -9,12 +9,13 @@ import (
 )
 
 // avx512Tier holds the AVX-512 (F, BW, VL, VNNI) kernels: the AVX2 table,
-// every kernel inherited, with 512-bit VNNI kernels for the repacked
-// Q4_0x8 and Q8_0x4 matrices (decode and the four-token tiles) in its
-// place. Each computes the AVX2 kernel's integer sums with VPDPBUSD
-// (exact: no saturation is reachable) and keeps its float order, two
-// 8-lane accumulators (two groups of rows, or two rows) per zmm, so the
-// results are generic's bit for bit.
+// every kernel inherited, with 512-bit kernels in place of some: VNNI
+// kernels for the repacked Q4_0x8 and Q8_0x4 matrices (decode and the
+// four-token tiles), which compute the AVX2 kernels' integer sums with
+// VPDPBUSD (exact: no saturation is reachable), and tiles for F32, F16
+// and Q4_K. Each keeps the AVX2 kernel's float order, two of its 8-lane
+// accumulators (two groups of rows, two rows, two of ggml's accumulators
+// or two activations) per zmm, so the results are generic's bit for bit.
 var avx512Tier = &Tier{name: "avx512"}
 
 // registerAVX512 lists the avx512 tier on CPUs that have it; tests of
@@ -44,6 +45,8 @@ func tileForAVX512(tt *quant.Traits) *tileKernel {
 		return &tileQ8_0x4AVX512
 	}
 	switch tt.Type {
+	case quant.Q4_K:
+		return &tileQ4_KAVX512
 	case quant.F32:
 		return &tileF32AVX512
 	case quant.F16:
@@ -58,6 +61,12 @@ var (
 		rowStep:   8,
 		packBytes: packBytesQ4_0x8x4,
 		pack:      packQ4_0x8x4T,
+	}
+	tileQ4_KAVX512 = tileKernel{
+		run:       q4_Kx4AVX512,
+		rowStep:   1,
+		packBytes: packBytesQ8_Kx4Z,
+		pack:      packQ8_Kx4Z,
 	}
 	tileF32AVX512 = tileKernel{
 		run:       f32x4AVX512,
@@ -191,4 +200,49 @@ func f32x4AVX512(out []float32, ostride int, w []byte, rowBytes, cols, rows int,
 // AVX-512 block kernels.
 func f16x4AVX512(out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
 	halfx4AVX2(true, kindF16, out, ostride, w, rowBytes, cols, rows, packed)
+}
+
+// q8KzBlock is the size of one block of four Q8_K activations packed by
+// packQ8_Kx4Z.
+const q8KzBlock = 1344
+
+func packBytesQ8_Kx4Z(cols int) int { return cols / 256 * q8KzBlock }
+
+// packQ8_Kx4Z packs tileTokens Q8_K activations for dotQ4_Kx4AVX512, in
+// pairs p (activations 2p, 2p+1): per block, sub-block s (32 quants) of
+// both at 512p+64s, the pair's da as [da0 ×8, da1 ×8] at 1024+64p and
+// [da0 ×4, da1 ×4] at 1152+32p, bsums 0..7 of both at 1216+64p and bsums
+// 8..15 of both 32 bytes on.
+func packQ8_Kx4Z(dst, acts []byte, actBytes, cols int) {
+	nb := cols / 256
+	for t := 0; t < tileTokens; t++ {
+		p, h := t/2, t%2
+		act := acts[t*actBytes : (t+1)*actBytes]
+		for b := 0; b < nb; b++ {
+			blk := act[b*q8KBlock : (b+1)*q8KBlock]
+			o := dst[b*q8KzBlock : (b+1)*q8KzBlock]
+			for s := 0; s < 8; s++ {
+				copy(o[512*p+64*s+32*h:][:32], blk[4+32*s:])
+			}
+			for l := 0; l < 8; l++ {
+				copy(o[1024+64*p+32*h+4*l:][:4], blk[:4])
+			}
+			for l := 0; l < 4; l++ {
+				copy(o[1152+32*p+16*h+4*l:][:4], blk[:4])
+			}
+			copy(o[1216+64*p+16*h:][:16], blk[260:276])
+			copy(o[1248+64*p+16*h:][:16], blk[276:292])
+		}
+	}
+}
+
+//go:noescape
+func dotQ4_Kx4AVX512(out *float32, ostride, rows int, w *byte, nb int, packed *byte)
+
+// q4_Kx4AVX512 is the avx512 tier's Q4_K tile kernel.
+func q4_Kx4AVX512(out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
+	_ = out[3*ostride+rows-1]
+	_ = w[rows*rowBytes-1]
+	_ = packed[packBytesQ8_Kx4Z(cols)-1]
+	dotQ4_Kx4AVX512(&out[0], ostride, rows, &w[0], cols/256, &packed[0])
 }

@@ -745,3 +745,163 @@ h2znext:
 	JNZ  h2zblock
 	VZEROUPPER
 	RET
+
+// Q4_K × Q8_K tile: dotQ4_Kx4AVX2's arithmetic with two activations per
+// register (activations 2p and 2p+1 of pair p): the integer sums in a
+// zmm (lanes 0..7 and 8..15), with the row's nibbles and scales in both
+// halves, lane for lane the AVX2 kernel's VPMADDUBSW and VPMADDWD; the
+// float accumulator of the sums in a zmm (Z0 pair 0, Z1 pair 1), and that
+// of the mins' products in a ymm (lanes 0..3 and 4..7; Y2, Y3) instead of
+// memory, each lane doing the AVX2 kernel's FMA; K4ZSTORE reduces them as
+// K4STORE does. The activations come packed by packQ8_Kx4Z: per block,
+// sub-block s of pair p's quants at 512p+64s (32 of each activation), the
+// pair's da as [da0 ×8, da1 ×8] at 1024+64p and [da0 ×4, da1 ×4] at
+// 1152+32p, its bsums 0..7 as [act0, act1] at 1216+64p and 8..15 32 bytes
+// on.
+
+// K4TOKZ adds the pair at poff(DI)'s part of sub-blocks 2j, 2j+1 into
+// iacc: the nibbles in Z9 (low), Z10 (high), the scales in Z11, Z12.
+#define K4TOKZ(j, poff, iacc) \
+	VPMADDUBSW (poff+128*j)(DI), Z9, Z13 \
+	VPMADDUBSW (poff+128*j+64)(DI), Z10, Z14 \
+	VPMADDWD Z11, Z13, Z13 \
+	VPMADDWD Z12, Z14, Z14 \
+	VPADDD Z13, iacc, iacc \
+	VPADDD Z14, iacc, iacc
+
+#define K4QUADZ(j, clo, chi) \
+	VBROADCASTI32X8 (16+32*j)(SI), Z9 \
+	VPSRLW $4, Z9, Z10 \
+	VPANDD Z15, Z9, Z9 \
+	VPANDD Z15, Z10, Z10 \
+	VPSHUFB clo, Z8, Z11 \
+	VPSHUFB chi, Z8, Z12 \
+	K4TOKZ(j, 0, Z4) \
+	K4TOKZ(j, 512, Z5)
+
+// K4ZEND finishes pair p's block: the sums in iacc, fp32(d) in every
+// lane of Z6, fp32(dmin) in Y7, the mins as int16 in both halves of Y8.
+#define K4ZEND(p, iacc, acc, macc) \
+	VCVTDQ2PS iacc, iacc \
+	VMULPS (1024+64*p)(DI), Z6, Z12 \
+	VFMADD231PS Z12, iacc, acc \
+	VMOVDQU (1216+64*p)(DI), Y13 \
+	VPHADDW (1248+64*p)(DI), Y13, Y13 \
+	VPMADDWD Y13, Y8, Y13 \
+	VCVTDQ2PS Y13, Y13 \
+	VMULPS (1152+32*p)(DI), Y7, Y12 \
+	VFMADD231PS Y12, Y13, macc
+
+// K4ZSTORE stores an activation's dot at dst: its sums' accumulator in
+// yacc (xacc), its mins' in xm, reduced as K4STORE reduces them.
+#define K4ZSTORE(yacc, xacc, xm, dst) \
+	VEXTRACTF128 $1, yacc, X9 \
+	VADDPS X9, xacc, xacc \
+	VMOVHLPS xacc, X9, X9 \
+	VADDPS X9, xacc, xacc \
+	VMOVSHDUP xacc, X9 \
+	VADDSS X9, xacc, xacc \
+	VMOVHLPS xm, X10, X10 \
+	VADDPS X10, xm, xm \
+	VMOVSHDUP xm, X10 \
+	VADDSS X10, xm, xm \
+	VSUBSS xm, xacc, xacc \
+	VMOVSS xacc, dst
+
+// func dotQ4_Kx4AVX512(out *float32, ostride, rows int, w *byte, nb int, packed *byte)
+TEXT ·dotQ4_Kx4AVX512(SB), NOSPLIT, $0-48
+	MOVQ out+0(FP), R8
+	MOVQ ostride+8(FP), R14
+	SHLQ $2, R14
+	LEAQ (R14)(R14*2), R15
+	MOVQ rows+16(FP), R9
+	MOVQ w+24(FP), SI
+	MOVQ nb+32(FP), R10
+	MOVQ packed+40(FP), R11
+
+	MOVL $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z15 // low nibble mask
+	VBROADCASTI32X8 ·k4ScaleShuf+0(SB), Z16
+	VBROADCASTI32X8 ·k4ScaleShuf+32(SB), Z17
+	VBROADCASTI32X8 ·k4ScaleShuf+64(SB), Z18
+	VBROADCASTI32X8 ·k4ScaleShuf+96(SB), Z19
+	VBROADCASTI32X8 ·k4ScaleShuf+128(SB), Z20
+	VBROADCASTI32X8 ·k4ScaleShuf+160(SB), Z21
+	VBROADCASTI32X8 ·k4ScaleShuf+192(SB), Z22
+	VBROADCASTI32X8 ·k4ScaleShuf+224(SB), Z23
+
+k4zrow:
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	MOVQ R11, DI
+	MOVQ R10, CX
+
+k4zblock:
+	// Scales in AX (low 4 bytes) and DX, mins in BX and R12, as in
+	// dotQ4_KAVX2.
+	MOVL 4(SI), AX
+	MOVL 8(SI), BX
+	MOVL 12(SI), DX
+	MOVL DX, R12
+	SHRL $4, R12
+	ANDL $0x0f0f0f0f, R12
+	MOVL BX, R13
+	SHRL $6, R13
+	ANDL $0x03030303, R13
+	SHLL $4, R13
+	ORL  R13, R12
+	ANDL $0x3f3f3f3f, BX
+	ANDL $0x0f0f0f0f, DX
+	MOVL AX, R13
+	SHRL $6, R13
+	ANDL $0x03030303, R13
+	SHLL $4, R13
+	ORL  R13, DX
+	ANDL $0x3f3f3f3f, AX
+	SHLQ $32, DX
+	ORQ  DX, AX
+	SHLQ $32, R12
+	ORQ  R12, BX
+	VMOVQ AX, X8
+	VPMOVZXBW X8, X8
+	VPERMQ $0x44, Y8, Y8
+	VINSERTI64X4 $1, Y8, Z8, Z8 // scales as int16, in every 128-bit lane
+
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	K4QUADZ(0, Z16, Z17)
+	K4QUADZ(1, Z18, Z19)
+	K4QUADZ(2, Z20, Z21)
+	K4QUADZ(3, Z22, Z23)
+
+	VMOVQ BX, X8
+	VPMOVZXBW X8, X8
+	VPERMQ $0x44, Y8, Y8 // mins as int16, in both halves
+	VMOVD (SI), X9
+	VCVTPH2PS X9, X9 // [d, dmin]
+	VBROADCASTSS X9, Z6
+	VMOVSHDUP X9, X7
+	VBROADCASTSS X7, Y7
+	K4ZEND(0, Z4, Z0, Y2)
+	K4ZEND(1, Z5, Z1, Y3)
+
+	ADDQ $144, SI
+	ADDQ $1344, DI
+	DECQ CX
+	JNZ  k4zblock
+
+	VEXTRACTF64X4 $1, Z0, Y4
+	VEXTRACTF128 $1, Y2, X5
+	VEXTRACTF64X4 $1, Z1, Y6
+	VEXTRACTF128 $1, Y3, X7
+	K4ZSTORE(Y0, X0, X2, (R8))
+	K4ZSTORE(Y4, X4, X5, (R8)(R14*1))
+	K4ZSTORE(Y1, X1, X3, (R8)(R14*2))
+	K4ZSTORE(Y6, X6, X7, (R8)(R15*1))
+	ADDQ $4, R8
+	DECQ R9
+	JNZ  k4zrow
+	VZEROUPPER
+	RET

@@ -135,7 +135,8 @@ func equalBits(t *testing.T, what string, got, want []float32) {
 // BenchmarkAVX512 compares the avx2 and avx512 tiers side by side on a
 // 768-wide model's FFN matrix (2048×768): MatMul of 32 activations (the
 // tiles, prefill) and MatVec (decode), one thread, for the types the
-// avx512 tier has kernels of its own (Q4_0 and Q8_0 repacked, F32, F16).
+// avx512 tier has kernels of its own (Q4_0 and Q8_0 repacked, F32, F16,
+// Q4_K).
 // cpu-ms/op is CPU time of the thread, less sensitive to other load than
 // the wall time.
 func BenchmarkAVX512(b *testing.B) {
@@ -143,7 +144,7 @@ func BenchmarkAVX512(b *testing.B) {
 		b.Skip("CPU lacks AVX-512 F/BW/VL/VNNI")
 	}
 	const rows, cols, n = 2048, 768, 32
-	for _, typ := range []quant.Type{Q4_0x8, Q8_0x4, quant.F32, quant.F16} {
+	for _, typ := range []quant.Type{Q4_0x8, Q8_0x4, quant.F32, quant.F16, quant.Q4_K} {
 		file := typ
 		if k := repackOf(typ); k != nil {
 			file = k.file
