@@ -15,10 +15,11 @@
 // a Q4_0 matrix of a multiple of 8 rows is multiplied in the order of
 // ggml_gemv_q4_0_8x8_q8_0 (quant.DotQ4_0Gemv), as llama.cpp repacks such
 // matrices, by every tier (the avx2 one eight rows at a time). The avx512
-// tier (AVX-512 F, BW, VL, VNNI) is the avx2 tier with 512-bit VNNI
-// kernels for the repacked Q4_0x8 and Q8_0x4 matrices: the same integer
-// sums (VPDPBUSD, exact) and the same float order, two of the avx2
-// kernels' 8-lane accumulators in each zmm register.
+// tier (AVX-512 F, BW, VL, VNNI) is the avx2 tier with 512-bit kernels in
+// place of some: VNNI kernels for the repacked Q4_0x8 and Q8_0x4 matrices
+// (the same integer sums, by VPDPBUSD, exact) and prefill tiles for F32,
+// F16 and Q4_K, each in the avx2 kernel's float order with two of its
+// 8-lane accumulators in each zmm register.
 //
 // SiluF32 and ExpSubF32 compute the exponentials of the SiLU activation
 // and of the attention softmax as llama.cpp's ggml_v_expf does on AVX2,
