@@ -18,10 +18,6 @@ import (
 // or two activations) per zmm, so the results are generic's bit for bit.
 var avx512Tier = &Tier{name: "avx512"}
 
-// registerAVX512 lists the avx512 tier on CPUs that have it; tests of
-// an unfinished tier can clear it and force the tier through avx512Tier.
-var registerAVX512 = true
-
 // haveAVX512 records, once, whether the CPU can run the avx512 tier.
 var haveAVX512 = haveAVX2 && cpuid.CPU.Supports(cpuid.AVX512F, cpuid.AVX512BW, cpuid.AVX512VL, cpuid.AVX512VNNI)
 
