@@ -410,7 +410,7 @@ r8tblock:
 // AVX2 layout (pass j's slot s at 32s + j·P): a zmm's halves are slot s of
 // passes 2p and 2p+1, so the reduction is the AVX2 one (F32R3FINISH).
 
-// ZSLOT loads (resume) or stores (save) slot s of accumulator z (y its
+// ZLOAD (resume) and ZSAVE load and store slot s of accumulator z (y its
 // low half) for the pair of passes at (DI), P bytes apart.
 #define ZLOAD(s, P, y, z) \
 	VMOVUPS (32*s)(DI), y \
