@@ -20,7 +20,7 @@ type Config struct {
 	// at DefaultContextLength.
 	ContextLength int
 
-	// Kernel picks the model's kernel tier: "generic" or "avx2" (see
+	// Kernel picks the model's kernel tier: "generic", "avx2" or "avx512" (see
 	// kernels.Tiers). Empty means the QSF_KERNEL environment variable
 	// when it is set, else the fastest tier this CPU supports. The tier
 	// belongs to the model: other models and the process default

@@ -14,7 +14,12 @@
 // follows package quant's reference order instead. One exception to both:
 // a Q4_0 matrix of a multiple of 8 rows is multiplied in the order of
 // ggml_gemv_q4_0_8x8_q8_0 (quant.DotQ4_0Gemv), as llama.cpp repacks such
-// matrices, by every tier (the avx2 one eight rows at a time).
+// matrices, by every tier (the avx2 one eight rows at a time). The avx512
+// tier (AVX-512 F, BW, VL, VNNI) is the avx2 tier with 512-bit kernels in
+// place of some: VNNI kernels for the repacked Q4_0x8 and Q8_0x4 matrices
+// (the same integer sums, by VPDPBUSD, exact) and prefill tiles for F32,
+// F16 and Q4_K, each in the avx2 kernel's float order with two of its
+// 8-lane accumulators in each zmm register.
 //
 // SiluF32 and ExpSubF32 compute the exponentials of the SiLU activation
 // and of the attention softmax as llama.cpp's ggml_v_expf does on AVX2,
@@ -23,7 +28,7 @@
 //
 // The tier is chosen once at init from the CPU's features
 // (github.com/klauspost/cpuid/v2) and can be forced with the environment
-// variable QSF_KERNEL=generic|avx2 or with SetTier. Every tier this CPU
+// variable QSF_KERNEL=generic|avx2|avx512 or with SetTier. Every tier this CPU
 // and build can run is listed by Tiers, and every listed tier gives the
 // generic tier's results bit for bit; the tests exercise each of them.
 //

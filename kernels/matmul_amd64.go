@@ -16,6 +16,12 @@ import (
 // it has none. The tile kernels do per (row, activation) exactly what the
 // AVX2 one-activation kernels do.
 func tileFor(tr *Tier, tt *quant.Traits) *tileKernel {
+	if tr == avx512Tier {
+		if k := tileForAVX512(tt); k != nil {
+			return k
+		}
+		tr = avx2Tier // the avx512 tier inherits the other tiles
+	}
 	if tr != avx2Tier {
 		return nil
 	}
@@ -213,10 +219,19 @@ func (k floatKind) chunkBytes() int {
 }
 
 // blockDot calls the block kernel of kind for blocks of k rows, 3 or 2
-// (always 2 for BF16, which needs a register per product). Direct calls:
-// through a func value, scratch would escape to the heap.
-func blockDot(kind floatKind, k int, out *float32, ostride, blocks int, w *byte, chunks, rowBytes int, act *byte, actStride int, scratch *float32, sstride, flags int) {
+// (always 2 for BF16, which needs a register per product), the AVX-512
+// one when z is set and there is one (F32, F16). Direct calls: through a
+// func value, scratch would escape to the heap.
+func blockDot(z bool, kind floatKind, k int, out *float32, ostride, blocks int, w *byte, chunks, rowBytes int, act *byte, actStride int, scratch *float32, sstride, flags int) {
 	switch {
+	case z && kind == kindF16 && k == 3:
+		dotF16R3x4AVX512(out, ostride, blocks, w, chunks, rowBytes, act, actStride, scratch, sstride, flags)
+	case z && kind == kindF16:
+		dotF16R2x4AVX512(out, ostride, blocks, w, chunks, rowBytes, act, actStride, scratch, sstride, flags)
+	case z && kind == kindF32 && k == 3:
+		dotF32R3x4AVX512(out, ostride, blocks, w, chunks, rowBytes, act, actStride, scratch, sstride, flags)
+	case z && kind == kindF32:
+		dotF32R2x4AVX512(out, ostride, blocks, w, chunks, rowBytes, act, actStride, scratch, sstride, flags)
 	case kind == kindBF16:
 		dotBF16R2x4AVX2(out, ostride, blocks, w, chunks, rowBytes, act, actStride, scratch, sstride, flags)
 	case kind == kindF16 && k == 3:
@@ -258,10 +273,10 @@ var f32ScratchPool = sync.Pool{New: func() any { return new([f32SlabBlocks * f32
 // first row of w and out. Rows of more than f32SlabChunks chunks go
 // f32SlabBlocks blocks at a time, slab by slab of columns, the sums
 // waiting in scratch from one slab to the next.
-func floatBlocks(kind floatKind, k, blocks int, out []float32, ostride int, w []byte, rowBytes, chunks int, packed []byte, actStride int) {
+func floatBlocks(z bool, kind floatKind, k, blocks int, out []float32, ostride int, w []byte, rowBytes, chunks int, packed []byte, actStride int) {
 	if chunks <= f32SlabChunks {
 		var scratch [f32BlockScratch]float32
-		blockDot(kind, k, &out[0], ostride, blocks, &w[0], chunks, rowBytes, &packed[0], actStride, &scratch[0], 0, f32Finish)
+		blockDot(z, kind, k, &out[0], ostride, blocks, &w[0], chunks, rowBytes, &packed[0], actStride, &scratch[0], 0, f32Finish)
 		return
 	}
 	scratch := f32ScratchPool.Get().(*[f32SlabBlocks * f32BlockScratch]float32)
@@ -279,7 +294,7 @@ func floatBlocks(kind floatKind, k, blocks int, out []float32, ostride int, w []
 			if c0+nc == chunks {
 				flags |= f32Finish
 			}
-			blockDot(kind, k, &out[k*b0], ostride, nb, &w[k*b0*rowBytes+cb*c0], nc, rowBytes,
+			blockDot(z, kind, k, &out[k*b0], ostride, nb, &w[k*b0*rowBytes+cb*c0], nc, rowBytes,
 				&packed[128*c0], actStride, &scratch[0], 512*k, flags)
 		}
 	}
@@ -290,7 +305,7 @@ func floatBlocks(kind floatKind, k, blocks int, out []float32, ostride int, w []
 // blocks of three rows and two for the rest (3·n3 + 2·n2 = rows), BF16
 // in blocks of two, and a single row left over as a block of that row
 // twice, into a buffer. chunks must be at least 1.
-func floatRows(kind floatKind, out []float32, ostride int, w []byte, rowBytes, chunks, rows int, packed []byte, actStride int) {
+func floatRows(z bool, kind floatKind, out []float32, ostride int, w []byte, rowBytes, chunks, rows int, packed []byte, actStride int) {
 	n3, n2 := rows/3, 0
 	switch {
 	case kind == kindBF16:
@@ -301,14 +316,14 @@ func floatRows(kind floatKind, out []float32, ostride int, w []byte, rowBytes, c
 		n2 = 1
 	}
 	if n3 > 0 {
-		floatBlocks(kind, 3, n3, out, ostride, w, rowBytes, chunks, packed, actStride)
+		floatBlocks(z, kind, 3, n3, out, ostride, w, rowBytes, chunks, packed, actStride)
 	}
 	if n2 > 0 {
-		floatBlocks(kind, 2, n2, out[3*n3:], ostride, w[3*n3*rowBytes:], rowBytes, chunks, packed, actStride)
+		floatBlocks(z, kind, 2, n2, out[3*n3:], ostride, w[3*n3*rowBytes:], rowBytes, chunks, packed, actStride)
 	}
 	if done := 3*n3 + 2*n2; done < rows {
 		var o [2 * tileTokens]float32
-		floatBlocks(kind, 2, 1, o[:], 2, w[done*rowBytes:], 0, chunks, packed, actStride)
+		floatBlocks(z, kind, 2, 1, o[:], 2, w[done*rowBytes:], 0, chunks, packed, actStride)
 		for t := 0; t < tileTokens; t++ {
 			out[t*ostride+done] = o[2*t]
 		}
@@ -320,13 +335,18 @@ func floatRows(kind floatKind, out []float32, ostride int, w []byte, rowBytes, c
 // the sums of dotF32AVX2 bit for bit. The tail past the last whole chunk
 // is added as f32AVX2 does.
 func f32x4AVX2(out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
+	f32x4(false, out, ostride, w, rowBytes, cols, rows, packed)
+}
+
+// f32x4 is f32x4AVX2, with the AVX-512 block kernels when z is set.
+func f32x4(z bool, out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
 	_ = out[3*ostride+rows-1]
 	_ = w[rows*rowBytes-1]
 	actBytes := f32ActStride(cols)
 	_ = packed[(tileTokens-1)*actBytes+4*cols-1]
 	chunks := cols / 32
 	if useF32Blocks && chunks > 0 && rows >= 2 {
-		floatRows(kindF32, out, ostride, w, rowBytes, chunks, rows, packed, actBytes)
+		floatRows(z, kindF32, out, ostride, w, rowBytes, chunks, rows, packed, actBytes)
 	} else {
 		dotF32x4AVX2(&out[0], ostride, rows, &w[0], chunks, rowBytes, &packed[0], actBytes)
 	}
@@ -351,25 +371,26 @@ func f32x4AVX2(out []float32, ostride int, w []byte, rowBytes, cols, rows int, p
 // f16x4AVX2 is the F16 tile kernel, the block kernels on F16 weights: the
 // sums of dotF16AVX2 bit for bit, and the tail added as f16AVX2 does.
 func f16x4AVX2(out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
-	halfx4AVX2(kindF16, out, ostride, w, rowBytes, cols, rows, packed)
+	halfx4AVX2(false, kindF16, out, ostride, w, rowBytes, cols, rows, packed)
 }
 
 // bf16x4AVX2 is the BF16 tile kernel, the block kernels on BF16 weights:
 // the sums of dotBF16AVX2 bit for bit, and the tail added as bf16AVX2
 // does.
 func bf16x4AVX2(out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
-	halfx4AVX2(kindBF16, out, ostride, w, rowBytes, cols, rows, packed)
+	halfx4AVX2(false, kindBF16, out, ostride, w, rowBytes, cols, rows, packed)
 }
 
-// halfx4AVX2 is the tile kernel of 16-bit weights; the activations come
+// halfx4AVX2 is the tile kernel of 16-bit weights, with the AVX-512
+// block kernels where there are some when z is set; the activations come
 // widened to float32 by packHalfx4.
-func halfx4AVX2(kind floatKind, out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
+func halfx4AVX2(z bool, kind floatKind, out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
 	_ = out[3*ostride+rows-1]
 	_ = w[rows*rowBytes-1]
 	actStride := f32ActStride(cols)
 	_ = packed[(tileTokens-1)*actStride+4*cols-1]
 	if chunks := cols / 32; chunks > 0 {
-		floatRows(kind, out, ostride, w, rowBytes, chunks, rows, packed, actStride)
+		floatRows(z, kind, out, ostride, w, rowBytes, chunks, rows, packed, actStride)
 	} else {
 		for t := 0; t < tileTokens; t++ {
 			clear(out[t*ostride : t*ostride+rows])

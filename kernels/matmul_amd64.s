@@ -1,6 +1,7 @@
 //go:build amd64 && !purego
 
 #include "textflag.h"
+#include "hsum_amd64.h"
 
 // Tile kernels for MatMul: four activations against a run of rows, with
 // each row's weights loaded and unpacked once for all four. Per (row,
@@ -690,33 +691,7 @@ f32done:
 	VFMADD231PS Y15, Y13, b \
 	VFMADD231PS Y15, Y14, c
 
-// F32SUM sets y to (a0+a2)+(a1+a3) of slot off of the four passes at
-// (DI), P bytes apart, with t for a temporary.
-#define F32SUM(off, P, y, t) \
-	VMOVUPS off(DI), y \
-	VADDPS (off+2*P)(DI), y, y \
-	VMOVUPS (off+P)(DI), t \
-	VADDPS (off+3*P)(DI), t, t \
-	VADDPS t, y, y
-
-// F32QUAD reduces four slots x, y, z, w of the four passes at (DI), P
-// bytes apart, each as ggml reduces its four accumulators: the halves of x and y are added in one
-// 8-lane add, those of z and w in another, and two horizontal adds of
-// both 128-bit lanes finish the four. The sums of x and z end in lanes 0
-// and 1 of Y4, those of y and w in lanes 4 and 5.
-#define F32QUAD(P, x, y, z, w) \
-	F32SUM(x, P, Y0, Y5) \
-	F32SUM(y, P, Y1, Y6) \
-	F32SUM(z, P, Y2, Y7) \
-	F32SUM(w, P, Y3, Y8) \
-	VPERM2F128 $0x20, Y1, Y0, Y4 \
-	VPERM2F128 $0x31, Y1, Y0, Y5 \
-	VADDPS Y5, Y4, Y4 \
-	VPERM2F128 $0x20, Y3, Y2, Y6 \
-	VPERM2F128 $0x31, Y3, Y2, Y7 \
-	VADDPS Y7, Y6, Y6 \
-	VHADDPS Y6, Y4, Y4 \
-	VHADDPS Y4, Y4, Y4
+// F32SUM and F32QUAD are in hsum_amd64.h.
 
 // func dotF32R3x4AVX2(out *float32, ostride, blocks int, w *byte, chunks, rowBytes int, act *byte, actStride int, scratch *float32, sstride, flags int)
 //

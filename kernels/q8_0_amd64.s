@@ -1,6 +1,7 @@
 //go:build amd64 && !purego
 
 #include "textflag.h"
+#include "hsum_amd64.h"
 
 // Q8_0 block: fp16 d, int8 qs[32] (34 bytes). The signed×signed byte
 // product uses the sign trick, |w| (unsigned) × a·sign(w) (signed) with
@@ -77,27 +78,7 @@ reduce:
 	VZEROUPPER
 	RET
 
-// HSUM4 reduces the accumulators Y0..Y3 of four rows as hsum_float_8
-// each, four at once: lanes i and i+4, then (0+2) + (1+3) of what is
-// left, as ggml adds them. The four sums end in X5, in row order.
-#define HSUM4 \
-	VEXTRACTF128 $1, Y0, X4 \
-	VADDPS X4, X0, X0 \
-	VEXTRACTF128 $1, Y1, X5 \
-	VADDPS X5, X1, X1 \
-	VEXTRACTF128 $1, Y2, X6 \
-	VADDPS X6, X2, X2 \
-	VEXTRACTF128 $1, Y3, X7 \
-	VADDPS X7, X3, X3 \
-	VUNPCKLPS X1, X0, X4 \
-	VUNPCKHPS X1, X0, X5 \
-	VADDPS X5, X4, X4 \
-	VUNPCKLPS X3, X2, X6 \
-	VUNPCKHPS X3, X2, X7 \
-	VADDPS X7, X6, X6 \
-	VMOVLHPS X6, X4, X5 \
-	VMOVHLPS X4, X6, X7 \
-	VADDPS X7, X5, X5
+// HSUM4 (hsum_amd64.h) reduces the four rows' accumulators Y0..Y3 into X5.
 
 // dotQ8_0Rows4AVX2 is dotQ8_0AVX2 for four rows at a time, rows r..r+3 of
 // quad q starting at w + (4q+i)·rowBytes. One row's loop does a single

@@ -1,0 +1,181 @@
+//go:build amd64 && !purego
+
+package kernels
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"testing"
+
+	"github.com/qsf-llm/qsf/quant"
+)
+
+// arbitraryRows returns rows×cols elements of Q4_0 or Q8_0 with every
+// quant byte random, -128 included (randomRows stays in [-127, 127], as
+// quantizers do; the AVX2 sign trick wraps -(-128), and the avx512 kernels
+// must wrap alike), and finite random scales.
+func arbitraryRows(r *rand.Rand, t quant.Type, rows, cols int) []byte {
+	n, _ := quant.RowBytes(t, cols)
+	b := make([]byte, rows*n)
+	bb := t.BlockBytes()
+	for o := 0; o < len(b); o += bb {
+		for j := 2; j < bb; j++ {
+			b[o+j] = byte(r.IntN(256))
+		}
+		if r.IntN(8) == 0 { // whole blocks of extremes
+			v := []byte{0x80, 0x7f, 0x81, 0x00, 0xff, 0x88}[r.IntN(6)]
+			for j := 2; j < bb; j++ {
+				b[o+j] = v
+			}
+		}
+		putF16(b[o:], scale(r))
+	}
+	return b
+}
+
+// TestAVX512Kernels checks the avx512 kernels, called directly, against
+// the avx2 ones bit for bit on arbitrary bytes, and against the generic
+// kernels of the repacked types, for odd numbers of groups (the avx512
+// Q4_0x8 kernels take pairs of groups and hand a last odd one to the avx2
+// kernel), odd numbers of blocks and one block, and tiles whose output
+// stride exceeds the rows. It runs whether or not the tier is listed.
+func TestAVX512Kernels(t *testing.T) {
+	if !haveAVX512 {
+		t.Skip("CPU lacks AVX-512 F/BW/VL/VNNI")
+	}
+	r := rand.New(rand.NewPCG(51, 52))
+	for _, rc := range repackCases {
+		for _, sh := range []struct{ rows, cols int }{
+			{8, 32}, {16, 32}, {24, 96}, {40, 64}, {4, 32}, {12, 224}, {32, 768}, {136, 320}, {64, 4096},
+		} {
+			if sh.rows%rc.group != 0 {
+				continue
+			}
+			for _, arbitrary := range []bool{false, true} {
+				var w, act []byte
+				acts := make([]byte, 0)
+				if arbitrary {
+					w = arbitraryRows(r, rc.file, sh.rows, sh.cols)
+					acts = arbitraryRows(r, quant.Q8_0, tileTokens, sh.cols)
+				} else {
+					w = randomRows(r, rc.file, sh.rows, sh.cols)
+					acts = randomRows(r, quant.Q8_0, tileTokens, sh.cols)
+				}
+				actBytes := len(acts) / tileTokens
+				act = acts[:actBytes]
+				rowBytes, _ := quant.RowBytes(rc.file, sh.cols)
+				packed := make([]byte, len(w))
+				if _, err := Repack(rc.file, packed, w, sh.rows, sh.cols); err != nil {
+					t.Fatal(err)
+				}
+				aux := prepQ4_0x8(nil, act, sh.cols)
+				name := fmt.Sprintf("%s/%dx%d/arbitrary=%v", typeName(rc.packed), sh.rows, sh.cols, arbitrary)
+
+				// Decode.
+				got := make([]float32, sh.rows)
+				want := make([]float32, sh.rows)
+				avx512Tier.run(mustLookup(rc.packed), got, packed, rowBytes, sh.cols, act, aux)
+				avx2Tier.run(mustLookup(rc.packed), want, packed, rowBytes, sh.cols, act, aux)
+				equalBits(t, name+"/decode vs avx2", got, want)
+				if !arbitrary {
+					genericTier.run(mustLookup(rc.packed), want, packed, rowBytes, sh.cols, act, nil)
+					equalBits(t, name+"/decode vs generic", got, want)
+				}
+
+				// Tile, output rows spaced wider than the matrix.
+				tt := mustLookup(rc.packed)
+				k512, k2 := tileFor(avx512Tier, tt), tileFor(avx2Tier, tt)
+				if k512 == nil || k512 == k2 {
+					t.Fatalf("%s: avx512 has no tile kernel of its own", name)
+				}
+				pk := make([]byte, k512.packBytes(sh.cols))
+				k512.pack(pk, acts, actBytes, sh.cols)
+				pk2 := make([]byte, k2.packBytes(sh.cols))
+				k2.pack(pk2, acts, actBytes, sh.cols)
+				ostride := sh.rows + 3
+				got = make([]float32, tileTokens*ostride)
+				want = make([]float32, tileTokens*ostride)
+				for i := range got {
+					got[i], want[i] = 42, 42
+				}
+				k512.run(got, ostride, packed, rowBytes, sh.cols, sh.rows, pk)
+				k2.run(want, ostride, packed, rowBytes, sh.cols, sh.rows, pk2)
+				equalBits(t, name+"/tile vs avx2", got, want)
+				for tok := 0; tok < tileTokens && !arbitrary; tok++ {
+					one := make([]float32, sh.rows)
+					a := acts[tok*actBytes : (tok+1)*actBytes]
+					genericTier.run(tt, one, packed, rowBytes, sh.cols, a, nil)
+					equalBits(t, fmt.Sprintf("%s/tile token %d vs generic", name, tok), got[tok*ostride:tok*ostride+sh.rows], one)
+				}
+			}
+		}
+	}
+}
+
+func mustLookup(t quant.Type) *quant.Traits {
+	tt, err := Lookup(t)
+	if err != nil {
+		panic(err)
+	}
+	return tt
+}
+
+func equalBits(t *testing.T, what string, got, want []float32) {
+	t.Helper()
+	for i := range want {
+		if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+			t.Errorf("%s: [%d] = %g, want %g", what, i, got[i], want[i])
+			return
+		}
+	}
+}
+
+// BenchmarkAVX512 compares the avx2 and avx512 tiers side by side on a
+// 768-wide model's FFN matrix (2048×768): MatMul of 32 activations (the
+// tiles, prefill) and MatVec (decode), one thread, for the types the
+// avx512 tier has kernels of its own (Q4_0 and Q8_0 repacked, F32, F16,
+// Q4_K).
+// cpu-ms/op is CPU time of the thread, less sensitive to other load than
+// the wall time.
+func BenchmarkAVX512(b *testing.B) {
+	if !haveAVX512 {
+		b.Skip("CPU lacks AVX-512 F/BW/VL/VNNI")
+	}
+	const rows, cols, n = 2048, 768, 32
+	for _, typ := range []quant.Type{Q4_0x8, Q8_0x4, quant.F32, quant.F16, quant.Q4_K} {
+		file := typ
+		if k := repackOf(typ); k != nil {
+			file = k.file
+		}
+		r := rand.New(rand.NewPCG(23, 24))
+		w := randomRows(r, file, rows, cols)
+		if file != typ {
+			if _, err := Repack(file, w, w, rows, cols); err != nil {
+				b.Fatal(err)
+			}
+		}
+		acts := randomRows(r, vecDotType[file], n, cols)
+		out := make([]float32, n*rows)
+		for _, op := range []string{"MatMul", "MatVec"} {
+			for _, tr := range []*Tier{avx2Tier, avx512Tier} {
+				b.Run(fmt.Sprintf("%s/%s/%s", typeName(typ), op, tr.Name()), func(b *testing.B) {
+					runtime.LockOSThread()
+					defer runtime.UnlockOSThread()
+					c0 := threadCPU()
+					for b.Loop() {
+						if op == "MatMul" {
+							tr.MatMul(typ, out, w, cols, acts, n)
+						} else {
+							tr.MatVec(typ, out[:rows], w, cols, acts[:len(acts)/n])
+						}
+					}
+					if c0 >= 0 {
+						b.ReportMetric(float64(threadCPU()-c0)/float64(b.N)/1e6, "cpu-ms/op")
+					}
+				})
+			}
+		}
+	}
+}
