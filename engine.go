@@ -298,6 +298,12 @@ type Token struct {
 	// -1), and Text is empty while text that may begin a stop string is
 	// held back.
 	Text string
+	// Logprob is the token's log-probability under the model's
+	// distribution (after a grammar's filtering, at temperature 1), and
+	// TopLogprobs the most likely tokens at its position, best first:
+	// set when GenerateOptions.Logprobs asks for them.
+	Logprob     float32
+	TopLogprobs []TokenLogprob
 }
 
 // GenerateOptions control Generate.
@@ -321,6 +327,11 @@ type GenerateOptions struct {
 	Grammar    *grammar.Grammar
 	GBNF       string
 	JSONSchema []byte
+	// Logprobs sets Token.Logprob, and TopLogprobs (when above 0) the
+	// number of alternatives in Token.TopLogprobs: an extra pass over the
+	// logits per token.
+	Logprobs    bool
+	TopLogprobs int
 
 	endOfTurn []int // more tokens that end generation (Session.Chat)
 }
@@ -392,10 +403,10 @@ func (s *Session) generate(ctx context.Context, prompt []int, opts GenerateOptio
 
 	out := newStopWriter(s.m.tok.NewStreamDecoder(), opts.Stop)
 	var text strings.Builder
-	emit := func(id int, piece string) error {
-		text.WriteString(piece)
+	emit := func(tok Token) error {
+		text.WriteString(tok.Text)
 		if fn != nil {
-			return fn(Token{ID: id, Text: piece})
+			return fn(tok)
 		}
 		return nil
 	}
@@ -428,6 +439,10 @@ func (s *Session) generate(ctx context.Context, prompt []int, opts GenerateOptio
 		if err != nil {
 			return res, err
 		}
+		var tok Token
+		if opts.Logprobs || opts.TopLogprobs > 0 {
+			tok.Logprob, tok.TopLogprobs = logprobs(s.state.Logits, id, opts.TopLogprobs)
+		}
 		sampler.Accept(id)
 		res.Tokens = append(res.Tokens, id)
 		s.pending = id
@@ -437,7 +452,8 @@ func (s *Session) generate(ctx context.Context, prompt []int, opts GenerateOptio
 			break
 		}
 		piece, stopped := out.push(id)
-		if err := emit(id, piece); err != nil {
+		tok.ID, tok.Text = id, piece
+		if err := emit(tok); err != nil {
 			return res, err
 		}
 		if stopped {

@@ -264,6 +264,14 @@ func (s *State) Forward(token, pos int, logits bool) error {
 	return nil
 }
 
+// Hidden writes the final hidden state of the last token Forward ran (its
+// residual stream after the output norm, the vector the LM head reads)
+// into dst, which must hold Hparams.Embd values. It is valid after
+// Forward, not after a ForwardBatch of more than one token.
+func (s *State) Hidden(dst []float32) {
+	s.norm(dst[:len(s.x)], s.x, s.m.OutNorm, s.m.OutNormB)
+}
+
 // embed loads the token's embedding row into the residual stream.
 func (s *State) embed(token, pos int) error {
 	m := s.m
