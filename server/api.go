@@ -301,4 +301,3 @@ func parseLogprobs(req *generationRequest, chat bool, o *qsf.GenerateOptions) er
 	o.Logprobs, o.TopLogprobs = true, n
 	return nil
 }
-
