@@ -57,6 +57,7 @@ func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	s.liftReadDeadline(w)
 	if req.Model != "" && req.Model != s.name {
 		s.writeError(w, r, errUnknownModel(req.Model))
 		return

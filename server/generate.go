@@ -49,6 +49,7 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 		s.writeError(w, r, err)
 		return
 	}
+	s.liftReadDeadline(w)
 	j, err := s.parseJob(&req, chat)
 	if err != nil {
 		s.writeError(w, r, err)
@@ -107,7 +108,11 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 			if t.Text == "" && !(j.opts.Logprobs && t.ID >= 0) {
 				return nil
 			}
-			return sse.send(s.chunk(id, created, chat, t.Text, s.logprobsOf(chat, []qsf.Token{t}), nil))
+			var lp any
+			if j.opts.Logprobs && t.ID >= 0 {
+				lp = s.logprobsOf(chat, []qsf.Token{t})
+			}
+			return sse.send(s.chunk(id, created, chat, t.Text, lp, nil))
 		}
 	} else {
 		fn = func(t qsf.Token) error {

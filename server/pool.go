@@ -45,8 +45,7 @@ func newPool(m *qsf.Model, n, queue int) (*pool, error) {
 	return p, nil
 }
 
-// acquire returns the idle slot whose cache shares the longest prefix
-// with prompt (the least recently used one when none shares any), waiting
+// acquire returns the idle slot chosen for prompt (see choose), waiting
 // while every slot is busy. It returns errQueueFull at once when the
 // queue is full, and ctx's error when ctx ends first.
 func (p *pool) acquire(ctx context.Context, prompt []int) (*slot, error) {
@@ -67,16 +66,38 @@ func (p *pool) acquire(ctx context.Context, prompt []int) (*slot, error) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	best, bestLen := 0, -1
-	for i, sl := range p.idle {
-		n := commonPrefix(sl.tokens, prompt)
-		if n > bestLen || n == bestLen && sl.used.Before(p.idle[best].used) {
-			best, bestLen = i, n
-		}
-	}
+	best := p.choose(prompt)
 	sl := p.idle[best]
 	p.idle = append(p.idle[:best], p.idle[best+1:]...)
 	return sl, nil
+}
+
+// choose returns the index of the idle slot for prompt: the one sharing
+// the longest prefix with it, if that prefix is at least half of what the
+// slot holds (llama-server's default slot similarity); otherwise an empty
+// slot, or the least recently used one, so that a new conversation does
+// not overwrite one that shares little with it.
+func (p *pool) choose(prompt []int) int {
+	best, bestLen := -1, 0
+	for i, sl := range p.idle {
+		n := commonPrefix(sl.tokens, prompt)
+		if n > bestLen && 2*n >= len(sl.tokens) {
+			best, bestLen = i, n
+		}
+	}
+	if best >= 0 {
+		return best
+	}
+	best = 0
+	for i, sl := range p.idle {
+		if len(sl.tokens) == 0 {
+			return i
+		}
+		if sl.used.Before(p.idle[best].used) {
+			best = i
+		}
+	}
+	return best
 }
 
 // release gives sl back to the pool.

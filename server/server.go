@@ -8,8 +8,9 @@
 // per session at a time; a request waits for a free session, or is
 // refused with 429 when Options.QueueLimit requests already wait. A
 // request goes to the idle session whose KV cache shares the longest token
-// prefix with its prompt (the least recently used one otherwise), so a
-// conversation that continues an earlier one evaluates only its new
+// prefix with its prompt, when that prefix is at least half of what the
+// session holds (an empty or the least recently used session otherwise),
+// so a conversation that continues an earlier one evaluates only its new
 // tokens. The sessions run concurrently and share the model's worker
 // threads; each evaluates its own sequence (there is no batching of
 // several sequences into one forward pass).
@@ -224,6 +225,14 @@ func (s *Server) extendWrite(w http.ResponseWriter) {
 	if s.opts.WriteTimeout > 0 {
 		http.NewResponseController(w).SetWriteDeadline(time.Now().Add(s.opts.WriteTimeout))
 	}
+}
+
+// liftReadDeadline clears the connection's read deadline once the body
+// is read: http.Server.ReadTimeout would otherwise end a long generation
+// (the server's check for a closed connection fails at the deadline and
+// cancels the request's context).
+func (s *Server) liftReadDeadline(w http.ResponseWriter) {
+	http.NewResponseController(w).SetReadDeadline(time.Time{})
 }
 
 // acquire takes a session for a request whose prompt is prompt.

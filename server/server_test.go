@@ -217,6 +217,9 @@ func TestChatStreaming(t *testing.T) {
 		if field(ev, "object") != "chat.completion.chunk" {
 			t.Errorf("object %v", field(ev, "object"))
 		}
+		if lp := field(ev, "choices", 0, "logprobs"); lp != nil {
+			t.Errorf("logprobs %v in a chunk without logprobs asked", lp)
+		}
 		if c, ok := field(ev, "choices", 0, "delta", "content").(string); ok {
 			text.WriteString(c)
 		}

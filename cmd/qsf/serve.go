@@ -1,0 +1,104 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/qsf-llm/qsf/server"
+)
+
+func cmdServe(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("serve", "-m FILE [--host 127.0.0.1] [--port 8080] [--api-key KEY] [--parallel N] [flags]", stderr)
+	var mf modelFlags
+	mf.register(fs)
+	host := fs.String("host", "127.0.0.1", "address to listen on (another than loopback exposes the model to the network: set --api-key)")
+	port := fs.Int("port", 8080, "port to listen on (0 = any free port)")
+	apiKey := fs.String("api-key", "", "require Authorization: Bearer KEY on every route but /health")
+	parallel := fs.Int("parallel", 1, "sessions serving requests concurrently (each holds a KV cache of --ctx positions)")
+	queue := fs.Int("queue", 0, "most requests waiting for a free session, more get 429 (0 = 4 × --parallel, -1 = none wait)")
+	maxTokens := fs.Int("max-tokens", 0, "cap on max_tokens, and its default (0 = the context length)")
+	maxBody := fs.Int64("max-body", 4<<20, "largest request body in bytes (413 beyond it)")
+	name := fs.String("name", "", "model id in /v1/models and answers (default: the file's general.name, or qsf)")
+	tmpl := fs.String("chat-template", "", "chat format: a built-in name (chatml, llama3, ...) or a file holding a template (default: the model's)")
+	grace := fs.Duration("shutdown-timeout", 10*time.Second, "on SIGINT/SIGTERM, how long requests in flight may finish before they are cancelled")
+	if _, err := parse(fs, args); err != nil {
+		return err
+	}
+	if *port < 0 || *port > 65535 {
+		return usagef("--port %d: want 0 to 65535", *port)
+	}
+	level, err := parseLevel(mf.logLevel)
+	if err != nil {
+		return err
+	}
+	explicit := false
+	fs.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "log-level" })
+	if !explicit {
+		level = slog.LevelInfo // a server logs its requests unless told otherwise
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+
+	addr := net.JoinHostPort(*host, strconv.Itoa(*port))
+	if ip := net.ParseIP(*host); *host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		log.Warn("listening on a non-loopback address: the model is reachable from the network", "addr", addr, "api_key", *apiKey != "")
+	}
+	ctx, stop := interruptContext()
+	defer stop()
+	m, err := loadChatModel(&mf, *tmpl)
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	srv, err := server.New(m, server.Options{ModelName: *name, APIKey: *apiKey, Parallel: *parallel, QueueLimit: *queue,
+		MaxBodyBytes: *maxBody, MaxTokens: *maxTokens, WriteTimeout: time.Minute, Logger: log})
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	base, cancelBase := context.WithCancel(context.Background())
+	defer cancelBase()
+	hs := &http.Server{
+		Handler:           srv,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       time.Minute, // the request; generation handlers lift it once the body is read
+		WriteTimeout:      time.Minute, // moved forward before each write of an answer (server.Options.WriteTimeout)
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		BaseContext:       func(net.Listener) context.Context { return base },
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	info := m.Info()
+	log.Info("listening", "addr", ln.Addr().String(), "model", mf.path, "parallel", *parallel, "context", info.ContextLength)
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("shutting down: finishing requests in flight", "timeout", *grace)
+	sctx, cancel := context.WithTimeout(context.Background(), *grace)
+	defer cancel()
+	if err := hs.Shutdown(sctx); err != nil {
+		log.Warn("requests still in flight after the timeout: cancelling them")
+		cancelBase()
+		hs.Close()
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	srv.Close()
+	log.Info("stopped")
+	return nil
+}
