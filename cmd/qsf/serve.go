@@ -8,9 +8,12 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
+	"sync/atomic"
 	"time"
 
+	"github.com/qsf-llm/qsf"
 	"github.com/qsf-llm/qsf/server"
 )
 
@@ -49,27 +52,25 @@ func cmdServe(args []string, stdout, stderr io.Writer) error {
 	if ip := net.ParseIP(*host); *host != "localhost" && (ip == nil || !ip.IsLoopback()) {
 		log.Warn("listening on a non-loopback address: the model is reachable from the network", "addr", addr, "api_key", *apiKey != "")
 	}
+	if mf.path != "" {
+		if _, err := os.Stat(mf.path); err != nil {
+			return err
+		}
+	}
 	ctx, stop := interruptContext()
 	defer stop()
-	m, err := loadChatModel(&mf, *tmpl)
-	if err != nil {
-		return err
-	}
-	defer m.Close()
-	srv, err := server.New(m, server.Options{ModelName: *name, APIKey: *apiKey, Parallel: *parallel, QueueLimit: *queue,
-		MaxBodyBytes: *maxBody, MaxTokens: *maxTokens, WriteTimeout: time.Minute, Logger: log})
-	if err != nil {
-		return err
-	}
-	defer srv.Close()
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
 	}
+	// Listen first and answer "loading" until the model is ready, so a
+	// supervisor can tell a loading server from a dead one.
+	var handler atomic.Pointer[http.Handler]
+	handler.Store(ptr(http.Handler(http.HandlerFunc(loadingHandler))))
 	base, cancelBase := context.WithCancel(context.Background())
 	defer cancelBase()
 	hs := &http.Server{
-		Handler:           srv,
+		Handler:           http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { (*handler.Load()).ServeHTTP(w, r) }),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       time.Minute, // the request; generation handlers lift it once the body is read
 		WriteTimeout:      time.Minute, // moved forward before each write of an answer (server.Options.WriteTimeout)
@@ -78,10 +79,20 @@ func cmdServe(args []string, stdout, stderr io.Writer) error {
 		BaseContext:       func(net.Listener) context.Context { return base },
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
-	info := m.Info()
-	log.Info("listening", "addr", ln.Addr().String(), "model", mf.path, "parallel", *parallel, "context", info.ContextLength)
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
+	log.Info("loading", "addr", ln.Addr().String(), "model", mf.path)
+	m, srv, err := newServer(&mf, *tmpl, server.Options{ModelName: *name, APIKey: *apiKey, Parallel: *parallel, QueueLimit: *queue,
+		MaxBodyBytes: *maxBody, MaxTokens: *maxTokens, WriteTimeout: time.Minute, Logger: log})
+	if err != nil {
+		hs.Close()
+		return err
+	}
+	defer m.Close()
+	defer srv.Close()
+	handler.Store(ptr(http.Handler(srv)))
+	info := m.Info()
+	log.Info("listening", "addr", ln.Addr().String(), "model", mf.path, "parallel", *parallel, "context", info.ContextLength)
 	select {
 	case err := <-errc:
 		return err
@@ -102,3 +113,33 @@ func cmdServe(args []string, stdout, stderr io.Writer) error {
 	log.Info("stopped")
 	return nil
 }
+
+// newServer loads the model and opens the server's sessions.
+func newServer(mf *modelFlags, tmpl string, opts server.Options) (*qsf.Model, *server.Server, error) {
+	m, err := loadChatModel(mf, tmpl)
+	if err != nil {
+		return nil, nil, err
+	}
+	srv, err := server.New(m, opts)
+	if err != nil {
+		m.Close()
+		return nil, nil, err
+	}
+	return m, srv, nil
+}
+
+// loadingHandler answers while the model loads: /health with 503
+// {"status":"loading"}, every other route with a 503 error object; both
+// with Retry-After.
+func loadingHandler(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", "5")
+	w.WriteHeader(http.StatusServiceUnavailable)
+	if r.URL.Path == "/health" {
+		io.WriteString(w, `{"status":"loading"}`+"\n")
+		return
+	}
+	io.WriteString(w, `{"error":{"message":"the model is loading","type":"server_error","code":"loading"}}`+"\n")
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"regexp"
 	"strings"
 	"sync"
@@ -102,5 +103,16 @@ func TestServeGracefulShutdown(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), "msg=stopped") {
 		t.Errorf("no stop record: %s", stderr.String())
+	}
+}
+
+// TestServeLoadingHandler checks the answers while the model loads.
+func TestServeLoadingHandler(t *testing.T) {
+	for path, want := range map[string]string{"/health": `"loading"`, "/v1/models": `"code":"loading"`} {
+		w := httptest.NewRecorder()
+		loadingHandler(w, httptest.NewRequest("GET", path, nil))
+		if w.Code != 503 || w.Header().Get("Retry-After") == "" || !strings.Contains(w.Body.String(), want) {
+			t.Errorf("%s: %d %q", path, w.Code, w.Body.String())
+		}
 	}
 }
