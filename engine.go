@@ -44,6 +44,8 @@ type Session struct {
 	src     *stream.Source      // streaming mode: the layer reader
 	experts *stream.ExpertCache // expert streaming mode: the expert cache
 	cleanup runtime.Cleanup     // streaming modes: closes src, experts and arena if s is dropped
+
+	batcher *Batcher // decodes this session together with others, or nil
 }
 
 // NewSession starts a conversation with an empty KV cache of
@@ -415,6 +417,10 @@ func (s *Session) generate(ctx context.Context, prompt []int, opts GenerateOptio
 		s.stats.DecodeTime = time.Since(start)
 		res.Text = text.String()
 	}()
+	if b := s.batcher; b != nil {
+		b.active.Add(1)
+		defer b.active.Add(-1)
+	}
 	for {
 		if opts.MaxTokens > 0 && len(res.Tokens) >= opts.MaxTokens {
 			res.Reason = StopMaxTokens
@@ -428,7 +434,7 @@ func (s *Session) generate(ctx context.Context, prompt []int, opts GenerateOptio
 				res.Reason = StopContext
 				break
 			}
-			if err := s.feed(ctx, s.withPending(nil), nil); err != nil {
+			if err := s.decodeStep(ctx); err != nil {
 				return res, err
 			}
 		}
@@ -474,6 +480,18 @@ func (s *Session) generate(ctx context.Context, prompt []int, opts GenerateOptio
 		}
 	}
 	return res, nil
+}
+
+// decodeStep evaluates the pending token: in the next step of the
+// session's Batcher, or alone.
+func (s *Session) decodeStep(ctx context.Context) error {
+	ids := s.withPending(nil)
+	if b := s.batcher; b != nil && len(ids) == 1 {
+		if err := b.step(ctx, s, ids[0]); err != ErrClosed {
+			return err
+		}
+	}
+	return s.feed(ctx, ids, nil)
 }
 
 // stopWriter turns tokens into text for the callback: complete UTF-8 only,
