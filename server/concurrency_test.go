@@ -119,7 +119,8 @@ func TestQueueFull(t *testing.T) {
 }
 
 // TestParallelEqualsSolo runs four greedy conversations concurrently on
-// four sessions: each answer must equal the one a lone session gives.
+// four sessions, decoded together by the batcher: each answer must equal
+// the one a lone session gives.
 func TestParallelEqualsSolo(t *testing.T) {
 	m := loadModel(t)
 	_, ts := newServer(t, m, server.Options{Parallel: 4})
@@ -129,16 +130,21 @@ func TestParallelEqualsSolo(t *testing.T) {
 	for i, p := range prompts {
 		wg.Go(func() {
 			_, out := post(t, ts, "/v1/chat/completions", map[string]any{"messages": []map[string]any{{"role": "user", "content": p}},
-				"max_tokens": 24, "temperature": 0}, "")
+				"max_tokens": 96, "temperature": 0}, "")
 			got[i], _ = field(out, "choices", 0, "message", "content").(string)
 		})
 	}
 	wg.Wait()
+	steps, toks := metricValue(t, ts, "qsf_batch_steps_total"), metricValue(t, ts, "qsf_batch_tokens_total")
+	t.Logf("batcher: %v tokens in %v steps", toks, steps)
+	if toks <= steps {
+		t.Errorf("batcher: %v tokens in %v steps: the sessions never decoded together", toks, steps)
+	}
 	s, _ := m.NewSession()
 	defer s.Close()
 	for i, p := range prompts {
 		s.Reset()
-		want, err := s.Chat(context.Background(), []qsf.Message{{Role: "user", Content: p}}, qsf.GenerateOptions{MaxTokens: 24}, nil)
+		want, err := s.Chat(context.Background(), []qsf.Message{{Role: "user", Content: p}}, qsf.GenerateOptions{MaxTokens: 96}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -94,6 +94,11 @@ func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
 	}
 	gauge("qsf_decode_tokens_per_second", "Tokens generated per second of decoding, per session, since the start.", math.Round(tps*100)/100)
 	counter("qsf_requests_rejected_total", "Requests refused with 429 because the queue was full.", m.rejected.Load())
+	if b := s.pool.batcher; b != nil {
+		st := b.Stats()
+		counter("qsf_batch_steps_total", "Decoding steps of the batcher (one forward pass each).", st.Steps)
+		counter("qsf_batch_tokens_total", "Tokens the batcher's steps evaluated (over steps: the mean batch size).", st.Tokens)
+	}
 	gauge("qsf_queue_depth", "Requests waiting for a free session.", float64(s.pool.waiting.Load()))
 	gauge("qsf_sessions", "Sessions (--parallel).", float64(cap(s.pool.free)))
 	gauge("qsf_sessions_busy", "Sessions serving a request.", float64(s.pool.busy()))

@@ -23,20 +23,27 @@ type pool struct {
 	waiting atomic.Int64  // requests waiting for a slot
 	limit   int64         // most requests waiting
 
+	batcher *qsf.Batcher // decodes the sessions together, or nil
+
 	mu   sync.Mutex
 	idle []*slot
 	all  []*slot
 }
 
-// newPool opens n sessions on m.
-func newPool(m *qsf.Model, n, queue int) (*pool, error) {
+// newPool opens n sessions on m, decoded together by a qsf.Batcher when
+// batch is set and n > 1.
+func newPool(m *qsf.Model, n, queue int, batch bool) (*pool, error) {
 	p := &pool{free: make(chan struct{}, n), limit: int64(queue)}
+	if batch && n > 1 {
+		p.batcher = m.NewBatcher()
+	}
 	for range n {
 		s, err := m.NewSession()
 		if err != nil {
 			p.close()
 			return nil, err
 		}
+		s.SetBatcher(p.batcher)
 		sl := &slot{s: s}
 		p.idle = append(p.idle, sl)
 		p.all = append(p.all, sl)
@@ -129,6 +136,9 @@ func (p *pool) busy() int { return cap(p.free) - len(p.free) }
 func (p *pool) close() {
 	for _, sl := range p.all {
 		sl.s.Close()
+	}
+	if p.batcher != nil {
+		p.batcher.Close()
 	}
 }
 

@@ -11,9 +11,10 @@
 // prefix with its prompt, when that prefix is at least half of what the
 // session holds (an empty or the least recently used session otherwise),
 // so a conversation that continues an earlier one evaluates only its new
-// tokens. The sessions run concurrently and share the model's worker
-// threads; each evaluates its own sequence (there is no batching of
-// several sequences into one forward pass).
+// tokens. The sessions share the model's worker threads; while several
+// generate, their decoding steps run together, one forward pass over the
+// next token of each (continuous batching, qsf.Batcher), unless
+// Options.NoBatching. Prompts are evaluated by each session on its own.
 package server
 
 import (
@@ -48,6 +49,11 @@ type Options struct {
 	// more get 429 with Retry-After. 0 means 4 × Parallel; negative means
 	// none wait.
 	QueueLimit int
+	// NoBatching makes the sessions decode one after another instead of
+	// together. By default, with Parallel above 1, the sessions that are
+	// generating decode together (qsf.Batcher, continuous batching): one
+	// forward pass per step over the next token of each.
+	NoBatching bool
 	// MaxBodyBytes caps a request body (413 beyond it). 0 means 4 MiB.
 	MaxBodyBytes int64
 	// MaxTokens caps max_tokens, and is the default when a request gives
@@ -110,7 +116,7 @@ func New(m *qsf.Model, opts Options) (*Server, error) {
 	if s.name == "" {
 		s.name = "qsf"
 	}
-	p, err := newPool(m, opts.Parallel, opts.QueueLimit)
+	p, err := newPool(m, opts.Parallel, opts.QueueLimit, !opts.NoBatching)
 	if err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}

@@ -26,6 +26,7 @@ func cmdServe(args []string, stdout, stderr io.Writer) error {
 	apiKey := fs.String("api-key", "", "require Authorization: Bearer KEY on every route but /health")
 	parallel := fs.Int("parallel", 1, "sessions serving requests concurrently (each holds a KV cache of --ctx positions)")
 	queue := fs.Int("queue", 0, "most requests waiting for a free session, more get 429 (0 = 4 × --parallel, -1 = none wait)")
+	noBatch := fs.Bool("no-batch", false, "decode the --parallel sessions one after another instead of together (continuous batching)")
 	maxTokens := fs.Int("max-tokens", 0, "cap on max_tokens, and its default (0 = the context length)")
 	maxBody := fs.Int64("max-body", 4<<20, "largest request body in bytes (413 beyond it)")
 	name := fs.String("name", "", "model id in /v1/models and answers (default: the file's general.name, or qsf)")
@@ -83,7 +84,7 @@ func cmdServe(args []string, stdout, stderr io.Writer) error {
 	go func() { errc <- hs.Serve(ln) }()
 	log.Info("loading", "addr", ln.Addr().String(), "model", mf.path)
 	m, srv, err := newServer(&mf, *tmpl, server.Options{ModelName: *name, APIKey: *apiKey, Parallel: *parallel, QueueLimit: *queue,
-		MaxBodyBytes: *maxBody, MaxTokens: *maxTokens, WriteTimeout: time.Minute, Logger: log})
+		MaxBodyBytes: *maxBody, MaxTokens: *maxTokens, NoBatching: *noBatch, WriteTimeout: time.Minute, Logger: log})
 	if err != nil {
 		hs.Close()
 		return err
