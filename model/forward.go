@@ -38,6 +38,8 @@ type State struct {
 	ropePos int
 
 	batch  *batch    // buffers of ForwardBatch, allocated on first use
+
+	multiLogits []float32 // ForwardMulti's logits, a row per sequence, allocated on first use
 	hb     []float32 // FFN hidden (gate, or fused gate+up)
 	hb2    []float32 // FFN hidden (up)
 	Logits []float32

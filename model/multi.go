@@ -138,15 +138,18 @@ func forwardMulti(states []*State, tokens []int, logits bool) error {
 		}
 	}
 	if logits {
-		// The LM head one sequence at a time, as Forward computes it:
-		// its rows are as many as the vocabulary, too many to keep a row
-		// of logits per sequence in the batch.
+		// The LM head as one mat-mul too, into a buffer of a row of
+		// logits per sequence, kept by the driving state.
+		for i := range n {
+			d.norm(row(b.xb, i, e), row(b.x, i, e), m.OutNorm, m.OutNormB)
+		}
+		b.input(b.xb, e)
+		if need := maxMulti * hp.Vocab; len(d.multiLogits) < need {
+			d.multiLogits = make([]float32, need)
+		}
+		d.matMul(d.multiLogits, &m.Output, n)
 		for i, st := range states {
-			st.x = row(b.x, i, e)
-			st.xb = saved[i].xb
-			st.norm(st.xb, st.x, m.OutNorm, m.OutNormB)
-			st.input(st.xb)
-			st.matVec(st.Logits, &m.Output)
+			copy(st.Logits, row(d.multiLogits, i, hp.Vocab))
 		}
 	}
 	return nil
