@@ -36,12 +36,6 @@ type tokenLogprob struct {
 	TopLogprobs []tokenLogprob `json:"top_logprobs,omitempty"`
 }
 
-// answer accumulates one generation for the response.
-type answer struct {
-	text     string
-	logprobs []qsf.Token // tokens with their logprobs, when asked
-}
-
 // generate serves /v1/chat/completions (chat) and /v1/completions.
 func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 	var req generationRequest
@@ -90,7 +84,7 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 
 	id := newID(chat)
 	created := time.Now().Unix()
-	var out answer
+	var logprobs []qsf.Token // the tokens with their logprobs, when asked and not streamed
 	var fn func(qsf.Token) error
 	var sse *sseWriter
 	if j.stream {
@@ -116,9 +110,8 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 		}
 	} else {
 		fn = func(t qsf.Token) error {
-			out.text += t.Text
 			if j.opts.Logprobs && t.ID >= 0 {
-				out.logprobs = append(out.logprobs, t)
+				logprobs = append(logprobs, t)
 			}
 			return nil
 		}
@@ -170,14 +163,14 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 	}
 	choice := map[string]any{"index": 0, "finish_reason": finish, "logprobs": nil}
 	if j.opts.Logprobs {
-		choice["logprobs"] = s.logprobsOf(chat, out.logprobs)
+		choice["logprobs"] = s.logprobsOf(chat, logprobs)
 	}
 	object := "text_completion"
 	if chat {
 		object = "chat.completion"
-		choice["message"] = map[string]any{"role": "assistant", "content": out.text}
+		choice["message"] = map[string]any{"role": "assistant", "content": res.Text}
 	} else {
-		choice["text"] = out.text
+		choice["text"] = res.Text
 	}
 	s.extendWrite(w)
 	writeJSON(w, http.StatusOK, map[string]any{"id": id, "object": object, "created": created, "model": s.name,
