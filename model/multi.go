@@ -17,9 +17,15 @@ const maxMulti = 16
 // each state's Logits holds its next-token logits. The results equal
 // Forward on each state alone, bit for bit (continuous batching).
 //
-// The states must be distinct states of one Model. States with a weight
-// Source (layer streaming), a cache that evicts, a mixture of experts or
-// the bitnet architecture are run one after another with Forward.
+// Under layer streaming (a weight Source on every state) the weights of
+// the pass come from the first state's Source, read once for all the
+// sequences; the others' Sources only provide their embedding rows. The
+// pass keeps its batch buffers on the Go heap, outside the streaming
+// arena.
+//
+// The states must be distinct states of one Model. States with a cache
+// that evicts, a mixture of experts, the bitnet architecture, or a mix of
+// streaming and resident states are run one after another with Forward.
 func ForwardMulti(states []*State, tokens []int, logits bool) error {
 	if len(states) != len(tokens) {
 		return fmt.Errorf("model: ForwardMulti of %d states and %d tokens", len(states), len(tokens))
@@ -40,7 +46,7 @@ func ForwardMulti(states []*State, tokens []int, logits bool) error {
 	}
 	single := len(states) == 1 || m.isBitNet() || m.Hparams.MoE.Experts > 0
 	for _, st := range states {
-		single = single || st.Source != nil || st.Experts != nil || st.KV.Evicts()
+		single = single || (st.Source == nil) != (states[0].Source == nil) || st.Experts != nil || st.KV.Evicts()
 	}
 	if single {
 		for i, st := range states {
@@ -102,8 +108,15 @@ func forwardMulti(states []*State, tokens []int, logits bool) error {
 			return err
 		}
 	}
+	src := d.Source
+	if src != nil {
+		src.Begin(logits)
+	}
 	for l := range m.Blocks {
-		ly := &m.Blocks[l]
+		ly, err := d.acquire(l, StageQKV)
+		if err != nil {
+			return err
+		}
 		for i := range n {
 			d.norm(row(b.xb, i, e), row(b.x, i, e), ly.AttnNorm, ly.AttnNormB)
 		}
@@ -115,6 +128,7 @@ func forwardMulti(states []*State, tokens []int, logits bool) error {
 			d.matMul(b.k, &ly.K, n)
 			d.matMul(b.v, &ly.V, n)
 		}
+		d.release(l, StageQKV)
 		for i, st := range states {
 			st.q, st.k, st.v, st.att = row(b.q, i, qd), row(b.k, i, kd), row(b.v, i, vd), row(b.att, i, ad)
 			if ly.QKV.Data != nil {
@@ -124,13 +138,19 @@ func forwardMulti(states []*State, tokens []int, logits bool) error {
 				return err
 			}
 		}
+		if ly, err = d.acquire(l, StageOut); err != nil {
+			return err
+		}
 		b.input(b.att, ad)
 		d.matMul(b.xb, &ly.O, n)
+		d.release(l, StageOut)
 		for i := range n {
 			addBias(row(b.xb, i, e), ly.OB)
 			add(row(b.x, i, e), row(b.xb, i, e))
 		}
-		d.feedForwardBatch(ly, n)
+		if err := d.feedForwardBatch(l, n); err != nil {
+			return err
+		}
 	}
 	for _, st := range states {
 		if err := st.KV.SetLen(st.KV.Len() + 1); err != nil {
@@ -147,9 +167,23 @@ func forwardMulti(states []*State, tokens []int, logits bool) error {
 		if need := maxMulti * hp.Vocab; len(d.multiLogits) < need {
 			d.multiLogits = make([]float32, need)
 		}
-		d.matMul(d.multiLogits, &m.Output, n)
-		for i, st := range states {
-			copy(st.Logits, row(d.multiLogits, i, hp.Vocab))
+		if src == nil || src.HeadChunks() == 0 {
+			d.matMul(d.multiLogits, &m.Output, n)
+			for i, st := range states {
+				copy(st.Logits, row(d.multiLogits, i, hp.Vocab))
+			}
+			return nil
+		}
+		for c := range src.HeadChunks() {
+			t, row0, err := src.Head(c)
+			if err != nil {
+				return err
+			}
+			d.matMul(d.multiLogits, t, n)
+			src.ReleaseHead(c)
+			for i, st := range states {
+				copy(st.Logits[row0:row0+t.Rows], row(d.multiLogits, i, t.Rows))
+			}
 		}
 	}
 	return nil
