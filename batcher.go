@@ -21,8 +21,9 @@ const batchWait = 2 * time.Millisecond
 // session. Sessions join when their prompt is evaluated and leave when
 // their generation ends; a step waits at most a couple of milliseconds
 // for a session that is late. The tokens of each session are those it
-// would generate alone, bit for bit. Sessions that stream their layers
-// or experts, or use an evicting cache, are stepped one after another.
+// would generate alone, bit for bit. Under layer streaming a step reads
+// each layer once for all its sessions. Sessions that stream experts or
+// use an evicting cache are stepped one after another.
 //
 // A Batcher belongs to one Model; attach sessions with
 // Session.SetBatcher. It is safe for concurrent use.

@@ -16,13 +16,19 @@ import (
 // TestBatcherSpeed measures aggregate decode speed of 1 session and of 4
 // sessions decoding together through a Batcher, on the model named by
 // QSF_BATCH_MODEL (e.g. qsf synth --shape 12L-768 --type q4_0), with 2
-// threads. It is a measurement, skipped unless the variable is set.
+// threads; with QSF_BATCH_STREAM set, under the smallest RAM budget
+// (layer streaming). It is a measurement, skipped unless QSF_BATCH_MODEL
+// is set.
 func TestBatcherSpeed(t *testing.T) {
 	path := os.Getenv("QSF_BATCH_MODEL")
 	if path == "" {
 		t.Skip("set QSF_BATCH_MODEL to a model file to measure batched decoding")
 	}
-	m, err := qsf.Load(path, qsf.Config{Threads: 2, ContextLength: 256})
+	cfg := qsf.Config{Threads: 2, ContextLength: 256}
+	if os.Getenv("QSF_BATCH_STREAM") != "" {
+		cfg = streamingConfig(t, path, cfg) // the smallest budget: layer streaming
+	}
+	m, err := qsf.Load(path, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,5 +84,6 @@ func TestBatcherSpeed(t *testing.T) {
 	fourAlone := run(4, false)
 	t.Logf("aggregate decode: 1 session %.1f tok/s; 4 batched %.1f tok/s (%.2fx); 4 unbatched %.1f tok/s (%.2fx)",
 		one, four, four/one, fourAlone, fourAlone/one)
+	t.Logf("streaming %v", m.Streaming())
 	t.Logf("CPU time per token: 1 session %v; 4 batched %v; 4 unbatched %v", cpuPerToken[0], cpuPerToken[1], cpuPerToken[2])
 }
