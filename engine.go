@@ -44,6 +44,8 @@ type Session struct {
 	src     *stream.Source      // streaming mode: the layer reader
 	experts *stream.ExpertCache // expert streaming mode: the expert cache
 	cleanup runtime.Cleanup     // streaming modes: closes src, experts and arena if s is dropped
+
+	batcher *Batcher // decodes this session together with others, or nil
 }
 
 // NewSession starts a conversation with an empty KV cache of
@@ -298,6 +300,12 @@ type Token struct {
 	// -1), and Text is empty while text that may begin a stop string is
 	// held back.
 	Text string
+	// Logprob is the token's log-probability under the model's
+	// distribution (after a grammar's filtering, at temperature 1), and
+	// TopLogprobs the most likely tokens at its position, best first:
+	// set when GenerateOptions.Logprobs asks for them.
+	Logprob     float32
+	TopLogprobs []TokenLogprob
 }
 
 // GenerateOptions control Generate.
@@ -321,6 +329,11 @@ type GenerateOptions struct {
 	Grammar    *grammar.Grammar
 	GBNF       string
 	JSONSchema []byte
+	// Logprobs sets Token.Logprob, and TopLogprobs (when above 0) the
+	// number of alternatives in Token.TopLogprobs: an extra pass over the
+	// logits per token.
+	Logprobs    bool
+	TopLogprobs int
 
 	endOfTurn []int // more tokens that end generation (Session.Chat)
 	seen      []int // tokens before the prompt that the penalties count (Session.Chat)
@@ -396,10 +409,10 @@ func (s *Session) generate(ctx context.Context, prompt []int, opts GenerateOptio
 
 	out := newStopWriter(s.m.tok.NewStreamDecoder(), opts.Stop)
 	var text strings.Builder
-	emit := func(id int, piece string) error {
-		text.WriteString(piece)
+	emit := func(tok Token) error {
+		text.WriteString(tok.Text)
 		if fn != nil {
-			return fn(Token{ID: id, Text: piece})
+			return fn(tok)
 		}
 		return nil
 	}
@@ -408,6 +421,10 @@ func (s *Session) generate(ctx context.Context, prompt []int, opts GenerateOptio
 		s.stats.DecodeTime = time.Since(start)
 		res.Text = text.String()
 	}()
+	if b := s.batcher; b != nil {
+		b.active.Add(1)
+		defer b.active.Add(-1)
+	}
 	for {
 		if opts.MaxTokens > 0 && len(res.Tokens) >= opts.MaxTokens {
 			res.Reason = StopMaxTokens
@@ -421,7 +438,7 @@ func (s *Session) generate(ctx context.Context, prompt []int, opts GenerateOptio
 				res.Reason = StopContext
 				break
 			}
-			if err := s.feed(ctx, s.withPending(nil), nil); err != nil {
+			if err := s.decodeStep(ctx); err != nil {
 				return res, err
 			}
 		}
@@ -432,6 +449,10 @@ func (s *Session) generate(ctx context.Context, prompt []int, opts GenerateOptio
 		if err != nil {
 			return res, err
 		}
+		var tok Token
+		if opts.Logprobs || opts.TopLogprobs > 0 {
+			tok.Logprob, tok.TopLogprobs = logprobs(s.state.Logits, id, opts.TopLogprobs)
+		}
 		sampler.Accept(id)
 		res.Tokens = append(res.Tokens, id)
 		s.pending = id
@@ -441,7 +462,8 @@ func (s *Session) generate(ctx context.Context, prompt []int, opts GenerateOptio
 			break
 		}
 		piece, stopped := out.push(id)
-		if err := emit(id, piece); err != nil {
+		tok.ID, tok.Text = id, piece
+		if err := emit(tok); err != nil {
 			return res, err
 		}
 		if stopped {
@@ -462,6 +484,18 @@ func (s *Session) generate(ctx context.Context, prompt []int, opts GenerateOptio
 		}
 	}
 	return res, nil
+}
+
+// decodeStep evaluates the pending token: in the next step of the
+// session's Batcher, or alone.
+func (s *Session) decodeStep(ctx context.Context) error {
+	ids := s.withPending(nil)
+	if b := s.batcher; b != nil && len(ids) == 1 {
+		if err := b.step(ctx, s, ids[0]); err != ErrClosed {
+			return err
+		}
+	}
+	return s.feed(ctx, ids, nil)
 }
 
 // stopWriter turns tokens into text for the callback: complete UTF-8 only,

@@ -153,3 +153,87 @@ func ExampleSession_ExpertStats() {
 	fmt.Println(p.Mode, "mode:", p.ExpertSlots < p.ExpertsTotal, st.Misses > 0, st.BytesRead == st.Misses*p.ExpertBytes)
 	// Output: experts mode: true true true
 }
+
+func ExampleSession_Complete() {
+	path, cleanup := tinyModel()
+	defer cleanup()
+	m, err := qsf.Load(path, qsf.Config{Threads: 1})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer m.Close()
+	s, err := m.NewSession()
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	opts := qsf.GenerateOptions{MaxTokens: 4}
+	// Two completions of the same prompt: the second reuses the first's
+	// KV cache instead of evaluating the prompt again.
+	first, _ := s.Complete(ctx, "Once upon a time", opts, nil)
+	second, _ := s.Complete(ctx, "Once upon a time", opts, nil)
+	fmt.Println(first.Text == second.Text, first.CachedTokens, second.CachedTokens > 0)
+	// Output: true 0 true
+}
+
+func ExampleSession_Embed() {
+	path, cleanup := tinyModel()
+	defer cleanup()
+	m, err := qsf.Load(path, qsf.Config{Threads: 1})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer m.Close()
+	s, err := m.NewSession()
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer s.Close()
+	v, err := s.Embed(context.Background(), "a sentence to embed")
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(len(v) == m.Info().Embedding, s.Pos())
+	// Output: true 0
+}
+
+func ExampleModel_NewBatcher() {
+	path, cleanup := tinyModel()
+	defer cleanup()
+	m, err := qsf.Load(path, qsf.Config{Threads: 1})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer m.Close()
+	b := m.NewBatcher()
+	defer b.Close()
+	// Two conversations generated concurrently: their decoding steps run
+	// as one forward pass, and each gets the tokens it would get alone.
+	prompts := []string{"Once upon a time", "The weather today"}
+	texts := make([]string, len(prompts))
+	done := make(chan int)
+	for i, p := range prompts {
+		s, err := m.NewSession()
+		if err != nil {
+			log.Fatal(err)
+		}
+		defer s.Close()
+		s.SetBatcher(b)
+		go func() {
+			res, err := s.Generate(context.Background(), p, qsf.GenerateOptions{MaxTokens: 8}, nil)
+			if err != nil {
+				log.Fatal(err)
+			}
+			texts[i] = res.Text
+			done <- i
+		}()
+	}
+	<-done
+	<-done
+	alone, _ := m.NewSession()
+	defer alone.Close()
+	res, _ := alone.Generate(context.Background(), prompts[1], qsf.GenerateOptions{MaxTokens: 8}, nil)
+	fmt.Println(res.Text == texts[1])
+	// Output: true
+}

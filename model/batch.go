@@ -111,7 +111,9 @@ func (s *State) forwardChunk(tokens []int, pos int, logits bool) error {
 			}
 			continue
 		}
-		s.feedForwardBatch(ly, n)
+		if err := s.feedForwardBatch(l, n); err != nil {
+			return err
+		}
 	}
 	if err := s.KV.SetLen(pos + n); err != nil {
 		return err
@@ -163,8 +165,12 @@ func (s *State) attentionBatch(ly *Block, l, pos, n int) error {
 	return nil
 }
 
-// feedForwardBatch is feedForward for n tokens.
-func (s *State) feedForwardBatch(ly *Block, n int) {
+// feedForwardBatch is feedForward for n tokens of layer l.
+func (s *State) feedForwardBatch(l, n int) error {
+	ly, err := s.acquire(l, StageGateUp)
+	if err != nil {
+		return err
+	}
 	hp := &s.m.Hparams
 	b := s.batch
 	e, f := hp.Embd, hp.FFN
@@ -196,12 +202,18 @@ func (s *State) feedForwardBatch(ly *Block, n int) {
 			activate(s.tier, row(hidden, i, f), hp.Act)
 		}
 	}
+	s.release(l, StageGateUp)
+	if ly, err = s.acquire(l, StageDown); err != nil {
+		return err
+	}
 	b.input(hidden, f)
 	s.matMul(b.xb, &ly.Down, n)
+	s.release(l, StageDown)
 	for i := range n {
 		addBias(row(b.xb, i, e), ly.DownB)
 		add(row(b.x, i, e), row(b.xb, i, e))
 	}
+	return nil
 }
 
 // matMul computes the rows of w times each of the n current input rows,

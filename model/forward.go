@@ -37,10 +37,12 @@ type State struct {
 	ropeCS  []float32 // cos and sin of the RoPE angles of position ropePos
 	ropePos int
 
-	batch  *batch    // buffers of ForwardBatch, allocated on first use
-	hb     []float32 // FFN hidden (gate, or fused gate+up)
-	hb2    []float32 // FFN hidden (up)
-	Logits []float32
+	batch *batch // buffers of ForwardBatch, allocated on first use
+
+	multiLogits []float32 // ForwardMulti's logits, a row per sequence, allocated on first use
+	hb          []float32 // FFN hidden (gate, or fused gate+up)
+	hb2         []float32 // FFN hidden (up)
+	Logits      []float32
 
 	acts  activations           // xb (or att, hb) quantized for the matrices that read it
 	tasks [3]kernels.MatVecTask // the products of one matVecs call
@@ -262,6 +264,14 @@ func (s *State) Forward(token, pos int, logits bool) error {
 		}
 	}
 	return nil
+}
+
+// Hidden writes the final hidden state of the last token Forward ran (its
+// residual stream after the output norm, the vector the LM head reads)
+// into dst, which must hold Hparams.Embd values. It is valid after
+// Forward, not after a ForwardBatch of more than one token.
+func (s *State) Hidden(dst []float32) {
+	s.norm(dst[:len(s.x)], s.x, s.m.OutNorm, s.m.OutNormB)
 }
 
 // embed loads the token's embedding row into the residual stream.

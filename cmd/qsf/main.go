@@ -47,6 +47,7 @@ func init() {
 		"plan":       {"print the memory plan of a model under a RAM budget", cmdPlan},
 		"template":   {"print a conversation formatted with a model's chat template", cmdTemplate},
 		"chat":       {"chat with a model in the terminal (streamed, /save and /load)", cmdChat},
+		"serve":      {"serve a model over the OpenAI HTTP API (127.0.0.1 by default)", cmdServe},
 		"version":    {"print the version of qsf and of Go it was built with", cmdVersion},
 		"parity":     {"compare prompt logits and greedy tokens with a llama.cpp reference; write a receipt", cmdParity},
 	}

@@ -1,0 +1,89 @@
+//go:build unix
+
+package qsf_test
+
+import (
+	"context"
+	"os"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/qsf-llm/qsf"
+)
+
+// TestBatcherSpeed measures aggregate decode speed of 1 session and of 4
+// sessions decoding together through a Batcher, on the model named by
+// QSF_BATCH_MODEL (e.g. qsf synth --shape 12L-768 --type q4_0), with 2
+// threads; with QSF_BATCH_STREAM set, under the smallest RAM budget
+// (layer streaming). It is a measurement, skipped unless QSF_BATCH_MODEL
+// is set.
+func TestBatcherSpeed(t *testing.T) {
+	path := os.Getenv("QSF_BATCH_MODEL")
+	if path == "" {
+		t.Skip("set QSF_BATCH_MODEL to a model file to measure batched decoding")
+	}
+	cfg := qsf.Config{Threads: 2, ContextLength: 256}
+	if os.Getenv("QSF_BATCH_STREAM") != "" {
+		cfg = streamingConfig(t, path, cfg) // the smallest budget: layer streaming
+	}
+	m, err := qsf.Load(path, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	const tokens = 48
+	// CPU time of the process: a figure other processes on the machine
+	// disturb less than wall time.
+	cpu := func() time.Duration {
+		var ru syscall.Rusage
+		syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	var cpuPerToken [3]time.Duration
+	runs := 0
+	run := func(n int, batch bool) float64 {
+		defer func() { runs++ }()
+		var b *qsf.Batcher
+		if batch {
+			b = m.NewBatcher()
+			defer b.Close()
+		}
+		sessions := make([]*qsf.Session, n)
+		for i := range sessions {
+			sessions[i], _ = m.NewSession()
+			defer sessions[i].Close()
+			sessions[i].SetBatcher(b)
+			// Evaluate the prompt first: only decoding is measured.
+			if _, err := sessions[i].Forward(context.Background(), []int{1, 100 + i, 200 + i}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var wg sync.WaitGroup
+		var decode time.Duration
+		var mu sync.Mutex
+		c0 := cpu()
+		for i, s := range sessions {
+			wg.Go(func() {
+				res, err := s.Generate(context.Background(), " x", qsf.GenerateOptions{MaxTokens: tokens}, nil)
+				if err != nil || len(res.Tokens) != tokens {
+					t.Errorf("session %d: %v, %d tokens", i, err, len(res.Tokens))
+				}
+				mu.Lock()
+				decode = max(decode, s.Stats().DecodeTime)
+				mu.Unlock()
+			})
+		}
+		wg.Wait()
+		cpuPerToken[runs] = (cpu() - c0) / time.Duration(n*tokens)
+		return float64(n*tokens) / decode.Seconds()
+	}
+	one := run(1, false)
+	four := run(4, true)
+	fourAlone := run(4, false)
+	t.Logf("aggregate decode: 1 session %.1f tok/s; 4 batched %.1f tok/s (%.2fx); 4 unbatched %.1f tok/s (%.2fx)",
+		one, four, four/one, fourAlone, fourAlone/one)
+	t.Logf("streaming %v", m.Streaming())
+	t.Logf("CPU time per token: 1 session %v; 4 batched %v; 4 unbatched %v", cpuPerToken[0], cpuPerToken[1], cpuPerToken[2])
+}

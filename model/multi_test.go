@@ -1,0 +1,91 @@
+package model_test
+
+import (
+	"fmt"
+	"math"
+	"path/filepath"
+	"testing"
+
+	"github.com/qsf-llm/qsf/internal/testfiles"
+	"github.com/qsf-llm/qsf/kernels"
+	"github.com/qsf-llm/qsf/model"
+)
+
+// TestForwardMultiEqualsForward decodes three sequences of different
+// lengths together with ForwardMulti, step after step (one of them joining
+// late and one leaving early), and checks every state's logits against a
+// state of its own run with Forward, bit for bit.
+func TestForwardMultiEqualsForward(t *testing.T) {
+	dir := testfiles.Dir(t)
+	files := []string{"gguf/stories260K-Q4_0.gguf", "synthetic/synth-qwen2-Q8_0.gguf", "synthetic/synth-qwen3-Q8_0.gguf",
+		"synthetic/synth-phi3-Q4_0.gguf", "synthetic/synth-gpt2-Q8_0.gguf", "synthetic/synth-gemma-Q4_0.gguf", "synthetic/synth-llama-f32.gguf"}
+	pool := kernels.NewPool(2)
+	defer pool.Close()
+	for _, file := range files {
+		m, done := load(t, filepath.Join(dir, "models", file))
+		const seqs, steps = 3, 12
+		multi := make([]*model.State, seqs)
+		solo := make([]*model.State, seqs)
+		for i := range seqs {
+			var err error
+			if multi[i], err = m.NewState(64, pool); err != nil {
+				t.Fatal(err)
+			}
+			if solo[i], err = m.NewState(64, pool); err != nil {
+				t.Fatal(err)
+			}
+			// Prompts of different lengths: the sequences sit at different positions.
+			prompt := make([]int, 3+5*i)
+			for j := range prompt {
+				prompt[j] = (j*31 + 7*i + 3) % m.Vocab
+			}
+			if err := multi[i].ForwardBatch(prompt, 0, false); err != nil {
+				t.Fatal(err)
+			}
+			for j, tok := range prompt {
+				if err := solo[i].Forward(tok, j, false); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		for step := range steps {
+			var states []*model.State
+			var toks []int
+			for i := range seqs {
+				if i == 2 && step < 3 || i == 0 && step >= 9 { // joins late, leaves early
+					continue
+				}
+				tok := (step*13 + i*101 + 1) % m.Vocab
+				states, toks = append(states, multi[i]), append(toks, tok)
+				if err := solo[i].Forward(tok, solo[i].KV.Len(), true); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := model.ForwardMulti(states, toks, true); err != nil {
+				t.Fatal(err)
+			}
+			for _, st := range states {
+				i := indexOf(multi, st)
+				name := fmt.Sprintf("%s step %d seq %d", filepath.Base(file), step, i)
+				if st.KV.Len() != solo[i].KV.Len() {
+					t.Fatalf("%s: cache length %d, want %d", name, st.KV.Len(), solo[i].KV.Len())
+				}
+				for j := range st.Logits {
+					if math.Float32bits(st.Logits[j]) != math.Float32bits(solo[i].Logits[j]) {
+						t.Fatalf("%s: logit %d: together %g, alone %g", name, j, st.Logits[j], solo[i].Logits[j])
+					}
+				}
+			}
+		}
+		done()
+	}
+}
+
+func indexOf(states []*model.State, st *model.State) int {
+	for i, s := range states {
+		if s == st {
+			return i
+		}
+	}
+	return -1
+}
