@@ -25,7 +25,7 @@ func Example_readme() {
 	}
 	defer m.Close()
 
-	s, err := m.NewSession() // one conversation: its own KV cache and threads
+	s, err := m.NewSession() // one conversation: its own KV cache (threads are the model's)
 	if err != nil {
 		log.Fatal(err)
 	}
