@@ -109,9 +109,16 @@ func (m *Model) newStreamingSession(pool *kernels.Pool) (*Session, error) {
 		a.Close()
 		return nil, err
 	}
+	return m.newArenaSession(pool, streamResources{src: src, arena: a})
+}
+
+// newArenaSession makes a streaming session (layer or expert streaming)
+// whose state lives in r's arena, or closes r's resources on error. A
+// session dropped without Close still stops its reader and frees them.
+func (m *Model) newArenaSession(pool *kernels.Pool, r streamResources) (*Session, error) {
 	var allocErr error
 	alloc := func(name string, n int) []byte {
-		b, err := a.Alloc(name, n)
+		b, err := r.arena.Alloc(name, n)
 		if err != nil && allocErr == nil {
 			allocErr = err
 		}
@@ -125,15 +132,17 @@ func (m *Model) newStreamingSession(pool *kernels.Pool) (*Session, error) {
 		err = allocErr
 	}
 	if err != nil {
-		src.Close()
-		a.Close()
+		r.close()
 		return nil, err
 	}
-	st.Source = src
-	s := &Session{m: m, state: st, pending: -1, arena: a, src: src}
-	// A session dropped without Close still stops its reader and frees
-	// its buffers.
-	s.cleanup = runtime.AddCleanup(s, streamResources.close, streamResources{src: src, arena: a})
+	if r.src != nil {
+		st.Source = r.src
+	}
+	if r.experts != nil {
+		st.Experts = r.experts
+	}
+	s := &Session{m: m, state: st, pending: -1, arena: r.arena, src: r.src, experts: r.experts}
+	s.cleanup = runtime.AddCleanup(s, streamResources.close, r)
 	return s, nil
 }
 

@@ -2,12 +2,10 @@ package qsf
 
 import (
 	"fmt"
-	"runtime"
 
 	"github.com/qsf-llm/qsf/arena"
 	"github.com/qsf-llm/qsf/format"
 	"github.com/qsf-llm/qsf/kernels"
-	"github.com/qsf-llm/qsf/model"
 	"github.com/qsf-llm/qsf/plan"
 	"github.com/qsf-llm/qsf/stream"
 )
@@ -25,14 +23,8 @@ func newExpertModel(f *format.File, path string, cfg Config, p *plan.Plan) (*Mod
 	if err != nil {
 		return nil, err
 	}
-	f.Close()
-	rf, err := format.OpenWith(path, format.OpenOptions{NoMmap: cfg.NoMmap})
+	m, err := reopenResident(f, path, cfg, p)
 	if err != nil {
-		return nil, err
-	}
-	m, err := newModel(rf, cfg, p)
-	if err != nil {
-		rf.Close()
 		return nil, err
 	}
 	m.experts = el
@@ -51,31 +43,7 @@ func (m *Model) newExpertSession(pool *kernels.Pool) (*Session, error) {
 		a.Close()
 		return nil, err
 	}
-	var allocErr error
-	alloc := func(name string, n int) []byte {
-		b, err := a.Alloc(name, n)
-		if err != nil && allocErr == nil {
-			allocErr = err
-		}
-		if b == nil {
-			b = make([]byte, n) // reported through allocErr
-		}
-		return b
-	}
-	st, err := m.net.NewStateWith(pool, model.StateOptions{Capacity: m.ctx, KV: m.kv, Alloc: alloc})
-	if err == nil {
-		err = allocErr
-	}
-	if err != nil {
-		cache.Close()
-		a.Close()
-		return nil, err
-	}
-	st.Experts = cache
-	s := &Session{m: m, state: st, pending: -1, arena: a, experts: cache}
-	// A session dropped without Close still frees its cache and buffers.
-	s.cleanup = runtime.AddCleanup(s, streamResources.close, streamResources{experts: cache, arena: a})
-	return s, nil
+	return m.newArenaSession(pool, streamResources{experts: cache, arena: a})
 }
 
 // ExpertStats returns the expert cache's counters of an expert-streaming

@@ -370,16 +370,7 @@ func newBudgetModel(f *format.File, path string, cfg Config) (*Model, error) {
 		return newExpertModel(f, path, cfg, p)
 	}
 	if p.Mode == plan.Resident {
-		f.Close()
-		rf, err := format.OpenWith(path, format.OpenOptions{NoMmap: cfg.NoMmap})
-		if err != nil {
-			return nil, err
-		}
-		m, err := newModel(rf, cfg, p)
-		if err != nil {
-			rf.Close()
-		}
-		return m, err
+		return reopenResident(f, path, cfg, p)
 	}
 	tok, err := tokenizer.FromGGUF(&f.Metadata)
 	if err != nil {
@@ -393,6 +384,23 @@ func newBudgetModel(f *format.File, path string, cfg Config) (*Model, error) {
 	// arena: the collector should stay within the budget's remainder.
 	if limit := cfg.RAMBudget - p.ArenaBytes - plan.RuntimeBytes/2; limit > 0 {
 		m.memLimit = max(limit, 8<<20)
+	}
+	return m, nil
+}
+
+// reopenResident closes f, which was opened to read metadata only, and
+// loads the model from path mapped (or read, with Config.NoMmap) as the
+// plan p says.
+func reopenResident(f *format.File, path string, cfg Config, p *plan.Plan) (*Model, error) {
+	f.Close()
+	rf, err := format.OpenWith(path, format.OpenOptions{NoMmap: cfg.NoMmap})
+	if err != nil {
+		return nil, err
+	}
+	m, err := newModel(rf, cfg, p)
+	if err != nil {
+		rf.Close()
+		return nil, err
 	}
 	return m, nil
 }
