@@ -109,7 +109,7 @@ func dotF32(n int, w, act []byte) float32 {
 		sum = reduce32(&acc)
 	}
 	for i := np; i < n; i++ {
-		sum += f32At(w, i) * f32At(act, i)
+		sum += float32(f32At(w, i) * f32At(act, i))
 	}
 	return sum
 }
@@ -130,7 +130,7 @@ func dotBF16(n int, w, act []byte) float32 {
 		for v := 0; v < 4; v++ {
 			for l := 0; l < 8; l++ {
 				k := i + 8*v + l
-				p := BF16ToFP32(le16(w[2*k:])) * BF16ToFP32(le16(act[2*k:]))
+				p := float32(BF16ToFP32(le16(w[2*k:])) * BF16ToFP32(le16(act[2*k:])))
 				c[v][l] = p + c[v][l]
 			}
 		}

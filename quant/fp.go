@@ -34,7 +34,7 @@ func FP32ToBF16(f float32) uint16 {
 // for |v| < 2²²; outside that range it reproduces ggml's bits, not a
 // meaningful rounding.
 func nearestInt(v float32) int {
-	val := v + 12582912
+	val := float32(v) + 12582912 // float32(v): no fused multiply-add with the caller's product
 	return int(math.Float32bits(val)&0x007fffff) - 0x00400000
 }
 

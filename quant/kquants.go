@@ -109,8 +109,8 @@ func dequantQ2_K(dst []float32, src []byte) {
 		d, dmin := f16(b[80:]), f16(b[82:])
 		for e := 0; e < qkK; e++ {
 			sc := b[e/16]
-			dl, ml := d*float32(sc&0xF), dmin*float32(sc>>4)
-			dst[i*qkK+e] = dl*float32(q2At(b[16:], e)) - ml
+			dl, ml := d*float32(sc&0xF), float32(dmin*float32(sc>>4))
+			dst[i*qkK+e] = float32(dl*float32(q2At(b[16:], e))) - ml
 		}
 	}
 }
@@ -162,7 +162,7 @@ func quantQ2_K(dst []byte, src []float32) {
 			if d == 0 {
 				continue
 			}
-			dm := f16(b[82:]) * float32(b[j]>>4)
+			dm := float32(f16(b[82:]) * float32(b[j]>>4))
 			for ii := 0; ii < 16; ii++ {
 				l := nearestInt((x[16*j+ii] + dm) / d)
 				L[16*j+ii] = uint8(max(0, min(3, l)))
@@ -363,7 +363,7 @@ func quantK4Scales(b []byte, x []float32, L []uint8, nmax int, rmin float32, nst
 		if d == 0 {
 			continue
 		}
-		dm := f16(b[2:]) * float32(m)
+		dm := float32(f16(b[2:]) * float32(m))
 		for ii := 0; ii < 32; ii++ {
 			l := nearestInt((x[32*j+ii] + dm) / d)
 			L[32*j+ii] = uint8(max(0, min(nmax, l)))
@@ -377,9 +377,9 @@ func dequantQ4_K(dst []float32, src []byte) {
 		d, dmin := f16(b), f16(b[2:])
 		for j := 0; j < 8; j++ {
 			s, m := scaleMinK4(j, b[4:])
-			d1, m1 := d*float32(s), dmin*float32(m)
+			d1, m1 := d*float32(s), float32(dmin*float32(m))
 			for e := 32 * j; e < 32*j+32; e++ {
-				dst[i*qkK+e] = d1*float32(q4At(b[16:], e)) - m1
+				dst[i*qkK+e] = float32(d1*float32(q4At(b[16:], e))) - m1
 			}
 		}
 	}
@@ -455,9 +455,9 @@ func dequantQ5_K(dst []float32, src []byte) {
 		d, dmin := f16(b), f16(b[2:])
 		for j := 0; j < 8; j++ {
 			s, m := scaleMinK4(j, b[4:])
-			d1, m1 := d*float32(s), dmin*float32(m)
+			d1, m1 := d*float32(s), float32(dmin*float32(m))
 			for e := 32 * j; e < 32*j+32; e++ {
-				dst[i*qkK+e] = d1*float32(q5At256(b, e)) - m1
+				dst[i*qkK+e] = float32(d1*float32(q5At256(b, e))) - m1
 			}
 		}
 	}
@@ -649,7 +649,7 @@ func dotQ8_K(n int, w, act []byte) float32 {
 		for e := 0; e < qkK; e++ {
 			isum += int(int8(x[4+e])) * int(int8(y[4+e]))
 		}
-		sumf += q8kD(x) * q8kD(y) * float32(isum)
+		sumf += float32(q8kD(x) * q8kD(y) * float32(isum))
 	}
 	return sumf
 }

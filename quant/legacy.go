@@ -91,8 +91,8 @@ func quantQ4_0(dst []byte, src []float32) {
 		for j := 0; j < 16; j++ {
 			x0 := x[j] * id
 			x1 := x[j+16] * id
-			xi0 := min(15, int(int8(x0+8.5)))
-			xi1 := min(15, int(int8(x1+8.5)))
+			xi0 := min(15, int(int8(float32(x0)+8.5)))
+			xi1 := min(15, int(int8(float32(x1)+8.5)))
 			b[2+j] = uint8(xi0) | uint8(xi1)<<4
 		}
 	}
@@ -135,8 +135,8 @@ func dequantQ4_1(dst []float32, src []byte) {
 		b := src[i*20:]
 		d, m := f16(b), f16(b[2:])
 		for j := 0; j < 16; j++ {
-			dst[i*qk+j] = float32(b[4+j]&0xF)*d + m
-			dst[i*qk+j+16] = float32(b[4+j]>>4)*d + m
+			dst[i*qk+j] = float32(float32(b[4+j]&0xF)*d) + m
+			dst[i*qk+j+16] = float32(float32(b[4+j]>>4)*d) + m
 		}
 	}
 }
@@ -153,8 +153,8 @@ func quantQ4_1(dst []byte, src []float32) {
 		for j := 0; j < 16; j++ {
 			x0 := (x[j] - mn) * id
 			x1 := (x[j+16] - mn) * id
-			xi0 := min(15, int(int8(x0+0.5)))
-			xi1 := min(15, int(int8(x1+0.5)))
+			xi0 := min(15, int(int8(float32(x0)+0.5)))
+			xi1 := min(15, int(int8(float32(x1)+0.5)))
 			b[4+j] = uint8(xi0) | uint8(xi1)<<4
 		}
 	}
@@ -207,8 +207,8 @@ func quantQ5_0(dst []byte, src []float32) {
 		for j := 0; j < 16; j++ {
 			x0 := x[j] * id
 			x1 := x[j+16] * id
-			xi0 := uint8(min(31, int(int8(x0+16.5))))
-			xi1 := uint8(min(31, int(int8(x1+16.5))))
+			xi0 := uint8(min(31, int(int8(float32(x0)+16.5))))
+			xi1 := uint8(min(31, int(int8(float32(x1)+16.5))))
 			b[6+j] = xi0&0xF | (xi1&0xF)<<4
 			qh |= uint32(xi0>>4&1) << j
 			qh |= uint32(xi1>>4&1) << (j + 16)
@@ -232,7 +232,7 @@ func dequantQ5_1(dst []float32, src []byte) {
 		b := src[i*24:]
 		d, m := f16(b), f16(b[2:])
 		for j := 0; j < qk; j++ {
-			dst[i*qk+j] = float32(q5At(b[4:], j))*d + m
+			dst[i*qk+j] = float32(float32(q5At(b[4:], j))*d) + m
 		}
 	}
 }
@@ -250,8 +250,8 @@ func quantQ5_1(dst []byte, src []float32) {
 		for j := 0; j < 16; j++ {
 			x0 := (x[j] - mn) * id
 			x1 := (x[j+16] - mn) * id
-			xi0 := uint8(x0 + 0.5)
-			xi1 := uint8(x1 + 0.5)
+			xi0 := uint8(float32(x0) + 0.5)
+			xi1 := uint8(float32(x1) + 0.5)
 			b[8+j] = xi0&0xF | (xi1&0xF)<<4
 			qh |= uint32(xi0>>4&1) << j
 			qh |= uint32(xi1>>4&1) << (j + 16)
