@@ -163,28 +163,38 @@ func packQ4_0x8Block(o, grp []byte, rb, b int) {
 // acc = fma(float(isum), dw·da, acc). len(out) is a multiple of 8.
 func q4_0x8Generic(out []float32, w []byte, rowBytes, cols int, act []byte) {
 	nb := cols / 32
+	act = act[:34*nb]
 	for g := 0; g < len(out)/8; g++ {
 		grp := w[g*8*rowBytes : (g+1)*8*rowBytes]
-		var acc [8]float32
+		acc := (*[8]float32)(out[8*g:])
+		*acc = [8]float32{}
 		for b := 0; b < nb; b++ {
-			o := grp[b*q4_0x8Block : (b+1)*q4_0x8Block]
-			a := act[34*b : 34*b+34]
-			da := f16le(a)
+			o := (*[q4_0x8Block]byte)(grp[b*q4_0x8Block:])
+			a := (*[34]byte)(act[34*b:])
+			y := (*[32]byte)(a[2:])
+			// Σ(q−8)·y = Σq·y − 8·Σy, with Σy shared by the eight rows.
+			var sy int32
+			for _, v := range y {
+				sy += int32(int8(v))
+			}
+			da := quant.FP16ToFP32(uint16(a[0]) | uint16(a[1])<<8)
 			for r := 0; r < 8; r++ {
-				var isum int32
-				for c := 0; c < 4; c++ {
-					q := o[16+32*c+4*r : 16+32*c+4*r+4]
-					for j, v := range q {
-						isum += (int32(v&15) - 8) * int32(int8(a[2+4*c+j]))
-						isum += (int32(v>>4) - 8) * int32(int8(a[18+4*c+j]))
-					}
-				}
-				dw := f16le(o[2*r:])
+				isum := q4x8Quarter((*[4]byte)(o[16+4*r:]), y, 0) + q4x8Quarter((*[4]byte)(o[48+4*r:]), y, 4) +
+					q4x8Quarter((*[4]byte)(o[80+4*r:]), y, 8) + q4x8Quarter((*[4]byte)(o[112+4*r:]), y, 12) - 8*sy
+				dw := quant.FP16ToFP32(uint16(o[2*r]) | uint16(o[2*r+1])<<8)
 				acc[r] = quant.FMA32(float32(isum), dw*da, acc[r])
 			}
 		}
-		copy(out[8*g:8*g+8], acc[:])
 	}
+}
+
+// q4x8Quarter returns Σ_{j<4} lo(q[j])·y[k+j] + hi(q[j])·y[16+k+j] for the
+// unsigned nibbles of the four bytes q.
+func q4x8Quarter(q *[4]byte, y *[32]byte, k int) int32 {
+	return int32(q[0]&15)*int32(int8(y[k])) + int32(q[1]&15)*int32(int8(y[k+1])) +
+		int32(q[2]&15)*int32(int8(y[k+2])) + int32(q[3]&15)*int32(int8(y[k+3])) +
+		int32(q[0]>>4)*int32(int8(y[16+k])) + int32(q[1]>>4)*int32(int8(y[16+k+1])) +
+		int32(q[2]>>4)*int32(int8(y[16+k+2])) + int32(q[3]>>4)*int32(int8(y[16+k+3]))
 }
 
 // q4_0x8TokBlock is the size of one Q8_0 block of one activation in the

@@ -424,29 +424,6 @@ func k4Mins(hdr, y []byte) [4]int32 {
 	return p
 }
 
-// dotQ4_K is the AVX2 ggml_vec_dot_q4_K_q8_K: per block a 4-lane
-// acc_m = fma(-yd·dmin, k4Mins, acc_m) and acc = fma(yd·d, lane sums, acc);
-// the result is hsum_float_8(acc) + ((m0+m2)+(m1+m3)).
-func dotQ4_K(n int, w, act []byte) float32 {
-	var acc lanes8
-	var accM [4]float32
-	var x [qkK]int32
-	for i := 0; i < n/qkK; i++ {
-		b, y := w[i*144:], act[i*292:]
-		yd := q8kD(y)
-		dmin := -yd * f16(b[2:])
-		for k, p := range k4Mins(b, y) {
-			accM[k] = fma32(dmin, float32(p), accM[k])
-		}
-		for e := range x {
-			x[e] = int32(q4At(b[16:], e))
-		}
-		s := k4Lanes(&x, b, y)
-		acc.fmaInts(yd*f16(b), &s)
-	}
-	return acc.hsum() + ((accM[0] + accM[2]) + (accM[1] + accM[3]))
-}
-
 // ---- Q5_K
 
 func dequantQ5_K(dst []float32, src []byte) {
@@ -577,19 +554,6 @@ func quantQ6_K(dst []byte, src []float32) {
 
 // dotQ6_K is the AVX2 ggml_vec_dot_q6_K_q8_K: acc = fma(yd·d, lane sums,
 // acc) per block, then hsum_float_8.
-func dotQ6_K(n int, w, act []byte) float32 {
-	var acc lanes8
-	var x [qkK]int32
-	for i := 0; i < n/qkK; i++ {
-		b, y := w[i*210:], act[i*292:]
-		for e := range x {
-			x[e] = int32(q6At(b, e))
-		}
-		s := kLanes(&x, y, func(j int) int32 { return int32(int8(b[192+j])) })
-		acc.fmaInts(q8kD(y)*f16(b[208:]), &s)
-	}
-	return acc.hsum()
-}
 
 // ---- Q8_K
 

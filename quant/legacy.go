@@ -98,34 +98,11 @@ func quantQ4_0(dst []byte, src []float32) {
 	}
 }
 
-func dotQ4_0(n int, w, act []byte) float32 { return dotLanes(n, w, 18, act, 34, blockQ4_0) }
-
 func decodeQ4_0(b []byte, x *[32]int32) {
 	for j := 0; j < 16; j++ {
 		x[j] = int32(b[2+j]&0xF) - 8
 		x[j+16] = int32(b[2+j]>>4) - 8
 	}
-}
-
-// DotQ4_0Gemv is the dot product of a Q4_0 row with a Q8_0 activation in
-// the order of ggml_gemv_q4_0_8x8_q8_0 (AVX2), which llama.cpp b4748 runs
-// instead of ggml_vec_dot_q4_0_q8_0 for Q4_0 matrices it repacked at load
-// time (those with a multiple of 8 rows, except token_embd): one float32
-// accumulator per row, acc = fma(float(Σq·a), fp16(dw)·fp16(da), acc), block
-// after block.
-func DotQ4_0Gemv(n int, w, act []byte) float32 {
-	var acc float32
-	var x [32]int32
-	for i := 0; i < n/qk; i++ {
-		b, y := w[i*18:], act[i*34:]
-		decodeQ4_0(b, &x)
-		var isum int32
-		for j, v := range x {
-			isum += v * int32(int8(y[2+j]))
-		}
-		acc = fma32(float32(isum), f16(b)*f16(y), acc)
-	}
-	return acc
 }
 
 // ---- Q4_1
@@ -343,8 +320,6 @@ func quantQ8_0Act(dst []byte, src []float32) {
 		put16(b, FP32ToFP16(d))
 	}
 }
-
-func dotQ8_0(n int, w, act []byte) float32 { return dotLanes(n, w, 34, act, 34, blockQ8_0) }
 
 func decodeQ8_0(b []byte, x *[32]int32) {
 	for j := range x {
