@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 
 	"github.com/qsf-llm/qsf/quant"
 )
@@ -161,6 +162,13 @@ func packQ4_0x8Block(o, grp []byte, rb, b int) {
 // arithmetic: per row and block the exact integer dot product of the
 // nibbles minus 8 with the activation's quants, then
 // acc = fma(float(isum), dw·da, acc). len(out) is a multiple of 8.
+//
+// The integer dot products are SWAR (SIMD within a register): four nibbles
+// q₀..q₃ spread to the 16-bit lanes of a uint64, times four activation
+// quants u₃..u₀ (offset by 128 to be unsigned, lanes in reverse order),
+// leave Σ qₖ·uₖ in the top lane of the 64-bit product; four such products
+// still fit it (4·4·15·255 < 2¹⁶), with no carry from the lower lanes.
+// Then Σ(q−8)·y = Σq·u − 128·Σq − 8·Σy.
 func q4_0x8Generic(out []float32, w []byte, rowBytes, cols int, act []byte) {
 	nb := cols / 32
 	act = act[:34*nb]
@@ -172,15 +180,28 @@ func q4_0x8Generic(out []float32, w []byte, rowBytes, cols int, act []byte) {
 			o := (*[q4_0x8Block]byte)(grp[b*q4_0x8Block:])
 			a := (*[34]byte)(act[34*b:])
 			y := (*[32]byte)(a[2:])
-			// Σ(q−8)·y = Σq·y − 8·Σy, with Σy shared by the eight rows.
 			var sy int32
 			for _, v := range y {
 				sy += int32(int8(v))
 			}
+			var ulo, uhi [4]uint64
+			for c := range ulo {
+				ulo[c] = bits.ReverseBytes64(spread16(binary.LittleEndian.Uint32(y[4*c:])^0x80808080)) >> 8
+				uhi[c] = bits.ReverseBytes64(spread16(binary.LittleEndian.Uint32(y[16+4*c:])^0x80808080)) >> 8
+			}
 			da := quant.FP16ToFP32(uint16(a[0]) | uint16(a[1])<<8)
 			for r := 0; r < 8; r++ {
-				isum := q4x8Quarter((*[4]byte)(o[16+4*r:]), y, 0) + q4x8Quarter((*[4]byte)(o[48+4*r:]), y, 4) +
-					q4x8Quarter((*[4]byte)(o[80+4*r:]), y, 8) + q4x8Quarter((*[4]byte)(o[112+4*r:]), y, 12) - 8*sy
+				const nib = 0x000F000F000F000F
+				q0 := spread16(binary.LittleEndian.Uint32(o[16+4*r:]))
+				q1 := spread16(binary.LittleEndian.Uint32(o[48+4*r:]))
+				q2 := spread16(binary.LittleEndian.Uint32(o[80+4*r:]))
+				q3 := spread16(binary.LittleEndian.Uint32(o[112+4*r:]))
+				l0, h0, l1, h1 := q0&nib, q0>>4&nib, q1&nib, q1>>4&nib
+				l2, h2, l3, h3 := q2&nib, q2>>4&nib, q3&nib, q3>>4&nib
+				p01 := l0*ulo[0] + h0*uhi[0] + l1*ulo[1] + h1*uhi[1]
+				p23 := l2*ulo[2] + h2*uhi[2] + l3*ulo[3] + h3*uhi[3]
+				sq := (l0 + h0 + l1 + h1 + l2 + h2 + l3 + h3) * 0x0001000100010001 >> 48
+				isum := int32(p01>>48+p23>>48) - 128*int32(sq) - 8*sy
 				dw := quant.FP16ToFP32(uint16(o[2*r]) | uint16(o[2*r+1])<<8)
 				acc[r] = quant.FMA32(float32(isum), dw*da, acc[r])
 			}
@@ -188,13 +209,12 @@ func q4_0x8Generic(out []float32, w []byte, rowBytes, cols int, act []byte) {
 	}
 }
 
-// q4x8Quarter returns Σ_{j<4} lo(q[j])·y[k+j] + hi(q[j])·y[16+k+j] for the
-// unsigned nibbles of the four bytes q.
-func q4x8Quarter(q *[4]byte, y *[32]byte, k int) int32 {
-	return int32(q[0]&15)*int32(int8(y[k])) + int32(q[1]&15)*int32(int8(y[k+1])) +
-		int32(q[2]&15)*int32(int8(y[k+2])) + int32(q[3]&15)*int32(int8(y[k+3])) +
-		int32(q[0]>>4)*int32(int8(y[16+k])) + int32(q[1]>>4)*int32(int8(y[16+k+1])) +
-		int32(q[2]>>4)*int32(int8(y[16+k+2])) + int32(q[3]>>4)*int32(int8(y[16+k+3]))
+// spread16 moves the four bytes of v to the low bytes of the four 16-bit
+// lanes of the result, byte k to lane k.
+func spread16(v uint32) uint64 {
+	x := uint64(v)
+	x = (x | x<<16) & 0x0000FFFF0000FFFF
+	return (x | x<<8) & 0x00FF00FF00FF00FF
 }
 
 // q4_0x8TokBlock is the size of one Q8_0 block of one activation in the
