@@ -203,10 +203,24 @@ func q4_0x8Generic(out []float32, w []byte, rowBytes, cols int, act []byte) {
 				sq := (l0 + h0 + l1 + h1 + l2 + h2 + l3 + h3) * 0x0001000100010001 >> 48
 				isum := int32(p01>>48+p23>>48) - 128*int32(sq) - 8*sy
 				dw := quant.FP16ToFP32(uint16(o[2*r]) | uint16(o[2*r+1])<<8)
-				acc[r] = quant.FMA32(float32(isum), dw*da, acc[r])
+				if v, ok := fma32Try(float32(isum), dw*da, acc[r]); ok {
+					acc[r] = v
+				} else {
+					acc[r] = quant.FMA32(float32(isum), dw*da, acc[r])
+				}
 			}
 		}
 	}
+}
+
+// fma32Try is quant.FMA32's fast path, small enough to inline: a·b+c and
+// true when the float64 sum (the product is exact) rounds correctly to
+// float32, that is when it is no float32 rounding midpoint and not below
+// the normal range; false when the caller must call quant.FMA32.
+func fma32Try(a, b, c float32) (float32, bool) {
+	s := float64(float64(float64(a)*float64(b)) + float64(c))
+	bits := math.Float64bits(s)
+	return float32(s), bits&(1<<29-1) != 1<<28 && bits>>52&0x7ff >= 1023-126
 }
 
 // spread16 moves the four bytes of v to the low bytes of the four 16-bit

@@ -40,14 +40,9 @@ func dotQ4_0(n int, w, act []byte) float32 {
 		a := (*[34]byte)(act[i*34:])
 		d := FP16ToFP32(uint16(b[0])|uint16(b[1])<<8) * FP16ToFP32(uint16(a[0])|uint16(a[1])<<8)
 		q, y := (*[16]byte)(b[2:]), (*[32]byte)(a[2:])
-		acc[0] = fma32(d, float32(q4lo(q, y, 0)), acc[0])
-		acc[1] = fma32(d, float32(q4lo(q, y, 4)), acc[1])
-		acc[2] = fma32(d, float32(q4lo(q, y, 8)), acc[2])
-		acc[3] = fma32(d, float32(q4lo(q, y, 12)), acc[3])
-		acc[4] = fma32(d, float32(q4hi(q, y, 0)), acc[4])
-		acc[5] = fma32(d, float32(q4hi(q, y, 4)), acc[5])
-		acc[6] = fma32(d, float32(q4hi(q, y, 8)), acc[6])
-		acc[7] = fma32(d, float32(q4hi(q, y, 12)), acc[7])
+		s := [8]int32{q4lo(q, y, 0), q4lo(q, y, 4), q4lo(q, y, 8), q4lo(q, y, 12),
+			q4hi(q, y, 0), q4hi(q, y, 4), q4hi(q, y, 8), q4hi(q, y, 12)}
+		acc.fmaInts(d, &s)
 	}
 	return acc.hsum()
 }
@@ -62,9 +57,9 @@ func dotQ8_0(n int, w, act []byte) float32 {
 		a := (*[34]byte)(act[i*34:])
 		d := FP16ToFP32(uint16(b[0])|uint16(b[1])<<8) * FP16ToFP32(uint16(a[0])|uint16(a[1])<<8)
 		x, y := (*[32]byte)(b[2:]), (*[32]byte)(a[2:])
-		for l := range acc {
-			acc[l] = fma32(d, float32(q8lane(x, y, 4*l)), acc[l])
-		}
+		s := [8]int32{q8lane(x, y, 0), q8lane(x, y, 4), q8lane(x, y, 8), q8lane(x, y, 12),
+			q8lane(x, y, 16), q8lane(x, y, 20), q8lane(x, y, 24), q8lane(x, y, 28)}
+		acc.fmaInts(d, &s)
 	}
 	return acc.hsum()
 }

@@ -19,7 +19,11 @@ type lanes8 [8]float32
 // fmaInts does acc[l] = fma(d, float32(s[l]), acc[l]) for each lane.
 func (acc *lanes8) fmaInts(d float32, s *[8]int32) {
 	for l := range acc {
-		acc[l] = fma32(d, float32(s[l]), acc[l])
+		if r, ok := fma32Try(d, float32(s[l]), acc[l]); ok {
+			acc[l] = r
+		} else {
+			acc[l] = fma32(d, float32(s[l]), acc[l])
+		}
 	}
 }
 
@@ -78,6 +82,15 @@ func fma32(a, b, c float32) float32 {
 		return float32(s)
 	}
 	return fma32Slow(p, float64(c), s)
+}
+
+// fma32Try is fma32's fast path, small enough to be inlined into the
+// kernels' loops: it returns a·b+c and true when the float64 sum rounds
+// correctly to float32, or false when the caller must call fma32.
+func fma32Try(a, b, c float32) (float32, bool) {
+	s := float64(float64(float64(a)*float64(b)) + float64(c))
+	bits := math.Float64bits(s)
+	return float32(s), bits&(1<<29-1) != 1<<28 && bits>>52&0x7ff >= 1023-126
 }
 
 // fma32Slow finishes fma32 when s = p+c rounded to float64 may round
