@@ -64,3 +64,46 @@ func specQ4_K(n int, w, act []byte) float32 {
 	}
 	return acc.hsum() + ((accM[0] + accM[2]) + (accM[1] + accM[3]))
 }
+
+// specFMA32 is ggml_vec_dot_f32/_f16 on AVX2+FMA: FMA into 32 lanes, the
+// reduction tree, then a float64 tail.
+func specFMA32(n int, at func(i int) (float32, float32)) float32 {
+	var acc [32]float32
+	np := n &^ 31
+	for i := 0; i < np; i += 32 {
+		for l := 0; l < 32; l++ {
+			a, b := at(i + l)
+			acc[l] = fma32(a, b, acc[l])
+		}
+	}
+	sum := float64(reduce32(&acc))
+	for i := np; i < n; i++ {
+		a, b := at(i)
+		sum += float64(a * b)
+	}
+	return float32(sum)
+}
+
+func specF16(n int, w, act []byte) float32 {
+	return specFMA32(n, func(i int) (float32, float32) {
+		return FP16ToFP32(le16(w[2*i:])), FP16ToFP32(le16(act[2*i:]))
+	})
+}
+
+func specF32(n int, w, act []byte) float32 {
+	np := n &^ 31
+	var acc [32]float32
+	for i := 0; i < np; i += 32 {
+		for l := 0; l < 32; l++ {
+			acc[l] = fma32(f32At(w, i+l), f32At(act, i+l), acc[l])
+		}
+	}
+	var sum float32
+	if np > 0 {
+		sum = reduce32(&acc)
+	}
+	for i := np; i < n; i++ {
+		sum += float32(f32At(w, i) * f32At(act, i))
+	}
+	return sum
+}
