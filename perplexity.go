@@ -105,7 +105,7 @@ func (m *Model) Perplexity(ctx context.Context, text string, opts PerplexityOpti
 			}
 			v := -logSoftmax(logits, chunk[i+1])
 			nll += v
-			nll2 += v * v
+			nll2 += float64(v * v)
 			res.Scored++
 			if lp == nil {
 				return nil
@@ -148,7 +148,7 @@ func (m *Model) Perplexity(ctx context.Context, text string, opts PerplexityOpti
 	}
 	mean := nll / float64(res.Scored)
 	res.PPL = math.Exp(mean)
-	if v := nll2/float64(res.Scored) - mean*mean; v > 0 && res.Scored > 1 {
+	if v := nll2/float64(res.Scored) - float64(mean*mean); v > 0 && res.Scored > 1 {
 		res.StdErr = res.PPL * math.Sqrt(v/float64(res.Scored-1))
 	}
 	return res, nil

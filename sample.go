@@ -222,7 +222,7 @@ func (s *Sampler) applyPenalties() {
 				*l /= o.RepeatPenalty
 			}
 		}
-		*l -= float32(count)*o.FrequencyPenalty + o.PresencePenalty
+		*l -= float32(float32(count)*o.FrequencyPenalty) + o.PresencePenalty
 	}
 }
 

@@ -104,7 +104,7 @@ func (c *Cache) flushKeys(layer int) {
 		// Entries decoded from the block lie on its grid: keep the grid
 		// when it still covers the channel, so they are not rounded again.
 		if c.stageOld[layer] != 0 {
-			if s0, l0 := getF32(blk[4*ch:]), getF32(blk[4*(kl.kd+ch):]); l0 <= lo && l0+levels*s0 >= hi {
+			if s0, l0 := getF32(blk[4*ch:]), getF32(blk[4*(kl.kd+ch):]); l0 <= lo && l0+float32(levels*s0) >= hi {
 				scale, lo = s0, l0
 			}
 		}
@@ -155,7 +155,7 @@ func (c *Cache) decodeKey(dst []float32, blk []byte, s, h int) {
 	for i := range dst {
 		ch := h*kl.hd + i
 		q := codes[i/per] >> (bits * (i % per)) & mask
-		dst[i] = getF32(blk[4*(kl.kd+ch):]) + getF32(blk[4*ch:])*float32(q)
+		dst[i] = getF32(blk[4*(kl.kd+ch):]) + float32(getF32(blk[4*ch:])*float32(q))
 	}
 }
 
@@ -167,7 +167,7 @@ func (c *Cache) dotKey(layer, slot, h int, q []float32) float32 {
 		k := c.stageOf(layer)[s*kl.kd+h*kl.hd:]
 		var dot float32
 		for i, v := range q {
-			dot += v * k[i]
+			dot += float32(v * k[i])
 		}
 		return dot
 	}
@@ -180,15 +180,15 @@ func (c *Cache) dotKey(layer, slot, h int, q []float32) float32 {
 	switch c.typ {
 	case Q8:
 		for i, v := range q {
-			dot += v * (getF32(mn[4*i:]) + getF32(sc[4*i:])*float32(codes[i]))
+			dot += float32(v * (getF32(mn[4*i:]) + float32(getF32(sc[4*i:])*float32(codes[i]))))
 		}
 	case Q4:
 		for i, v := range q {
-			dot += v * (getF32(mn[4*i:]) + getF32(sc[4*i:])*float32(codes[i/2]>>(4*(i%2))&15))
+			dot += float32(v * (getF32(mn[4*i:]) + float32(getF32(sc[4*i:])*float32(codes[i/2]>>(4*(i%2))&15))))
 		}
 	case Q2:
 		for i, v := range q {
-			dot += v * (getF32(mn[4*i:]) + getF32(sc[4*i:])*float32(codes[i/4]>>(2*(i%4))&3))
+			dot += float32(v * (getF32(mn[4*i:]) + float32(getF32(sc[4*i:])*float32(codes[i/4]>>(2*(i%4))&3))))
 		}
 	}
 	return dot

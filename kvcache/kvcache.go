@@ -400,7 +400,7 @@ func (c *Cache) AddValue(out []float32, layer, slot, h int, p float32) {
 		vt, stride := c.ValuesF16(layer)
 		vt = vt[h*c.sh.HeadDimV*stride+slot:]
 		for d := range out {
-			out[d] += p * quant.FP16ToFP32(vt[d*stride])
+			out[d] += float32(p * quant.FP16ToFP32(vt[d*stride]))
 		}
 		return
 	}

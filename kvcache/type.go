@@ -167,13 +167,13 @@ func dotHead(t Type, src []byte, q []float32) float32 {
 	case F32:
 		var s float32
 		for i, v := range q {
-			s += v * getF32(src[4*i:])
+			s += float32(v * getF32(src[4*i:]))
 		}
 		return s
 	case F16:
 		var s float32
 		for i, v := range q {
-			s += v * float16.Frombits(binary.LittleEndian.Uint16(src[2*i:])).Float32()
+			s += float32(v * float16.Frombits(binary.LittleEndian.Uint16(src[2*i:])).Float32())
 		}
 		return s
 	}
@@ -184,27 +184,27 @@ func dotHead(t Type, src []byte, q []float32) float32 {
 	case Q8:
 		codes = codes[:len(q)]
 		for i, v := range q {
-			dot += v * float32(int8(codes[i]))
+			dot += float32(v * float32(int8(codes[i])))
 		}
 		return scale * dot
 	case Q4:
 		for i := 0; i+1 < len(q); i += 2 {
 			b := codes[i/2]
-			dot += q[i]*float32(b&15) + q[i+1]*float32(b>>4)
+			dot += float32(q[i]*float32(b&15)) + float32(q[i+1]*float32(b>>4))
 			sum += q[i] + q[i+1]
 		}
 		if len(q)%2 == 1 {
 			i := len(q) - 1
-			dot += q[i] * float32(codes[i/2]&15)
+			dot += float32(q[i] * float32(codes[i/2]&15))
 			sum += q[i]
 		}
 	case Q2:
 		for i, v := range q {
-			dot += v * float32(codes[i/4]>>(2*(i%4))&3)
+			dot += float32(v * float32(codes[i/4]>>(2*(i%4))&3))
 			sum += v
 		}
 	}
-	return scale*dot + off*sum
+	return float32(scale*dot) + float32(off*sum)
 }
 
 // axpyHead adds p times the stored head to out.
@@ -212,30 +212,30 @@ func axpyHead(t Type, out []float32, src []byte, p float32) {
 	switch t {
 	case F32:
 		for i := range out {
-			out[i] += p * getF32(src[4*i:])
+			out[i] += float32(p * getF32(src[4*i:]))
 		}
 		return
 	case F16:
 		for i := range out {
-			out[i] += p * float16.Frombits(binary.LittleEndian.Uint16(src[2*i:])).Float32()
+			out[i] += float32(p * float16.Frombits(binary.LittleEndian.Uint16(src[2*i:])).Float32())
 		}
 		return
 	}
-	scale, off := p*getF32(src), p*getF32(src[4:])
+	scale, off := p*getF32(src), float32(p*getF32(src[4:]))
 	codes := src[headHeader:]
 	switch t {
 	case Q8:
 		codes = codes[:len(out)]
 		for i := range out {
-			out[i] += scale * float32(int8(codes[i]))
+			out[i] += float32(scale * float32(int8(codes[i])))
 		}
 	case Q4:
 		for i := range out {
-			out[i] += scale*float32(codes[i/2]>>(4*(i%2))&15) + off
+			out[i] += float32(scale*float32(codes[i/2]>>(4*(i%2))&15)) + off
 		}
 	case Q2:
 		for i := range out {
-			out[i] += scale*float32(codes[i/4]>>(2*(i%4))&3) + off
+			out[i] += float32(scale*float32(codes[i/4]>>(2*(i%4))&3)) + off
 		}
 	}
 }

@@ -42,7 +42,7 @@ func layerNorm(dst, x, w, b []float32, eps float32) {
 	variance := float32(sq / float64(len(x)))
 	s := 1 / float32(math.Sqrt(float64(variance+eps)))
 	for i := range dst[:len(x)] {
-		dst[i] = dst[i]*s*w[i] + b[i]
+		dst[i] = float32(dst[i]*s*w[i]) + b[i]
 	}
 }
 
@@ -137,7 +137,7 @@ func buildGELUTable() {
 		x := quant.FP16ToFP32(uint16(i))
 		const sqrt2OverPi = 0.79788456080286535587989211986876
 		const coefA = 0.044715
-		y := 0.5 * x * (1 + float32(math.Tanh(float64(sqrt2OverPi*x*(1+coefA*x*x)))))
+		y := 0.5 * x * (1 + float32(math.Tanh(float64(sqrt2OverPi*x*(1+float32(coefA*x*x))))))
 		geluTable[i] = quant.FP32ToFP16(y)
 	}
 }

@@ -74,34 +74,23 @@ func reduce32(acc *[32]float32) float32 {
 	return t1a + t1b
 }
 
-// dotFMA32 is ggml_vec_dot_f32/_f16 on AVX2+FMA: FMA into 32 lanes, the
-// reduction tree, then a float64 tail.
-func dotFMA32(n int, at func(i int) (float32, float32)) float32 {
-	var acc [32]float32
-	np := n &^ 31
-	for i := 0; i < np; i += 32 {
-		for l := 0; l < 32; l++ {
-			a, b := at(i + l)
-			acc[l] = fma32(a, b, acc[l])
-		}
-	}
-	sum := float64(reduce32(&acc))
-	for i := np; i < n; i++ {
-		a, b := at(i)
-		sum += float64(a * b)
-	}
-	return float32(sum)
-}
-
-// dotF32 is ggml_vec_dot_f32: like dotFMA32, except that its tail
+// dotF32 is ggml_vec_dot_f32: like dotF16 (FMA into 32 lanes, the
+// reduction tree), except that its tail
 // accumulates in float32 ("sumf += x[i]*y[i]", not fused: verified against
 // llama.cpp's logits on stories260K-f32, whose ffn_down rows have a tail).
 func dotF32(n int, w, act []byte) float32 {
 	np := n &^ 31
 	var acc [32]float32
 	for i := 0; i < np; i += 32 {
-		for l := 0; l < 32; l++ {
-			acc[l] = fma32(f32At(w, i+l), f32At(act, i+l), acc[l])
+		x, y := (*[128]byte)(w[4*i:]), (*[128]byte)(act[4*i:])
+		for l := range acc {
+			a := math.Float32frombits(binary.LittleEndian.Uint32(x[4*l:]))
+			b := math.Float32frombits(binary.LittleEndian.Uint32(y[4*l:]))
+			if r, ok := fma32Try(a, b, acc[l]); ok {
+				acc[l] = r
+			} else {
+				acc[l] = fma32(a, b, acc[l])
+			}
 		}
 	}
 	var sum float32
@@ -109,15 +98,31 @@ func dotF32(n int, w, act []byte) float32 {
 		sum = reduce32(&acc)
 	}
 	for i := np; i < n; i++ {
-		sum += f32At(w, i) * f32At(act, i)
+		sum += float32(f32At(w, i) * f32At(act, i))
 	}
 	return sum
 }
 
 func dotF16(n int, w, act []byte) float32 {
-	return dotFMA32(n, func(i int) (float32, float32) {
-		return FP16ToFP32(le16(w[2*i:])), FP16ToFP32(le16(act[2*i:]))
-	})
+	var acc [32]float32
+	np := n &^ 31
+	for i := 0; i < np; i += 32 {
+		x, y := (*[64]byte)(w[2*i:]), (*[64]byte)(act[2*i:])
+		for l := range acc {
+			a := FP16ToFP32(binary.LittleEndian.Uint16(x[2*l:]))
+			b := FP16ToFP32(binary.LittleEndian.Uint16(y[2*l:]))
+			if r, ok := fma32Try(a, b, acc[l]); ok {
+				acc[l] = r
+			} else {
+				acc[l] = fma32(a, b, acc[l])
+			}
+		}
+	}
+	sum := float64(reduce32(&acc))
+	for i := np; i < n; i++ {
+		sum += float64(FP16ToFP32(le16(w[2*i:])) * FP16ToFP32(le16(act[2*i:])))
+	}
+	return float32(sum)
 }
 
 // dotBF16 follows ggml_vec_dot_bf16's AVX2 path: separate multiply and add
@@ -130,7 +135,7 @@ func dotBF16(n int, w, act []byte) float32 {
 		for v := 0; v < 4; v++ {
 			for l := 0; l < 8; l++ {
 				k := i + 8*v + l
-				p := BF16ToFP32(le16(w[2*k:])) * BF16ToFP32(le16(act[2*k:]))
+				p := float32(BF16ToFP32(le16(w[2*k:])) * BF16ToFP32(le16(act[2*k:])))
 				c[v][l] = p + c[v][l]
 			}
 		}

@@ -9,7 +9,12 @@ import (
 
 // FP16ToFP32 converts an IEEE 754 half-precision value, given by its bits,
 // to float32. The conversion is exact.
-func FP16ToFP32(h uint16) float32 { return float16.Frombits(h).Float32() }
+func FP16ToFP32(h uint16) float32 {
+	if e := h >> 10 & 0x1f; e-1 < 30 { // a normal number: rebias the exponent
+		return math.Float32frombits(uint32(h&0x8000)<<16 | (uint32(h&0x7fff)<<13 + 112<<23))
+	}
+	return float16.Frombits(h).Float32()
+}
 
 // FP32ToFP16 converts f to IEEE 754 half precision, rounding to nearest with
 // ties to even, as F16C's vcvtps2ph and ggml's software fallback do.
@@ -34,7 +39,7 @@ func FP32ToBF16(f float32) uint16 {
 // for |v| < 2²²; outside that range it reproduces ggml's bits, not a
 // meaningful rounding.
 func nearestInt(v float32) int {
-	val := v + 12582912
+	val := float32(v) + 12582912 // float32(v): no fused multiply-add with the caller's product
 	return int(math.Float32bits(val)&0x007fffff) - 0x00400000
 }
 

@@ -109,8 +109,8 @@ func dequantQ2_K(dst []float32, src []byte) {
 		d, dmin := f16(b[80:]), f16(b[82:])
 		for e := 0; e < qkK; e++ {
 			sc := b[e/16]
-			dl, ml := d*float32(sc&0xF), dmin*float32(sc>>4)
-			dst[i*qkK+e] = dl*float32(q2At(b[16:], e)) - ml
+			dl, ml := d*float32(sc&0xF), float32(dmin*float32(sc>>4))
+			dst[i*qkK+e] = float32(dl*float32(q2At(b[16:], e))) - ml
 		}
 	}
 }
@@ -162,7 +162,7 @@ func quantQ2_K(dst []byte, src []float32) {
 			if d == 0 {
 				continue
 			}
-			dm := f16(b[82:]) * float32(b[j]>>4)
+			dm := float32(f16(b[82:]) * float32(b[j]>>4))
 			for ii := 0; ii < 16; ii++ {
 				l := nearestInt((x[16*j+ii] + dm) / d)
 				L[16*j+ii] = uint8(max(0, min(3, l)))
@@ -363,7 +363,7 @@ func quantK4Scales(b []byte, x []float32, L []uint8, nmax int, rmin float32, nst
 		if d == 0 {
 			continue
 		}
-		dm := f16(b[2:]) * float32(m)
+		dm := float32(f16(b[2:]) * float32(m))
 		for ii := 0; ii < 32; ii++ {
 			l := nearestInt((x[32*j+ii] + dm) / d)
 			L[32*j+ii] = uint8(max(0, min(nmax, l)))
@@ -377,9 +377,9 @@ func dequantQ4_K(dst []float32, src []byte) {
 		d, dmin := f16(b), f16(b[2:])
 		for j := 0; j < 8; j++ {
 			s, m := scaleMinK4(j, b[4:])
-			d1, m1 := d*float32(s), dmin*float32(m)
+			d1, m1 := d*float32(s), float32(dmin*float32(m))
 			for e := 32 * j; e < 32*j+32; e++ {
-				dst[i*qkK+e] = d1*float32(q4At(b[16:], e)) - m1
+				dst[i*qkK+e] = float32(d1*float32(q4At(b[16:], e))) - m1
 			}
 		}
 	}
@@ -424,29 +424,6 @@ func k4Mins(hdr, y []byte) [4]int32 {
 	return p
 }
 
-// dotQ4_K is the AVX2 ggml_vec_dot_q4_K_q8_K: per block a 4-lane
-// acc_m = fma(-yd·dmin, k4Mins, acc_m) and acc = fma(yd·d, lane sums, acc);
-// the result is hsum_float_8(acc) + ((m0+m2)+(m1+m3)).
-func dotQ4_K(n int, w, act []byte) float32 {
-	var acc lanes8
-	var accM [4]float32
-	var x [qkK]int32
-	for i := 0; i < n/qkK; i++ {
-		b, y := w[i*144:], act[i*292:]
-		yd := q8kD(y)
-		dmin := -yd * f16(b[2:])
-		for k, p := range k4Mins(b, y) {
-			accM[k] = fma32(dmin, float32(p), accM[k])
-		}
-		for e := range x {
-			x[e] = int32(q4At(b[16:], e))
-		}
-		s := k4Lanes(&x, b, y)
-		acc.fmaInts(yd*f16(b), &s)
-	}
-	return acc.hsum() + ((accM[0] + accM[2]) + (accM[1] + accM[3]))
-}
-
 // ---- Q5_K
 
 func dequantQ5_K(dst []float32, src []byte) {
@@ -455,9 +432,9 @@ func dequantQ5_K(dst []float32, src []byte) {
 		d, dmin := f16(b), f16(b[2:])
 		for j := 0; j < 8; j++ {
 			s, m := scaleMinK4(j, b[4:])
-			d1, m1 := d*float32(s), dmin*float32(m)
+			d1, m1 := d*float32(s), float32(dmin*float32(m))
 			for e := 32 * j; e < 32*j+32; e++ {
-				dst[i*qkK+e] = d1*float32(q5At256(b, e)) - m1
+				dst[i*qkK+e] = float32(d1*float32(q5At256(b, e))) - m1
 			}
 		}
 	}
@@ -577,19 +554,6 @@ func quantQ6_K(dst []byte, src []float32) {
 
 // dotQ6_K is the AVX2 ggml_vec_dot_q6_K_q8_K: acc = fma(yd·d, lane sums,
 // acc) per block, then hsum_float_8.
-func dotQ6_K(n int, w, act []byte) float32 {
-	var acc lanes8
-	var x [qkK]int32
-	for i := 0; i < n/qkK; i++ {
-		b, y := w[i*210:], act[i*292:]
-		for e := range x {
-			x[e] = int32(q6At(b, e))
-		}
-		s := kLanes(&x, y, func(j int) int32 { return int32(int8(b[192+j])) })
-		acc.fmaInts(q8kD(y)*f16(b[208:]), &s)
-	}
-	return acc.hsum()
-}
 
 // ---- Q8_K
 
@@ -649,7 +613,7 @@ func dotQ8_K(n int, w, act []byte) float32 {
 		for e := 0; e < qkK; e++ {
 			isum += int(int8(x[4+e])) * int(int8(y[4+e]))
 		}
-		sumf += q8kD(x) * q8kD(y) * float32(isum)
+		sumf += float32(q8kD(x) * q8kD(y) * float32(isum))
 	}
 	return sumf
 }

@@ -19,7 +19,11 @@ type lanes8 [8]float32
 // fmaInts does acc[l] = fma(d, float32(s[l]), acc[l]) for each lane.
 func (acc *lanes8) fmaInts(d float32, s *[8]int32) {
 	for l := range acc {
-		acc[l] = fma32(d, float32(s[l]), acc[l])
+		if r, ok := fma32Try(d, float32(s[l]), acc[l]); ok {
+			acc[l] = r
+		} else {
+			acc[l] = fma32(d, float32(s[l]), acc[l])
+		}
 	}
 }
 
@@ -64,18 +68,41 @@ func groupLanes(s *[8]int32, x *[32]int32, y []byte, scLo, scHi int32) {
 func FMA32(a, b, c float32) float32 { return fma32(a, b, c) }
 
 // fma32 returns a·b+c rounded once to float32, as the FMA instructions do.
-// The product is exact in float64; the sum is rounded to float64 with
-// round-to-odd (which makes the second rounding to float32 correct) by
-// recovering its exact error.
+// The product is exact in float64, so s = a·b+c rounded once to float64
+// rounds to the right float32 unless s is a float32 rounding midpoint (or
+// below the float32 normal range, where the midpoints are coarser): only
+// then is the exact error of the sum needed, recovered with TwoSum and
+// folded in with round-to-odd. The explicit float64 conversions forbid the
+// compiler to fuse any of it (the Go spec lets arm64, ppc64le, s390x and
+// riscv64 builds fuse x*y+z otherwise).
 func fma32(a, b, c float32) float32 {
-	p := float64(a) * float64(b)
-	s := p + float64(c)
+	p := float64(float64(a) * float64(b))
+	s := float64(p + float64(c))
+	if bits := math.Float64bits(s); bits&(1<<29-1) != 1<<28 && bits>>52&0x7ff >= 1023-126 {
+		return float32(s)
+	}
+	return fma32Slow(p, float64(c), s)
+}
+
+// fma32Try is fma32's fast path, small enough to be inlined into the
+// kernels' loops: it returns a·b+c and true when the float64 sum rounds
+// correctly to float32, or false when the caller must call fma32.
+func fma32Try(a, b, c float32) (float32, bool) {
+	s := float64(float64(float64(a)*float64(b)) + float64(c))
+	bits := math.Float64bits(s)
+	return float32(s), bits&(1<<29-1) != 1<<28 && bits>>52&0x7ff >= 1023-126
+}
+
+// fma32Slow finishes fma32 when s = p+c rounded to float64 may round
+// wrongly to float32: it rounds the exact sum to float64 with round-to-odd
+// (which makes the second rounding correct) and converts that.
+func fma32Slow(p, c, s float64) float32 {
 	if math.IsInf(s, 0) || math.IsNaN(s) {
 		return float32(s)
 	}
 	// TwoSum: p + c == s + e exactly.
-	bb := s - p
-	e := (p - (s - bb)) + (float64(c) - bb)
+	bb := float64(s - p)
+	e := float64(p-float64(s-bb)) + float64(c-bb)
 	if bits := math.Float64bits(s); e != 0 && bits&1 == 0 {
 		if (e > 0) == (s > 0) {
 			bits++

@@ -91,41 +91,18 @@ func quantQ4_0(dst []byte, src []float32) {
 		for j := 0; j < 16; j++ {
 			x0 := x[j] * id
 			x1 := x[j+16] * id
-			xi0 := min(15, int(int8(x0+8.5)))
-			xi1 := min(15, int(int8(x1+8.5)))
+			xi0 := min(15, int(int8(float32(x0)+8.5)))
+			xi1 := min(15, int(int8(float32(x1)+8.5)))
 			b[2+j] = uint8(xi0) | uint8(xi1)<<4
 		}
 	}
 }
-
-func dotQ4_0(n int, w, act []byte) float32 { return dotLanes(n, w, 18, act, 34, blockQ4_0) }
 
 func decodeQ4_0(b []byte, x *[32]int32) {
 	for j := 0; j < 16; j++ {
 		x[j] = int32(b[2+j]&0xF) - 8
 		x[j+16] = int32(b[2+j]>>4) - 8
 	}
-}
-
-// DotQ4_0Gemv is the dot product of a Q4_0 row with a Q8_0 activation in
-// the order of ggml_gemv_q4_0_8x8_q8_0 (AVX2), which llama.cpp b4748 runs
-// instead of ggml_vec_dot_q4_0_q8_0 for Q4_0 matrices it repacked at load
-// time (those with a multiple of 8 rows, except token_embd): one float32
-// accumulator per row, acc = fma(float(Σq·a), fp16(dw)·fp16(da), acc), block
-// after block.
-func DotQ4_0Gemv(n int, w, act []byte) float32 {
-	var acc float32
-	var x [32]int32
-	for i := 0; i < n/qk; i++ {
-		b, y := w[i*18:], act[i*34:]
-		decodeQ4_0(b, &x)
-		var isum int32
-		for j, v := range x {
-			isum += v * int32(int8(y[2+j]))
-		}
-		acc = fma32(float32(isum), f16(b)*f16(y), acc)
-	}
-	return acc
 }
 
 // ---- Q4_1
@@ -135,8 +112,8 @@ func dequantQ4_1(dst []float32, src []byte) {
 		b := src[i*20:]
 		d, m := f16(b), f16(b[2:])
 		for j := 0; j < 16; j++ {
-			dst[i*qk+j] = float32(b[4+j]&0xF)*d + m
-			dst[i*qk+j+16] = float32(b[4+j]>>4)*d + m
+			dst[i*qk+j] = float32(float32(b[4+j]&0xF)*d) + m
+			dst[i*qk+j+16] = float32(float32(b[4+j]>>4)*d) + m
 		}
 	}
 }
@@ -153,8 +130,8 @@ func quantQ4_1(dst []byte, src []float32) {
 		for j := 0; j < 16; j++ {
 			x0 := (x[j] - mn) * id
 			x1 := (x[j+16] - mn) * id
-			xi0 := min(15, int(int8(x0+0.5)))
-			xi1 := min(15, int(int8(x1+0.5)))
+			xi0 := min(15, int(int8(float32(x0)+0.5)))
+			xi1 := min(15, int(int8(float32(x1)+0.5)))
 			b[4+j] = uint8(xi0) | uint8(xi1)<<4
 		}
 	}
@@ -207,8 +184,8 @@ func quantQ5_0(dst []byte, src []float32) {
 		for j := 0; j < 16; j++ {
 			x0 := x[j] * id
 			x1 := x[j+16] * id
-			xi0 := uint8(min(31, int(int8(x0+16.5))))
-			xi1 := uint8(min(31, int(int8(x1+16.5))))
+			xi0 := uint8(min(31, int(int8(float32(x0)+16.5))))
+			xi1 := uint8(min(31, int(int8(float32(x1)+16.5))))
 			b[6+j] = xi0&0xF | (xi1&0xF)<<4
 			qh |= uint32(xi0>>4&1) << j
 			qh |= uint32(xi1>>4&1) << (j + 16)
@@ -232,7 +209,7 @@ func dequantQ5_1(dst []float32, src []byte) {
 		b := src[i*24:]
 		d, m := f16(b), f16(b[2:])
 		for j := 0; j < qk; j++ {
-			dst[i*qk+j] = float32(q5At(b[4:], j))*d + m
+			dst[i*qk+j] = float32(float32(q5At(b[4:], j))*d) + m
 		}
 	}
 }
@@ -250,8 +227,8 @@ func quantQ5_1(dst []byte, src []float32) {
 		for j := 0; j < 16; j++ {
 			x0 := (x[j] - mn) * id
 			x1 := (x[j+16] - mn) * id
-			xi0 := uint8(x0 + 0.5)
-			xi1 := uint8(x1 + 0.5)
+			xi0 := uint8(float32(x0) + 0.5)
+			xi1 := uint8(float32(x1) + 0.5)
 			b[8+j] = xi0&0xF | (xi1&0xF)<<4
 			qh |= uint32(xi0>>4&1) << j
 			qh |= uint32(xi1>>4&1) << (j + 16)
@@ -343,8 +320,6 @@ func quantQ8_0Act(dst []byte, src []float32) {
 		put16(b, FP32ToFP16(d))
 	}
 }
-
-func dotQ8_0(n int, w, act []byte) float32 { return dotLanes(n, w, 34, act, 34, blockQ8_0) }
 
 func decodeQ8_0(b []byte, x *[32]int32) {
 	for j := range x {
