@@ -181,13 +181,19 @@ func readLlama2cTokenizer(path string, vocab int) (*format.Metadata, int64, erro
 	if err != nil {
 		return nil, 0, err
 	}
-	br := bufio.NewReader(f)
+	md, err := parseLlama2cTokenizer(bufio.NewReader(f), st.Size(), vocab)
+	return md, st.Size(), err
+}
+
+// parseLlama2cTokenizer reads the vocab tokens of a llama2.c tokenizer.bin
+// of size bytes from br.
+func parseLlama2cTokenizer(br io.Reader, size int64, vocab int) (*format.Metadata, error) {
 	var maxLen int32
 	if err := binary.Read(br, binary.LittleEndian, &maxLen); err != nil {
-		return nil, 0, fmt.Errorf("%w: tokenizer header: %v", ErrInput, err)
+		return nil, fmt.Errorf("%w: tokenizer header: %v", ErrInput, err)
 	}
-	if int64(vocab)*8 > st.Size() {
-		return nil, 0, fmt.Errorf("%w: %d-byte tokenizer cannot hold %d tokens", ErrInput, st.Size(), vocab)
+	if int64(vocab)*8 > size {
+		return nil, fmt.Errorf("%w: %d-byte tokenizer cannot hold %d tokens", ErrInput, size, vocab)
 	}
 	tokens := make([]string, vocab)
 	scores := make([]float32, vocab)
@@ -198,14 +204,14 @@ func readLlama2cTokenizer(path string, vocab int) (*format.Metadata, int64, erro
 			Len   int32
 		}
 		if err := binary.Read(br, binary.LittleEndian, &rec); err != nil {
-			return nil, 0, fmt.Errorf("%w: token %d: %v", ErrInput, i, err)
+			return nil, fmt.Errorf("%w: token %d: %v", ErrInput, i, err)
 		}
-		if rec.Len < 0 || int64(rec.Len) > st.Size() || math.IsNaN(float64(rec.Score)) {
-			return nil, 0, fmt.Errorf("%w: token %d: length %d", ErrInput, i, rec.Len)
+		if rec.Len < 0 || int64(rec.Len) > size || math.IsNaN(float64(rec.Score)) {
+			return nil, fmt.Errorf("%w: token %d: length %d", ErrInput, i, rec.Len)
 		}
 		b := make([]byte, rec.Len)
 		if _, err := io.ReadFull(br, b); err != nil {
-			return nil, 0, fmt.Errorf("%w: token %d: %v", ErrInput, i, err)
+			return nil, fmt.Errorf("%w: token %d: %v", ErrInput, i, err)
 		}
 		text, typ := string(b), int32(1) // normal
 		var hex byte
@@ -230,5 +236,5 @@ func readLlama2cTokenizer(path string, vocab int) (*format.Metadata, int64, erro
 	md.Set("tokenizer.ggml.scores", format.Float32sValue(scores))
 	md.Set("tokenizer.ggml.token_type", format.Int32sValue(types))
 	md.Set("tokenizer.ggml.unknown_token_id", format.Uint32Value(0))
-	return md, st.Size(), nil
+	return md, nil
 }

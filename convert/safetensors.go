@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"sort"
 
 	"github.com/qsf-llm/qsf/quant"
@@ -21,7 +20,7 @@ type stTensor struct {
 	DType  string
 	Shape  []uint64
 	Type   quant.Type // F32, F16 or BF16
-	file   *os.File
+	file   io.ReaderAt
 	offset int64 // absolute offset of the data
 	size   int64
 }
@@ -63,7 +62,7 @@ func (t *stTensor) f32() ([]float32, error) {
 
 // readSafetensors parses the header of the safetensors file f (of the
 // given size) and returns its tensors sorted by offset.
-func readSafetensors(f *os.File, size int64) ([]*stTensor, error) {
+func readSafetensors(f io.ReaderAt, size int64) ([]*stTensor, error) {
 	var nb [8]byte
 	if _, err := f.ReadAt(nb[:], 0); err != nil {
 		return nil, fmt.Errorf("%w: safetensors header length: %v", ErrInput, err)
