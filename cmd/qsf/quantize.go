@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"github.com/qsf-llm/qsf"
 	"github.com/qsf-llm/qsf/convert"
 	"github.com/qsf-llm/qsf/format"
+	"github.com/qsf-llm/qsf/internal/atomicfile"
 	"github.com/qsf-llm/qsf/quant"
 )
 
@@ -24,8 +26,12 @@ var quantAliases = map[string]quant.Type{"2bit": quant.QSF_Q2A, "3bit": quant.QS
 func cmdQuantize(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("quantize", "IN OUT --quant TYPE [--calibration FILE] [flags]", stderr)
 	typ := fs.String("quant", "", "type of every matrix: 2bit, 3bit, 4bit (QSF_Q2A/Q3A/Q4A) or any type name qsf convert --type takes")
+	outType := fs.String("output-type", "", "type of output.weight (the LM head); default: --quant")
+	embdType := fs.String("embd-type", "", "type of token_embd.weight; default: --quant")
 	fallback := fs.String("fallback", "F16", "type of a matrix whose row length does not fit --quant's blocks")
 	calib := fs.String("calibration", "", "text file: weight each column by its activation energy on this text (IN is run over it)")
+	saveImp := fs.String("save-importance", "", "with --calibration: also write the measured activation energies to FILE (JSON) for --importance")
+	loadImp := fs.String("importance", "", "read the activation energies from FILE (written by --save-importance) instead of running --calibration")
 	calibCtx := fs.Int("calibration-ctx", 128, "chunk length in tokens for --calibration")
 	comp := fs.String("compress", "none", "layer compression: none, lz4 or lz4hc")
 	threads := fs.Int("threads", 1, "threads quantizing rows")
@@ -40,14 +46,18 @@ func cmdQuantize(args []string, stdout, stderr io.Writer) error {
 	if *typ == "" {
 		return usagef("no type: pass --quant 2bit|3bit|4bit|TYPE")
 	}
-	want, ok := quantAliases[strings.ToLower(*typ)]
-	if !ok {
-		if want, err = quant.ParseType(*typ); err != nil {
-			return usagef("--quant: %v", err)
-		}
+	want, err := parseQuant(*typ)
+	if err != nil {
+		return err
 	}
-	if tr, err := quant.Lookup(want); err != nil || tr.QuantizeRef == nil || tr.BlockSize == 1 && want != quant.F16 && want != quant.BF16 {
-		return usagef("--quant %v: not a type qsf can quantize weights to", want)
+	overrides := map[string]quant.Type{}
+	for name, v := range map[string]string{"output.weight": *outType, "token_embd.weight": *embdType} {
+		if v == "" {
+			continue
+		}
+		if overrides[name], err = parseQuant(v); err != nil {
+			return err
+		}
 	}
 	fb, err := quant.ParseType(*fallback)
 	if err != nil {
@@ -56,11 +66,17 @@ func cmdQuantize(args []string, stdout, stderr io.Writer) error {
 	if *calibCtx < 2 {
 		return usagef("--calibration-ctx %d: want at least 2", *calibCtx)
 	}
+	if *calib != "" && *loadImp != "" {
+		return usagef("--calibration and --importance exclude each other")
+	}
+	if *saveImp != "" && *calib == "" {
+		return usagef("--save-importance needs --calibration")
+	}
 	if *threads < 1 {
 		return usagef("--threads %d: want at least 1", *threads)
 	}
 	in, out := pos[0], pos[1]
-	opts := convert.Options{Type: want, Requantize: true, Fallback: fb, Threads: *threads}
+	opts := convert.Options{Type: want, Requantize: true, TensorTypes: overrides, Fallback: fb, Threads: *threads}
 	if opts.Compression, err = format.ParseCompression(*comp); err != nil {
 		return usagef("%v", err)
 	}
@@ -73,7 +89,9 @@ func cmdQuantize(args []string, stdout, stderr io.Writer) error {
 	ctx, stop := interruptContext()
 	defer stop()
 	calibTokens := 0
-	if *calib != "" {
+	var energy map[string][]float32
+	switch {
+	case *calib != "":
 		text, err := readCalibration(*calib)
 		if err != nil {
 			return err
@@ -82,13 +100,25 @@ func cmdQuantize(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		energy, n, err := m.ActivationEnergy(ctx, text, qsf.CalibrationOptions{Context: *calibCtx})
+		energy, calibTokens, err = m.ActivationEnergy(ctx, text, qsf.CalibrationOptions{Context: *calibCtx})
 		m.Close()
 		if err != nil {
 			return fmt.Errorf("calibration: %w", err)
 		}
-		calibTokens = n
-		fmt.Fprintf(stderr, "calibration: %d tokens, %d matrices measured\n", n, len(energy))
+		fmt.Fprintf(stderr, "calibration: %d tokens, %d matrices measured\n", calibTokens, len(energy))
+		if *saveImp != "" {
+			if err := saveImportance(ctx, *saveImp, importanceFile{Tokens: calibTokens, Energy: energy}); err != nil {
+				return err
+			}
+		}
+	case *loadImp != "":
+		f, err := loadImportance(*loadImp)
+		if err != nil {
+			return err
+		}
+		energy, calibTokens = f.Energy, f.Tokens
+	}
+	if energy != nil {
 		opts.Importance = func(name string) []float32 { return energy[name] }
 	}
 	res, err := convert.ConvertContext(ctx, in, out, opts)
@@ -115,6 +145,22 @@ func cmdQuantize(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "%s\n", b)
 	}
 	return nil
+}
+
+// parseQuant parses a --quant value: an alias of quantAliases or a type
+// name that weights can be quantized to.
+func parseQuant(s string) (quant.Type, error) {
+	t, ok := quantAliases[strings.ToLower(s)]
+	if !ok {
+		var err error
+		if t, err = quant.ParseType(s); err != nil {
+			return 0, usagef("--quant: %v", err)
+		}
+	}
+	if tr, err := quant.Lookup(t); err != nil || tr.QuantizeRef == nil || tr.BlockSize == 1 && t != quant.F16 && t != quant.BF16 {
+		return 0, usagef("%v: not a type qsf can quantize weights to", t)
+	}
+	return t, nil
 }
 
 // quantizeReport is the --json line of qsf quantize.
@@ -160,6 +206,47 @@ func checkQuantizeInput(in string) (*format.File, error) {
 		}
 	}
 	return src, nil
+}
+
+// importanceFile is what --save-importance writes: the activation energy
+// of each matrix's columns, by tensor name, and the tokens measured.
+type importanceFile struct {
+	Tokens int                  `json:"tokens"`
+	Energy map[string][]float32 `json:"energy"`
+}
+
+func saveImportance(ctx context.Context, path string, f importanceFile) error {
+	out, err := atomicfile.Create(ctx, path)
+	if err != nil {
+		return err
+	}
+	defer out.Abort()
+	if err := json.NewEncoder(out).Encode(f); err != nil {
+		return err
+	}
+	return out.Commit()
+}
+
+func loadImportance(path string) (importanceFile, error) {
+	var f importanceFile
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return f, err
+	}
+	if err := json.Unmarshal(b, &f); err != nil {
+		return f, fmt.Errorf("importance file %s: %w", path, err)
+	}
+	if len(f.Energy) == 0 {
+		return f, fmt.Errorf("importance file %s holds no energies", path)
+	}
+	for name, e := range f.Energy {
+		for _, v := range e {
+			if !(v >= 0) || math.IsInf(float64(v), 0) {
+				return f, fmt.Errorf("importance file %s: tensor %s has energy %v", path, name, v)
+			}
+		}
+	}
+	return f, nil
 }
 
 // readCalibration reads a calibration text, refusing an empty file or one

@@ -97,3 +97,60 @@ func TestQuantizeErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestQuantizeImportanceFile: --save-importance then --importance gives the
+// same file as --calibration; --output-type sets the LM head's type.
+func TestQuantizeImportanceFile(t *testing.T) {
+	in := testfiles.Path(t, "models", "gguf", "stories260K-pad256-f32.gguf")
+	dir := t.TempDir()
+	calib := filepath.Join(dir, "calib.txt")
+	os.WriteFile(calib, []byte("Lily and Ben went to the park. They saw a big dog and a red ball.\n"), 0o644)
+	imp := filepath.Join(dir, "imp.json")
+	a, b := filepath.Join(dir, "a.qsf"), filepath.Join(dir, "b.qsf")
+	var stdout, stderr bytes.Buffer
+	if code := runMain([]string{"quantize", in, a, "--quant", "2bit", "--calibration", calib, "--save-importance", imp, "--output-type", "4bit", "--json"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	var rep quantizeReport
+	lastJSON(t, stdout.String(), &rep)
+	for _, q := range rep.Tensors {
+		want := "QSF_Q2A"
+		if q.Name == "output.weight" {
+			want = "QSF_Q4A"
+		}
+		if q.Type != want {
+			t.Errorf("%s is %s, want %s", q.Name, q.Type, want)
+		}
+	}
+	if !(rep.BPW > 2.5 && rep.BPW < 2.7) {
+		t.Errorf("bpw %v, want between 2.5 and 2.7", rep.BPW)
+	}
+	if code := runMain([]string{"quantize", in, b, "--quant", "2bit", "--importance", imp, "--output-type", "4bit"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	ab, _ := os.ReadFile(a)
+	bb, _ := os.ReadFile(b)
+	if !bytes.Equal(ab, bb) {
+		t.Error("--importance gives another file than --calibration")
+	}
+	// Without importance the rounding differs.
+	if code := runMain([]string{"quantize", in, b, "--quant", "2bit", "--output-type", "4bit"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	if bb, _ = os.ReadFile(b); bytes.Equal(ab, bb) {
+		t.Error("calibration changed nothing")
+	}
+	bad := filepath.Join(dir, "bad.json")
+	os.WriteFile(bad, []byte(`{"tokens":1,"energy":{"blk.0.attn_q.weight":[1,2]}}`), 0o644)
+	stderr.Reset()
+	if code := runMain([]string{"quantize", in, filepath.Join(dir, "c.qsf"), "--quant", "2bit", "--importance", bad}, &stdout, &stderr); code == 0 || !strings.Contains(stderr.String(), "2 columns") {
+		t.Errorf("importance of the wrong width: exit %d, %s", code, stderr.String())
+	}
+	if _, err := os.Stat(filepath.Join(dir, "c.qsf")); err == nil {
+		t.Error("output left behind")
+	}
+	stderr.Reset()
+	if code := runMain([]string{"quantize", in, filepath.Join(dir, "c.qsf"), "--quant", "2bit", "--importance", bad, "--calibration", calib}, &stdout, &stderr); code == 0 || !strings.Contains(stderr.String(), "exclude") {
+		t.Errorf("--importance with --calibration: exit %d, %s", code, stderr.String())
+	}
+}
