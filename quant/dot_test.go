@@ -176,7 +176,7 @@ func FuzzDequantize(f *testing.F) {
 func BenchmarkDot(b *testing.B) {
 	r := rand.New(rand.NewPCG(5, 6))
 	const n = 4096
-	for _, ty := range allTypes {
+	for _, ty := range append(allTypes[:len(allTypes):len(allTypes)], ownTypes...) {
 		tr, _ := quant.Lookup(ty)
 		w := encode(b, ty, randVec(r, n), true)
 		act := encode(b, tr.VecDot, randVec(r, n), false)

@@ -112,24 +112,65 @@ func (a asym) dequantize(dst []float32, src []byte) {
 
 // dot is the reference dot product with a Q8_1 activation: for each
 // 32-element half of a block, in order, sum += (d·dₐ)·Σq·qₐ + m·sₐ in
-// float32, the products rounded before the additions.
+// float32, the products rounded before the additions. (The integer sums
+// are exact, so the order they are formed in does not matter.)
 func (a asym) dot(n int, w, act []byte) float32 {
-	var q [qkA]uint8
 	var sum float32
 	for i := 0; i < n/qkA; i++ {
-		b := w[i*a.bytes:]
-		a.codes(&q, b)
-		d, m := f16(b), f16(b[2:])
-		for h := 0; h < 2; h++ {
-			y := act[(2*i+h)*36:]
-			var isum int32
-			for j := 0; j < 32; j++ {
-				isum += int32(q[32*h+j]) * int32(int8(y[4+j]))
-			}
-			sum += float32(d*f16(y)*float32(isum)) + float32(m*f16(y[2:]))
+		b := w[i*a.bytes : (i+1)*a.bytes]
+		y0 := act[2*i*36 : 2*i*36+36]
+		y1 := act[(2*i+1)*36 : (2*i+1)*36+36]
+		var s0, s1 int32
+		switch a.bits {
+		case 2:
+			s0, s1 = dot2(b[4:20], y0[4:36], y1[4:36])
+		case 3:
+			s0, s1 = dot2(b[4:20], y0[4:36], y1[4:36])
+			h0, h1 := dotHigh(b[20:28], y0[4:36], y1[4:36])
+			s0 += 4 * h0
+			s1 += 4 * h1
+		case 4:
+			s0, s1 = dot4(b[4:36], y0[4:36], y1[4:36])
 		}
+		d, m := f16(b), f16(b[2:])
+		sum += float32(d*f16(y0)*float32(s0)) + float32(m*f16(y0[2:]))
+		sum += float32(d*f16(y1)*float32(s1)) + float32(m*f16(y1[2:]))
 	}
 	return sum
+}
+
+// dot2 returns the integer dot products of the 2-bit codes of qs (16
+// bytes) with the quants of the two halves y0 and y1 (32 bytes each).
+func dot2(qs, y0, y1 []byte) (s0, s1 int32) {
+	qs, y0, y1 = qs[:16], y0[:32], y1[:32]
+	for j := 0; j < 16; j++ {
+		q := int32(qs[j])
+		s0 += (q&3)*int32(int8(y0[j])) + (q>>2&3)*int32(int8(y0[16+j]))
+		s1 += (q>>4&3)*int32(int8(y1[j])) + (q>>6)*int32(int8(y1[16+j]))
+	}
+	return s0, s1
+}
+
+// dotHigh returns the dot products of the high (third) bits of QSF_Q3A's
+// codes, qh (8 bytes), with the two halves y0 and y1.
+func dotHigh(qh, y0, y1 []byte) (s0, s1 int32) {
+	qh, y0, y1 = qh[:8], y0[:32], y1[:32]
+	for j := 0; j < 32; j++ {
+		s0 += int32(qh[j/8]>>(j%8)&1) * int32(int8(y0[j]))
+		s1 += int32(qh[4+j/8]>>(j%8)&1) * int32(int8(y1[j]))
+	}
+	return s0, s1
+}
+
+// dot4 returns the integer dot products of the 4-bit codes of qs (32
+// bytes) with the two halves y0 and y1.
+func dot4(qs, y0, y1 []byte) (s0, s1 int32) {
+	qs, y0, y1 = qs[:32], y0[:32], y1[:32]
+	for j := 0; j < 32; j++ {
+		s0 += int32(qs[j]&0xF) * int32(int8(y0[j]))
+		s1 += int32(qs[j]>>4) * int32(int8(y1[j]))
+	}
+	return s0, s1
 }
 
 func (a asym) quantize(dst []byte, src []float32) { a.quantizeImportance(dst, src, nil) }
