@@ -155,9 +155,13 @@ func dot2(qs, y0, y1 []byte) (s0, s1 int32) {
 // codes, qh (8 bytes), with the two halves y0 and y1.
 func dotHigh(qh, y0, y1 []byte) (s0, s1 int32) {
 	qh, y0, y1 = qh[:8], y0[:32], y1[:32]
-	for j := 0; j < 32; j++ {
-		s0 += int32(qh[j/8]>>(j%8)&1) * int32(int8(y0[j]))
-		s1 += int32(qh[4+j/8]>>(j%8)&1) * int32(int8(y1[j]))
+	for k := 0; k < 4; k++ {
+		h0, h1 := int32(qh[k]), int32(qh[4+k])
+		a, b := y0[8*k:8*k+8], y1[8*k:8*k+8]
+		for bit := 0; bit < 8; bit++ {
+			s0 += (h0 >> bit & 1) * int32(int8(a[bit]))
+			s1 += (h1 >> bit & 1) * int32(int8(b[bit]))
+		}
 	}
 	return s0, s1
 }
