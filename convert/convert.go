@@ -45,6 +45,18 @@ type Options struct {
 	// Tokenizer is the llama2.c tokenizer.bin for a llama2.c checkpoint;
 	// when empty, tokenizer.bin or tok*.bin beside the checkpoint is used.
 	Tokenizer string
+	// TensorTypes, when not nil, overrides Type for the GGUF tensors it
+	// names (matrices only; the row length must fit the type's blocks).
+	TensorTypes map[string]quant.Type
+	// Fallback, when not F32 (the zero value), is the type of a matrix
+	// whose row length does not fit the requested type's blocks; F32
+	// keeps such a matrix in its input type.
+	Fallback quant.Type
+	// Importance, when not nil, returns the per-column importance of the
+	// GGUF tensor named (nil when unknown): each re-quantized row is
+	// encoded with quant.QuantizeRowImportance, which QSF's own types use
+	// to minimise the importance-weighted error.
+	Importance func(name string) []float32
 	// Progress, when not nil, is called after each layer is written.
 	Progress func(layer, layers int, e format.LayerEntry)
 
@@ -162,7 +174,7 @@ func features(p *plan, base uint16) uint16 {
 }
 
 // outputType picks the stored type of a tensor.
-func outputType(shape []uint64, src quant.Type, opts Options, floatDefault quant.Type) quant.Type {
+func outputType(name string, shape []uint64, src quant.Type, opts Options, floatDefault quant.Type) quant.Type {
 	if len(shape) < 2 {
 		if src == quant.F16 || src == quant.BF16 {
 			return quant.F32 // norms and biases in F32, as llama.cpp does
@@ -172,18 +184,30 @@ func outputType(shape []uint64, src quant.Type, opts Options, floatDefault quant
 	want := floatDefault
 	if opts.Requantize {
 		want = opts.Type
+		if t, ok := opts.TensorTypes[name]; ok {
+			want = t
+		}
 	}
 	if want == src {
 		return src
 	}
-	tr, err := quant.Lookup(want)
-	if err != nil || tr.QuantizeRef == nil || shape[0]%uint64(tr.BlockSize) != 0 {
-		return src // the row length does not fit the type's blocks
-	}
 	if _, err := quant.Lookup(src); err != nil {
 		return src // cannot decode the source
 	}
-	return want
+	if fits(want, shape[0]) {
+		return want
+	}
+	if opts.Requantize && opts.Fallback != quant.F32 && fits(opts.Fallback, shape[0]) {
+		return opts.Fallback
+	}
+	return src // the row length does not fit the type's blocks
+}
+
+// fits reports whether t can be quantized to and rows of cols elements
+// are whole blocks of it.
+func fits(t quant.Type, cols uint64) bool {
+	tr, err := quant.Lookup(t)
+	return err == nil && tr.QuantizeRef != nil && cols%uint64(tr.BlockSize) == 0
 }
 
 // write converts p into the QSF file out.
@@ -225,7 +249,14 @@ func write(p *plan, out string, opts Options, start time.Time) (*Result, error) 
 		default:
 			s = p.layers[layer][i]
 		}
-		return writeTensor(w, s, threads, &scratch)
+		var importance []float32
+		if opts.Importance != nil && s.out.Type != s.srcType && len(s.out.Shape) == 2 {
+			importance = opts.Importance(s.out.Name)
+			if importance != nil && uint64(len(importance)) != s.out.Cols() {
+				return fmt.Errorf("%w: importance of %s has %d columns, the tensor %d", ErrInput, s.out.Name, len(importance), s.out.Cols())
+			}
+		}
+		return writeTensor(w, s, threads, importance, &scratch)
 	}
 	wopts := format.QSFWriteOptions{Compression: opts.Compression}
 	if opts.Progress != nil {

@@ -60,7 +60,7 @@ func planGGUF(f *format.File, opts Options) (*plan, error) {
 		role, place, layer := format.ClassifyTensor(ti.Name)
 		shape := ti.Shape[:min(2, len(ti.Shape))]
 		s := &source{
-			out:     format.QSFTensor{Role: role, Name: ti.Name, Shape: shape, Type: outputType(shape, ti.Type, opts, ti.Type)},
+			out:     format.QSFTensor{Role: role, Name: ti.Name, Shape: shape, Type: outputType(ti.Name, shape, ti.Type, opts, ti.Type)},
 			srcType: ti.Type,
 		}
 		if len(shape) < 2 {

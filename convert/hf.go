@@ -388,7 +388,7 @@ func hfSource(t *stTensor, role format.Role, transpose bool, arch hfArch, heads,
 		return nil, fmt.Errorf("%w: tensor %q has shape %v", ErrUnsupported, t.Name, t.Shape)
 	}
 	s := &source{
-		out:     format.QSFTensor{Role: role, Shape: shape, Type: outputType(shape, t.Type, opts, t.Type)},
+		out:     format.QSFTensor{Role: role, Shape: shape, Type: outputType("", shape, t.Type, opts, t.Type)},
 		srcType: t.Type,
 	}
 	cols := int64(shape[0])

@@ -136,7 +136,7 @@ func planLlama2c(r io.ReaderAt, size int64, opts Options) (*plan, error) {
 		}
 		base := llama2cHeader + at*4
 		return &source{
-			out:     format.QSFTensor{Role: role, Shape: shape, Type: outputType(shape, quant.F32, opts, quant.F32)},
+			out:     format.QSFTensor{Role: role, Shape: shape, Type: outputType("", shape, quant.F32, opts, quant.F32)},
 			srcType: quant.F32,
 			rows: func(dst []byte, lo, hi int) ([]byte, error) {
 				b := grow(dst, int64(hi-lo)*cols*4)

@@ -12,9 +12,10 @@ import (
 const chunkBytes = 4 << 20
 
 // writeTensor writes the data of s in its output type, converting a chunk
-// of rows at a time on up to threads goroutines. scratch is a buffer kept
-// from tensor to tensor.
-func writeTensor(w io.Writer, s *source, threads int, scratch *[]byte) error {
+// of rows at a time on up to threads goroutines, weighting the columns by
+// importance when it is not nil. scratch is a buffer kept from tensor to
+// tensor.
+func writeTensor(w io.Writer, s *source, threads int, importance []float32, scratch *[]byte) error {
 	cols, rows := int(s.out.Cols()), int(s.out.Rows())
 	outRow, err := quant.RowBytes(s.out.Type, cols)
 	if err != nil {
@@ -28,7 +29,7 @@ func writeTensor(w io.Writer, s *source, threads int, scratch *[]byte) error {
 		if len(all) != rows*cols {
 			return fmt.Errorf("%w: tensor %s has %d values, want %d", ErrInput, s.out.Name, len(all), rows*cols)
 		}
-		return convertChunks(w, rows, cols, outRow, s.out.Type, threads, func(dst []float32, _ *[]byte, r int) error {
+		return convertChunks(w, rows, cols, outRow, s.out.Type, threads, importance, func(dst []float32, _ *[]byte, r int) error {
 			copy(dst, all[r*cols:(r+1)*cols])
 			return nil
 		})
@@ -73,7 +74,7 @@ func writeTensor(w io.Writer, s *source, threads int, scratch *[]byte) error {
 	if err != nil {
 		return fmt.Errorf("%w: tensor %s: %w", ErrUnsupported, s.out.Name, err)
 	}
-	return convertChunks(w, rows, cols, outRow, s.out.Type, threads, func(dst []float32, raw *[]byte, r int) error {
+	return convertChunks(w, rows, cols, outRow, s.out.Type, threads, importance, func(dst []float32, raw *[]byte, r int) error {
 		src := r
 		if s.perm != nil {
 			src = s.perm(r)
@@ -93,8 +94,9 @@ func writeTensor(w io.Writer, s *source, threads int, scratch *[]byte) error {
 
 // convertChunks quantizes rows to typ, getting row r as float32 from row
 // (which may keep a raw-bytes buffer per goroutine in *raw), and writes
-// them in order.
-func convertChunks(w io.Writer, rows, cols, outRow int, typ quant.Type, threads int, row func(dst []float32, raw *[]byte, r int) error) error {
+// them in order. importance, when not nil, weights the columns (see
+// quant.QuantizeRowImportance).
+func convertChunks(w io.Writer, rows, cols, outRow int, typ quant.Type, threads int, importance []float32, row func(dst []float32, raw *[]byte, r int) error) error {
 	tr, err := quant.Lookup(typ)
 	if err != nil || tr.QuantizeRef == nil {
 		return fmt.Errorf("%w: no quantizer for %v", ErrUnsupported, typ)
@@ -126,7 +128,15 @@ func convertChunks(w io.Writer, rows, cols, outRow int, typ quant.Type, threads 
 						errs[t] = err
 						return
 					}
-					tr.QuantizeRef(out[(r-lo)*outRow:(r-lo+1)*outRow], buf)
+					dst := out[(r-lo)*outRow : (r-lo+1)*outRow]
+					if importance != nil {
+						if err := quant.QuantizeRowImportance(typ, dst, buf, importance); err != nil {
+							errs[t] = err
+							return
+						}
+						continue
+					}
+					tr.QuantizeRef(dst, buf)
 				}
 			}()
 		}

@@ -64,6 +64,13 @@ type State struct {
 	Experts ExpertSource
 	moe     *moeState // the expert FFN's buffers (mixture-of-experts models)
 
+	// Observe, when non-nil, is called by Forward before each product of
+	// a dense matrix w with its float32 input x (len w.Cols), for
+	// calibration: for example to accumulate the activation energy of
+	// each column. It must not keep or modify x. ForwardBatch does not
+	// call it.
+	Observe func(w *Tensor, x []float32)
+
 	// set per call for the attention workers
 	layer, pos int
 	n          int // slots attended to
@@ -599,6 +606,9 @@ func (s *State) input(x []float32) { s.acts.reset(x) }
 
 // matVec computes out = W·x for the current input x.
 func (s *State) matVec(out []float32, w *Tensor) {
+	if s.Observe != nil {
+		s.Observe(w, s.acts.x[:w.Cols])
+	}
 	s.pool.MatVec(w.Type, out, w.Data, w.Cols, s.acts.get(w.Type))
 	tensorScale(out, w)
 }
@@ -620,6 +630,9 @@ func (s *State) matVecs(out1 []float32, w1 *Tensor, out2 []float32, w2 *Tensor, 
 		w   *Tensor
 	}{{out1, w1}, {out2, w2}, {out3, w3}} {
 		if e.w != nil {
+			if s.Observe != nil {
+				s.Observe(e.w, s.acts.x[:e.w.Cols])
+			}
 			s.tasks[n] = kernels.MatVecTask{Type: e.w.Type, Out: e.out, W: e.w.Data, Cols: e.w.Cols, Act: s.acts.get(e.w.Type)}
 			n++
 		}

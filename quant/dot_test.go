@@ -156,7 +156,8 @@ func TestRowLengthErrors(t *testing.T) {
 func FuzzDequantize(f *testing.F) {
 	f.Add(uint8(0), make([]byte, 300))
 	f.Fuzz(func(t *testing.T, sel uint8, data []byte) {
-		ty := allTypes[int(sel)%len(allTypes)]
+		types := append(allTypes[:len(allTypes):len(allTypes)], ownTypes...)
+		ty := types[int(sel)%len(types)]
 		tr, _ := quant.Lookup(ty)
 		n := len(data) / tr.BlockBytes * tr.BlockSize
 		w := data[:n/tr.BlockSize*tr.BlockBytes]
@@ -175,7 +176,7 @@ func FuzzDequantize(f *testing.F) {
 func BenchmarkDot(b *testing.B) {
 	r := rand.New(rand.NewPCG(5, 6))
 	const n = 4096
-	for _, ty := range allTypes {
+	for _, ty := range append(allTypes[:len(allTypes):len(allTypes)], ownTypes...) {
 		tr, _ := quant.Lookup(ty)
 		w := encode(b, ty, randVec(r, n), true)
 		act := encode(b, tr.VecDot, randVec(r, n), false)

@@ -80,3 +80,27 @@ func DotRow(t Type, n int, w, act []byte) (float32, error) {
 	}
 	return tr.Dot(n, w, act), nil
 }
+
+// QuantizeRowImportance encodes src into dst as type t, minimising the
+// error weighted per element by importance (nil: uniform), for example
+// the activation energy of each column of a weight row measured on
+// calibration text. Types without an importance-aware quantizer (all of
+// ggml's) ignore importance and use their QuantizeRef.
+func QuantizeRowImportance(t Type, dst []byte, src, importance []float32) error {
+	tr, err := rowCheck(t, len(src), len(dst), "quantize")
+	if err != nil {
+		return err
+	}
+	if importance != nil && len(importance) != len(src) {
+		return fmt.Errorf("%w: quantize %v: %d importance weights for %d elements", ErrLength, t, len(importance), len(src))
+	}
+	switch {
+	case tr.QuantizeImportance != nil:
+		tr.QuantizeImportance(dst, src, importance)
+	case tr.QuantizeRef != nil:
+		tr.QuantizeRef(dst, src)
+	default:
+		return fmt.Errorf("%w: no quantizer for %v", ErrUnsupported, t)
+	}
+	return nil
+}

@@ -39,6 +39,13 @@ type Traits struct {
 	// path rounds them to even.
 	QuantizeRef func(dst []byte, src []float32)
 
+	// QuantizeImportance, when not nil, encodes src as Quantize does but
+	// minimises the error weighted per element by importance (same length
+	// as src; nil means uniform): for a weight row, the activation energy
+	// of each column measured on calibration text. Only QSF's own types
+	// have it.
+	QuantizeImportance func(dst []byte, src, importance []float32)
+
 	// Dot returns the dot product of n elements of a row w stored in this
 	// type with n elements of an activation act stored in VecDot. It is
 	// the scalar reference every SIMD kernel is tested against.

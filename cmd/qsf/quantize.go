@@ -1,0 +1,342 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"unicode/utf8"
+
+	"github.com/qsf-llm/qsf"
+	"github.com/qsf-llm/qsf/convert"
+	"github.com/qsf-llm/qsf/format"
+	"github.com/qsf-llm/qsf/internal/atomicfile"
+	"github.com/qsf-llm/qsf/quant"
+)
+
+// quantAliases are the short names --quant accepts for QSF's own types.
+var quantAliases = map[string]quant.Type{"2bit": quant.QSF_Q2A, "3bit": quant.QSF_Q3A, "4bit": quant.QSF_Q4A}
+
+func cmdQuantize(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("quantize", "IN OUT --quant TYPE [--calibration FILE] [flags]", stderr)
+	typ := fs.String("quant", "", "type of every matrix: 2bit, 3bit, 4bit (QSF_Q2A/Q3A/Q4A) or any type name qsf convert --type takes")
+	outType := fs.String("output-type", "", "type of output.weight (the LM head); default: --quant")
+	embdType := fs.String("embd-type", "", "type of token_embd.weight; default: --quant")
+	fallback := fs.String("fallback", "F16", "type of a matrix whose row length does not fit --quant's blocks")
+	calib := fs.String("calibration", "", "text file: weight each column by its activation energy on this text (IN is run over it)")
+	saveImp := fs.String("save-importance", "", "with --calibration: also write the measured activation energies to FILE (JSON) for --importance")
+	loadImp := fs.String("importance", "", "read the activation energies from FILE (written by --save-importance) instead of running --calibration")
+	calibCtx := fs.Int("calibration-ctx", 128, "chunk length in tokens for --calibration")
+	comp := fs.String("compress", "none", "layer compression: none, lz4 or lz4hc")
+	threads := fs.Int("threads", 1, "threads quantizing rows")
+	asJSON := fs.Bool("json", false, "print one JSON object as the last line (bpw, per-tensor quality)")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 2 {
+		return usagef("want IN and OUT")
+	}
+	if *typ == "" {
+		return usagef("no type: pass --quant 2bit|3bit|4bit|TYPE")
+	}
+	want, err := parseQuant(*typ)
+	if err != nil {
+		return err
+	}
+	overrides := map[string]quant.Type{}
+	for name, v := range map[string]string{"output.weight": *outType, "token_embd.weight": *embdType} {
+		if v == "" {
+			continue
+		}
+		if overrides[name], err = parseQuant(v); err != nil {
+			return err
+		}
+	}
+	fb, err := quant.ParseType(*fallback)
+	if err != nil {
+		return usagef("--fallback: %v", err)
+	}
+	if *calibCtx < 2 {
+		return usagef("--calibration-ctx %d: want at least 2", *calibCtx)
+	}
+	if *calib != "" && *loadImp != "" {
+		return usagef("--calibration and --importance exclude each other")
+	}
+	if *saveImp != "" && *calib == "" {
+		return usagef("--save-importance needs --calibration")
+	}
+	if *threads < 1 {
+		return usagef("--threads %d: want at least 1", *threads)
+	}
+	in, out := pos[0], pos[1]
+	opts := convert.Options{Type: want, Requantize: true, TensorTypes: overrides, Fallback: fb, Threads: *threads}
+	if opts.Compression, err = format.ParseCompression(*comp); err != nil {
+		return usagef("%v", err)
+	}
+	src, err := checkQuantizeInput(in)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+
+	ctx, stop := interruptContext()
+	defer stop()
+	calibTokens := 0
+	var energy map[string][]float32
+	switch {
+	case *calib != "":
+		text, err := readCalibration(*calib)
+		if err != nil {
+			return err
+		}
+		m, err := qsf.Load(in, qsf.Config{Threads: *threads, ContextLength: *calibCtx})
+		if err != nil {
+			return err
+		}
+		energy, calibTokens, err = m.ActivationEnergy(ctx, text, qsf.CalibrationOptions{Context: *calibCtx})
+		m.Close()
+		if err != nil {
+			return fmt.Errorf("calibration: %w", err)
+		}
+		fmt.Fprintf(stderr, "calibration: %d tokens, %d matrices measured\n", calibTokens, len(energy))
+		if *saveImp != "" {
+			if err := saveImportance(ctx, *saveImp, importanceFile{Tokens: calibTokens, Energy: energy}); err != nil {
+				return err
+			}
+		}
+	case *loadImp != "":
+		f, err := loadImportance(*loadImp)
+		if err != nil {
+			return err
+		}
+		energy, calibTokens = f.Energy, f.Tokens
+	}
+	if energy != nil {
+		opts.Importance = func(name string) []float32 { return energy[name] }
+	}
+	res, err := convert.ConvertContext(ctx, in, out, opts)
+	if err != nil {
+		return err
+	}
+	rep, err := qualityReport(src, out)
+	if err != nil {
+		return err
+	}
+	rep.Type, rep.CalibrationTokens, rep.Bytes = want.String(), calibTokens, res.OutputBytes
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "tensor\ttype\tbpw\trel MSE\tcosine\t")
+	for _, t := range rep.Tensors {
+		fmt.Fprintf(tw, "%s\t%s\t%.3f\t%.3g\t%.6f\t\n", t.Name, t.Type, t.BPW, t.RelMSE, t.Cosine)
+	}
+	tw.Flush()
+	fmt.Fprintf(stdout, "quantized %s -> %s (%s): %.4f bits per weight over the matrices\n", in, out, mib(res.OutputBytes), rep.BPW)
+	if *asJSON {
+		b, err := json.Marshal(rep)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "%s\n", b)
+	}
+	return nil
+}
+
+// parseQuant parses a --quant value: an alias of quantAliases or a type
+// name that weights can be quantized to.
+func parseQuant(s string) (quant.Type, error) {
+	t, ok := quantAliases[strings.ToLower(s)]
+	if !ok {
+		var err error
+		if t, err = quant.ParseType(s); err != nil {
+			return 0, usagef("--quant: %v", err)
+		}
+	}
+	if tr, err := quant.Lookup(t); err != nil || tr.QuantizeRef == nil || tr.BlockSize == 1 && t != quant.F16 && t != quant.BF16 {
+		return 0, usagef("%v: not a type qsf can quantize weights to", t)
+	}
+	return t, nil
+}
+
+// quantizeReport is the --json line of qsf quantize.
+type quantizeReport struct {
+	Type              string          `json:"type"`
+	BPW               float64         `json:"bpw"` // bytes of the 2-D tensors × 8 / their elements
+	Bytes             int64           `json:"bytes"`
+	CalibrationTokens int             `json:"calibration_tokens"`
+	Tensors           []tensorQuality `json:"tensors"`
+}
+
+// tensorQuality compares one quantized matrix with its source.
+type tensorQuality struct {
+	Name   string  `json:"name"`
+	Type   string  `json:"type"`
+	BPW    float64 `json:"bpw"`
+	RelMSE float64 `json:"rel_mse"` // ‖w−q‖²/‖w‖²
+	Cosine float64 `json:"cosine"`
+}
+
+// checkQuantizeInput opens in and checks that it is a GGUF file whose
+// matrices are float (f32, f16 or bf16): quantizing quantized weights
+// again would compound the errors.
+func checkQuantizeInput(in string) (*format.File, error) {
+	head := make([]byte, 4)
+	f, err := os.Open(in)
+	if err != nil {
+		return nil, err
+	}
+	_, err = io.ReadFull(f, head)
+	f.Close()
+	if err != nil || !bytes.Equal(head, []byte("GGUF")) {
+		return nil, fmt.Errorf("%s: not a GGUF file (qsf quantize reads GGUF f32/f16/bf16 models)", in)
+	}
+	src, err := format.OpenWith(in, format.OpenOptions{NoMmap: true})
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range src.Tensors {
+		if len(t.Shape) >= 2 && t.Type != quant.F32 && t.Type != quant.F16 && t.Type != quant.BF16 {
+			src.Close()
+			return nil, fmt.Errorf("%s: tensor %s is %v; qsf quantize wants an f32, f16 or bf16 model", in, t.Name, t.Type)
+		}
+	}
+	return src, nil
+}
+
+// importanceFile is what --save-importance writes: the activation energy
+// of each matrix's columns, by tensor name, and the tokens measured.
+type importanceFile struct {
+	Tokens int                  `json:"tokens"`
+	Energy map[string][]float32 `json:"energy"`
+}
+
+func saveImportance(ctx context.Context, path string, f importanceFile) error {
+	out, err := atomicfile.Create(ctx, path)
+	if err != nil {
+		return err
+	}
+	defer out.Abort()
+	if err := json.NewEncoder(out).Encode(f); err != nil {
+		return err
+	}
+	return out.Commit()
+}
+
+func loadImportance(path string) (importanceFile, error) {
+	var f importanceFile
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return f, err
+	}
+	if err := json.Unmarshal(b, &f); err != nil {
+		return f, fmt.Errorf("importance file %s: %w", path, err)
+	}
+	if len(f.Energy) == 0 {
+		return f, fmt.Errorf("importance file %s holds no energies", path)
+	}
+	for name, e := range f.Energy {
+		for _, v := range e {
+			if !(v >= 0) || math.IsInf(float64(v), 0) {
+				return f, fmt.Errorf("importance file %s: tensor %s has energy %v", path, name, v)
+			}
+		}
+	}
+	return f, nil
+}
+
+// readCalibration reads a calibration text, refusing an empty file or one
+// that is not UTF-8 text.
+func readCalibration(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	if len(bytes.TrimSpace(b)) == 0 {
+		return "", fmt.Errorf("calibration file %s is empty", path)
+	}
+	if !utf8.Valid(b) || bytes.IndexByte(b, 0) >= 0 {
+		return "", fmt.Errorf("calibration file %s is not UTF-8 text", path)
+	}
+	return string(b), nil
+}
+
+// qualityReport compares every matrix of the QSF file out with the same
+// tensor of src and sums the bits per weight of the matrices.
+func qualityReport(src *format.File, out string) (*quantizeReport, error) {
+	q, err := format.OpenWith(out, format.OpenOptions{NoMmap: true})
+	if err != nil {
+		return nil, err
+	}
+	defer q.Close()
+	rep := &quantizeReport{}
+	var bytesTotal, elems uint64
+	for i := range q.Tensors {
+		t := &q.Tensors[i]
+		if len(t.Shape) < 2 || t.Rows() < 1 {
+			continue
+		}
+		bytesTotal += t.Size
+		elems += t.Elements()
+		s, ok := src.Tensor(t.Name)
+		if !ok {
+			return nil, fmt.Errorf("%s: tensor %s is not in the input", out, t.Name)
+		}
+		tq, err := compareTensor(src, s, q, t)
+		if err != nil {
+			return nil, err
+		}
+		rep.Tensors = append(rep.Tensors, tq)
+	}
+	if elems == 0 {
+		return nil, errors.New("quantize: the output has no matrices")
+	}
+	rep.BPW = float64(bytesTotal) * 8 / float64(elems)
+	return rep, nil
+}
+
+func compareTensor(src *format.File, s *format.TensorInfo, q *format.File, t *format.TensorInfo) (tensorQuality, error) {
+	tq := tensorQuality{Name: t.Name, Type: t.Type.String(), BPW: float64(t.Size) * 8 / float64(t.Elements())}
+	a, err := dequantizeAll(src, s)
+	if err != nil {
+		return tq, err
+	}
+	b, err := dequantizeAll(q, t)
+	if err != nil {
+		return tq, err
+	}
+	if len(a) != len(b) {
+		return tq, fmt.Errorf("tensor %s: %d values in, %d out", t.Name, len(a), len(b))
+	}
+	var ee, aa, bb, ab float64
+	for i := range a {
+		x, y := float64(a[i]), float64(b[i])
+		ee += (x - y) * (x - y)
+		aa += x * x
+		bb += y * y
+		ab += x * y
+	}
+	if aa > 0 {
+		tq.RelMSE = ee / aa
+	}
+	if aa > 0 && bb > 0 {
+		tq.Cosine = ab / math.Sqrt(aa*bb)
+	}
+	return tq, nil
+}
+
+func dequantizeAll(f *format.File, t *format.TensorInfo) ([]float32, error) {
+	data, err := f.TensorData(t)
+	if err != nil {
+		return nil, err
+	}
+	x := make([]float32, t.Elements())
+	if err := quant.DequantizeRow(t.Type, x, data); err != nil {
+		return nil, fmt.Errorf("tensor %s: %w", t.Name, err)
+	}
+	return x, nil
+}
