@@ -85,23 +85,20 @@ func DotQ4_0Gemv(n int, w, act []byte) float32 {
 	return acc
 }
 
-// q8kLane returns Σ_{t<4} x[k+t]·y[k+t] for int8 x (as decoded K-quants)
-// and Q8_K quants y.
-func q8kLane(x *[qkK]int8, y *[qkK]byte, k int) int32 {
-	return int32(x[k])*int32(int8(y[k])) + int32(x[k+1])*int32(int8(y[k+1])) +
-		int32(x[k+2])*int32(int8(y[k+2])) + int32(x[k+3])*int32(int8(y[k+3]))
-}
-
 // subLanes adds to s[4h..4h+3] the four lane products of 16-element
 // sub-block j (elements 16j..16j+15) times its scale sc; h is j's parity,
 // as kLanes assigns lanes.
 func subLanes(s *[8]int32, x *[qkK]int8, y *[qkK]byte, j int, sc int32) {
-	k := 16 * j
-	h := 4 * (j & 1)
-	s[h] += sc * q8kLane(x, y, k)
-	s[h+1] += sc * q8kLane(x, y, k+4)
-	s[h+2] += sc * q8kLane(x, y, k+8)
-	s[h+3] += sc * q8kLane(x, y, k+12)
+	xs, ys := (*[16]int8)(x[16*j:]), (*[16]byte)(y[16*j:])
+	l := (*[4]int32)(s[4*(j&1):])
+	l[0] += sc * (int32(xs[0])*int32(int8(ys[0])) + int32(xs[1])*int32(int8(ys[1])) +
+		int32(xs[2])*int32(int8(ys[2])) + int32(xs[3])*int32(int8(ys[3])))
+	l[1] += sc * (int32(xs[4])*int32(int8(ys[4])) + int32(xs[5])*int32(int8(ys[5])) +
+		int32(xs[6])*int32(int8(ys[6])) + int32(xs[7])*int32(int8(ys[7])))
+	l[2] += sc * (int32(xs[8])*int32(int8(ys[8])) + int32(xs[9])*int32(int8(ys[9])) +
+		int32(xs[10])*int32(int8(ys[10])) + int32(xs[11])*int32(int8(ys[11])))
+	l[3] += sc * (int32(xs[12])*int32(int8(ys[12])) + int32(xs[13])*int32(int8(ys[13])) +
+		int32(xs[14])*int32(int8(ys[14])) + int32(xs[15])*int32(int8(ys[15])))
 }
 
 // dotQ6_K is the AVX2 ggml_vec_dot_q6_K_q8_K (see kLanes).
