@@ -178,7 +178,7 @@ func TestChatTerminal(t *testing.T) {
 	for _, re := range []string{
 		`(?m)^>>> Once upon a time\n\S.*\n>>> Tell me about Lily\.\n(?s:.+)\n>>> /save\n`,
 		`\[interrupted\]\n>>> /stats\ncontext: `,
-		`Pane is dead \(status 0`,
+		`>>> \n\[exit status 0\]`,
 	} {
 		if !regexp.MustCompile(re).MatchString(screen) {
 			t.Errorf("screen does not match %q", re)
