@@ -52,7 +52,7 @@ func (m *Model) ActivationEnergy(ctx context.Context, text string, opts Calibrat
 			return // a tensor name reused with another width: keep the first
 		}
 		for j, v := range x {
-			acc[j] += float64(v) * float64(v)
+			acc[j] += float64(float64(v) * float64(v))
 		}
 	}
 	defer func() { s.state.Observe = nil }()

@@ -209,20 +209,20 @@ func (a *klAccumulator) add(base, model []float64, next int) {
 	var kl float64
 	for i, b := range base {
 		if p := math.Exp(b); p > 0 {
-			kl += p * (b - model[i])
+			kl += float64(p * (b - model[i]))
 		}
 	}
 	kl = max(kl, 0) // rounding of the saved values can make it slightly negative
 	a.kls = append(a.kls, kl)
 	a.kl += kl
-	a.k2 += kl * kl
+	a.k2 += float64(kl * kl)
 	if argmax64(base) == argmax64(model) {
 		a.same++
 	}
 	a.baseNLL -= base[next]
 	a.modelNLL -= model[next]
 	dp := math.Exp(model[next]) - math.Exp(base[next])
-	a.dp2 += dp * dp
+	a.dp2 += float64(dp * dp)
 }
 
 func (a *klAccumulator) result() *KLResult {
@@ -233,7 +233,7 @@ func (a *klAccumulator) result() *KLResult {
 	fn := float64(n)
 	r := &KLResult{N: n, Mean: a.kl / fn, Top1: float64(a.same) / fn}
 	if n > 1 {
-		r.StdErr = math.Sqrt(max(a.k2/fn-r.Mean*r.Mean, 0) / (fn - 1))
+		r.StdErr = math.Sqrt(max(a.k2/fn-float64(r.Mean*r.Mean), 0) / (fn - 1))
 		r.Top1Err = math.Sqrt(r.Top1 * (1 - r.Top1) / (fn - 1))
 	}
 	sorted := slices.Clone(a.kls)

@@ -105,7 +105,7 @@ func (a asym) dequantize(dst []float32, src []byte) {
 		a.codes(&q, b)
 		d, m := f16(b), f16(b[2:])
 		for j, c := range q {
-			dst[i*qkA+j] = d*float32(c) + m
+			dst[i*qkA+j] = float32(d*float32(c)) + m
 		}
 	}
 }
@@ -262,16 +262,16 @@ func lsFit(x []float32, w []float64, q []uint8) (d, m float32, ok bool) {
 	for j, v := range x {
 		l := float64(q[j])
 		sw += w[j]
-		sl += w[j] * l
-		sll += w[j] * l * l
-		sx += w[j] * float64(v)
-		slx += w[j] * l * float64(v)
+		sl += float64(w[j] * l)
+		sll += float64(w[j] * l * l)
+		sx += float64(w[j] * float64(v))
+		slx += float64(w[j] * l * float64(v))
 	}
-	det := sw*sll - sl*sl
+	det := float64(sw*sll) - float64(sl*sl)
 	if !(det > 0) {
 		return 0, 0, false
 	}
-	return float32((sw*slx - sl*sx) / det), float32((sll*sx - sl*slx) / det), true
+	return float32((float64(sw*slx) - float64(sl*sx)) / det), float32((float64(sll*sx) - float64(sl*slx)) / det), true
 }
 
 // weightedErr assigns the codes for d and m into q and returns the
@@ -280,8 +280,8 @@ func weightedErr(x []float32, w []float64, d, m float32, nmax int, q []uint8) fl
 	assignCodes(x, d, m, nmax, q)
 	var e float64
 	for j, v := range x {
-		r := float64(d*float32(q[j])+m) - float64(v)
-		e += w[j] * r * r
+		r := float64(float32(d*float32(q[j]))+m) - float64(v)
+		e += float64(w[j] * r * r)
 	}
 	return e
 }

@@ -134,7 +134,7 @@ func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
 func normalize(v []float32) {
 	var sum float64
 	for _, x := range v {
-		sum += float64(x) * float64(x)
+		sum += float64(float64(x) * float64(x))
 	}
 	if sum == 0 {
 		return

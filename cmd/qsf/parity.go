@@ -245,9 +245,9 @@ func compareLogits(a, b []float32) (cos, maxDiff float64, exact bool) {
 	exact = true
 	for i := range a {
 		x, y := float64(a[i]), float64(b[i])
-		ab += x * y
-		aa += x * x
-		bb += y * y
+		ab += float64(x * y)
+		aa += float64(x * x)
+		bb += float64(y * y)
 		maxDiff = math.Max(maxDiff, math.Abs(x-y))
 		exact = exact && math.Float32bits(a[i]) == math.Float32bits(b[i])
 	}

@@ -315,10 +315,10 @@ func compareTensor(src *format.File, s *format.TensorInfo, q *format.File, t *fo
 	var ee, aa, bb, ab float64
 	for i := range a {
 		x, y := float64(a[i]), float64(b[i])
-		ee += (x - y) * (x - y)
-		aa += x * x
-		bb += y * y
-		ab += x * y
+		ee += float64((x - y) * (x - y))
+		aa += float64(x * x)
+		bb += float64(y * y)
+		ab += float64(x * y)
 	}
 	if aa > 0 {
 		tq.RelMSE = ee / aa
