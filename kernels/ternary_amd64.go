@@ -2,6 +2,12 @@
 
 package kernels
 
+import (
+	"encoding/binary"
+
+	"github.com/qsf-llm/qsf/quant"
+)
+
 // The ternary kernels (ternary_amd64.s) compute one row at a time; rows
 // are contiguous, so the assembly walks the blocks of all rows in one
 // pass.
@@ -32,4 +38,70 @@ func tq2_0AVX2(out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
 	_ = w[len(out)*nb*66-1]
 	_ = act[nb*292-1]
 	dotTQ2_0AVX2(&out[0], len(out), &w[0], nb, &act[0])
+}
+
+// tqPrefetch is how far ahead the AVX-512 kernels prefetch their weights.
+var tqPrefetch = 4096
+
+// tqAuxBlock is the size of one Q8_K block prepared by prepTQ.
+const tqAuxBlock = 320
+
+// prepTQ prepares a Q8_K activation for the AVX-512 ternary kernels
+// (layout in ternary_amd64.s): per block, the quants with the 32-byte
+// runs at 32..63 and 128..159 swapped (so the 64 bytes at 64k are
+// elements 32k..32k+31 and 128+32k..128+32k+31), then the eight negated
+// bsum pairs as int32, then q8.d.
+func prepTQ(buf, act []byte, cols int) []byte {
+	nb := cols / 256
+	need := nb * tqAuxBlock
+	if cap(buf) < need {
+		buf = make([]byte, need)
+	}
+	buf = buf[:need]
+	for b := 0; b < nb; b++ {
+		a := act[b*q8KBlock : (b+1)*q8KBlock]
+		o := buf[b*tqAuxBlock : (b+1)*tqAuxBlock]
+		for k := 0; k < 4; k++ {
+			copy(o[64*k:64*k+32], a[4+32*k:4+32*k+32])
+			copy(o[64*k+32:64*k+64], a[4+128+32*k:4+128+32*k+32])
+		}
+		for l := 0; l < 8; l++ {
+			s := int32(int16(binary.LittleEndian.Uint16(a[260+4*l:]))) +
+				int32(int16(binary.LittleEndian.Uint16(a[262+4*l:])))
+			binary.LittleEndian.PutUint32(o[256+4*l:], uint32(-s))
+		}
+		copy(o[288:292], a[0:4])
+	}
+	return buf
+}
+
+//go:noescape
+func dotTQ2_0x4AVX512(out *float32, quads int, w *byte, nb, rowBytes int, aux *byte, dist int)
+
+//go:noescape
+func dotTQ2_0AVX512(out *float32, rows int, w *byte, nb int, aux *byte)
+
+// tq2_0AVX512 is the avx512 tier's TQ2_0 kernel: whole groups of four
+// rows through dotTQ2_0x4AVX512, the rest through the one-row kernel;
+// both compute a row alike, bit for bit, and as the avx2 kernel does.
+func tq2_0AVX512(out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
+	if len(out) == 0 {
+		return
+	}
+	nb := cols / 256
+	_ = w[len(out)*nb*66-1]
+	_ = aux[nb*tqAuxBlock-1]
+	quads := len(out) / 4
+	if quads > 0 {
+		dotTQ2_0x4AVX512(&out[0], quads, &w[0], nb, nb*66, &aux[0], tqPrefetch)
+	}
+	if r := 4 * quads; r < len(out) {
+		dotTQ2_0AVX512(&out[r], len(out)-r, &w[r*nb*66], nb, &aux[0])
+	}
+}
+
+// initTernaryAVX512 puts the AVX-512 ternary kernels in the avx512 table.
+func initTernaryAVX512() {
+	avx512Tier.kernels[quant.TQ2_0] = tq2_0AVX512
+	avx512Tier.preps[quant.TQ2_0] = prepTQ
 }

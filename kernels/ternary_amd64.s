@@ -1,6 +1,7 @@
 //go:build amd64 && !purego
 
 #include "textflag.h"
+#include "hsum_amd64.h"
 
 // AVX2 kernels for TQ1_0 and TQ2_0 against Q8_K, in the order of ggml's
 // AVX2 ggml_vec_dot_tq1_0_q8_K and ggml_vec_dot_tq2_0_q8_K: per block, the
@@ -208,5 +209,127 @@ tq2block:
 	ADDQ $4, R8
 	DECQ R9
 	JNZ  tq2row
+	VZEROUPPER
+	RET
+
+// AVX-512 TQ2_0 kernels. The activation comes prepared by prepTQ
+// (tqAuxBlock bytes a block): its quants permuted so that the 64 bytes at
+// 64k are the activations of elements 32k..32k+31 and 128+32k..128+32k+31,
+// the ones a whole 64-byte TQ2_0 qs load shifted right by 2k pairs with;
+// then eight int32 at 256, the negated bsum pairs −(bsums[2l]+bsums[2l+1]);
+// then q8.d at 288. VPDPBUSD (codes unsigned, activations signed; no
+// saturation) sums groups of four bytes, so int32 lanes l and 8+l of the
+// zmm hold the elements e of lane l (e mod 32 in [4l, 4l+4)) of the first
+// and the second half of the block; adding the halves to the start value
+// (the bsum term) gives exactly the AVX2 kernel's eight int32 lanes, and
+// the float work is the same: fma(float(lanes), q8.d·fp16(d), acc), then
+// hsum_float_8.
+
+// TQ2BLK adds to ACC the block at W (fp16 d at D) of one row, against the
+// prepared activation block at (DI); Z31 holds 0x03 bytes. Z2..Z5 and
+// their Y and X forms are temporaries.
+#define TQ2BLK(W, D, ACC, Z2, Z3, Z4, Y4, Z5, Y5, X5) \
+	VMOVDQU64     W, Z2;           \
+	VMOVDQU32     256(DI), Y4;     \
+	VPANDD        Z31, Z2, Z3;     \
+	VPDPBUSD      0(DI), Z3, Z4;   \
+	VPSRLW        $2, Z2, Z3;      \
+	VPANDD        Z31, Z3, Z3;     \
+	VPDPBUSD      64(DI), Z3, Z4;  \
+	VPSRLW        $4, Z2, Z3;      \
+	VPANDD        Z31, Z3, Z3;     \
+	VPDPBUSD      128(DI), Z3, Z4; \
+	VPSRLW        $6, Z2, Z3;      \
+	VPANDD        Z31, Z3, Z3;     \
+	VPDPBUSD      192(DI), Z3, Z4; \
+	VEXTRACTI64X4 $1, Z4, Y5;      \
+	VPADDD        Y5, Y4, Y4;      \
+	VCVTDQ2PS     Y4, Y4;          \
+	VPBROADCASTW  D, X5;           \
+	VCVTPH2PS     X5, Y5;          \
+	VMULPS.BCST   288(DI), Y5, Y5; \
+	VFMADD231PS   Y5, Y4, ACC
+
+// func dotTQ2_0x4AVX512(out *float32, quads int, w *byte, nb, rowBytes int, aux *byte, dist int)
+//
+// Four rows at a time (SI, SI+R12, SI+2·R12, SI+R13), block by block, and
+// HSUM4 for the four sums. The four rows are one run of memory, which the
+// loop reads in four places at once; BX runs through it linearly, dist
+// bytes ahead, prefetching the 264 bytes a block step consumes.
+TEXT ·dotTQ2_0x4AVX512(SB), NOSPLIT, $0-56
+	MOVQ         out+0(FP), R8
+	MOVQ         quads+8(FP), R9
+	MOVQ         w+16(FP), SI
+	MOVQ         nb+24(FP), R10
+	MOVQ         rowBytes+32(FP), R12
+	MOVQ         aux+40(FP), R11
+	MOVQ         dist+48(FP), BX
+	ADDQ         SI, BX
+	LEAQ         (R12)(R12*2), R13
+	MOVL         $0x03030303, AX
+	VPBROADCASTD AX, Z31
+
+tq2x4quad:
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	MOVQ   R11, DI
+	MOVQ   SI, DX
+	MOVQ   R10, CX
+
+tq2x4block:
+	PREFETCHT0 0(BX)
+	PREFETCHT0 64(BX)
+	PREFETCHT0 128(BX)
+	PREFETCHT0 192(BX)
+	PREFETCHT0 256(BX)
+	ADDQ       $264, BX
+	TQ2BLK(0(DX), 64(DX), Y0, Z4, Z5, Z6, Y6, Z7, Y7, X7)
+	TQ2BLK(0(DX)(R12*1), 64(DX)(R12*1), Y1, Z8, Z9, Z10, Y10, Z11, Y11, X11)
+	TQ2BLK(0(DX)(R12*2), 64(DX)(R12*2), Y2, Z12, Z13, Z14, Y14, Z15, Y15, X15)
+	TQ2BLK(0(DX)(R13*1), 64(DX)(R13*1), Y3, Z16, Z17, Z18, Y18, Z19, Y19, X19)
+	ADDQ $66, DX
+	ADDQ $320, DI
+	DECQ CX
+	JNZ  tq2x4block
+
+	HSUM4
+	VMOVUPS X5, (R8)
+	ADDQ    $16, R8
+	LEAQ    (SI)(R12*4), SI
+	DECQ    R9
+	JNZ     tq2x4quad
+	VZEROUPPER
+	RET
+
+// func dotTQ2_0AVX512(out *float32, rows int, w *byte, nb int, aux *byte)
+//
+// One row at a time, as dotTQ2_0x4AVX512 computes each of its rows.
+TEXT ·dotTQ2_0AVX512(SB), NOSPLIT, $0-40
+	MOVQ         out+0(FP), R8
+	MOVQ         rows+8(FP), R9
+	MOVQ         w+16(FP), SI
+	MOVQ         nb+24(FP), R10
+	MOVQ         aux+32(FP), R11
+	MOVL         $0x03030303, AX
+	VPBROADCASTD AX, Z31
+
+tq2row512:
+	VXORPS Y0, Y0, Y0
+	MOVQ   R11, DI
+	MOVQ   R10, CX
+
+tq2block512:
+	TQ2BLK(0(SI), 64(SI), Y0, Z4, Z5, Z6, Y6, Z7, Y7, X7)
+	ADDQ $66, SI
+	ADDQ $320, DI
+	DECQ CX
+	JNZ  tq2block512
+
+	HSUM
+	ADDQ $4, R8
+	DECQ R9
+	JNZ  tq2row512
 	VZEROUPPER
 	RET
