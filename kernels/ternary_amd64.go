@@ -29,7 +29,12 @@ func tq1_0AVX2(out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
 	dotTQ1_0AVX2(&out[0], len(out), &w[0], nb, &act[0])
 }
 
-// tq2_0AVX2 is the avx2 tier's TQ2_0 kernel.
+//go:noescape
+func dotTQ2_0x4AVX2(out *float32, quads int, w *byte, nb, rowBytes int, act *byte, dist int)
+
+// tq2_0AVX2 is the avx2 tier's TQ2_0 kernel: whole groups of four rows
+// through dotTQ2_0x4AVX2, the rest through the one-row kernel; both
+// compute a row alike, bit for bit.
 func tq2_0AVX2(out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
 	if len(out) == 0 {
 		return
@@ -37,7 +42,13 @@ func tq2_0AVX2(out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
 	nb := cols / 256
 	_ = w[len(out)*nb*66-1]
 	_ = act[nb*292-1]
-	dotTQ2_0AVX2(&out[0], len(out), &w[0], nb, &act[0])
+	quads := len(out) / 4
+	if quads > 0 {
+		dotTQ2_0x4AVX2(&out[0], quads, &w[0], nb, nb*66, &act[0], tqPrefetch)
+	}
+	if r := 4 * quads; r < len(out) {
+		dotTQ2_0AVX2(&out[r], len(out)-r, &w[r*nb*66], nb, &act[0])
+	}
 }
 
 // tqPrefetch is how far ahead the AVX-512 kernels prefetch their weights.

@@ -333,3 +333,98 @@ tq2block512:
 	JNZ  tq2row512
 	VZEROUPPER
 	RET
+
+// TQ2BLK2 adds to ACC the TQ2_0 block at W (an address without offset)
+// of one row, as dotTQ2_0AVX2 does: the int16 pair sums in I, the
+// activation's d broadcast in Y13, Y15 0x03 bytes, Y14 0x0001 words; T,
+// C and Y10 (X10) are temporaries.
+#define TQ2BLK2(W, ACC, I, T, C) \
+	VMOVDQU      0 W, T;         \
+	VPAND        Y15, T, C;      \
+	VPMADDUBSW   4(DI), C, I;    \
+	VPSRLW       $2, T, C;       \
+	VPAND        Y15, C, C;      \
+	VPMADDUBSW   36(DI), C, C;   \
+	VPADDW       C, I, I;        \
+	VPSRLW       $4, T, C;       \
+	VPAND        Y15, C, C;      \
+	VPMADDUBSW   68(DI), C, C;   \
+	VPADDW       C, I, I;        \
+	VPSRLW       $6, T, C;       \
+	VPAND        Y15, C, C;      \
+	VPMADDUBSW   100(DI), C, C;  \
+	VPADDW       C, I, I;        \
+	VMOVDQU      32 W, T;        \
+	VPAND        Y15, T, C;      \
+	VPMADDUBSW   132(DI), C, C;  \
+	VPADDW       C, I, I;        \
+	VPSRLW       $2, T, C;       \
+	VPAND        Y15, C, C;      \
+	VPMADDUBSW   164(DI), C, C;  \
+	VPADDW       C, I, I;        \
+	VPSRLW       $4, T, C;       \
+	VPAND        Y15, C, C;      \
+	VPMADDUBSW   196(DI), C, C;  \
+	VPADDW       C, I, I;        \
+	VPSRLW       $6, T, C;       \
+	VPAND        Y15, C, C;      \
+	VPMADDUBSW   228(DI), C, C;  \
+	VPADDW       C, I, I;        \
+	VPSUBW       260(DI), I, I;  \
+	VPMADDWD     Y14, I, I;      \
+	VCVTDQ2PS    I, I;           \
+	VPBROADCASTW 64 W, X10;      \
+	VCVTPH2PS    X10, Y10;       \
+	VMULPS       Y13, Y10, Y10;  \
+	VFMADD231PS  Y10, I, ACC
+
+// func dotTQ2_0x4AVX2(out *float32, quads int, w *byte, nb, rowBytes int, act *byte, dist int)
+//
+// Four rows at a time, each as dotTQ2_0AVX2 computes it; the prefetch as
+// in dotTQ2_0x4AVX512.
+TEXT ·dotTQ2_0x4AVX2(SB), NOSPLIT, $0-56
+	MOVQ out+0(FP), R8
+	MOVQ quads+8(FP), R9
+	MOVQ w+16(FP), SI
+	MOVQ nb+24(FP), R10
+	MOVQ rowBytes+32(FP), R12
+	MOVQ act+40(FP), R11
+	MOVQ dist+48(FP), BX
+	ADDQ SI, BX
+	LEAQ (R12)(R12*2), R13
+	CONSTS
+
+tq2x4quad2:
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	MOVQ   R11, DI
+	MOVQ   SI, DX
+	MOVQ   R10, CX
+
+tq2x4block2:
+	PREFETCHT0   0(BX)
+	PREFETCHT0   64(BX)
+	PREFETCHT0   128(BX)
+	PREFETCHT0   192(BX)
+	PREFETCHT0   256(BX)
+	ADDQ         $264, BX
+	VBROADCASTSS (DI), Y13
+	TQ2BLK2((DX), Y0, Y4, Y8, Y9)
+	TQ2BLK2((DX)(R12*1), Y1, Y5, Y8, Y9)
+	TQ2BLK2((DX)(R12*2), Y2, Y6, Y8, Y9)
+	TQ2BLK2((DX)(R13*1), Y3, Y7, Y8, Y9)
+	ADDQ         $66, DX
+	ADDQ         $292, DI
+	DECQ         CX
+	JNZ          tq2x4block2
+
+	HSUM4
+	VMOVUPS X5, (R8)
+	ADDQ    $16, R8
+	LEAQ    (SI)(R12*4), SI
+	DECQ    R9
+	JNZ     tq2x4quad2
+	VZEROUPPER
+	RET
