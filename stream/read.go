@@ -39,7 +39,11 @@ func (s *Source) load(u, p int, dst []byte) error {
 	lu := &lay.layers[u]
 	pc := &lu.pieces[p]
 	if !lu.record {
-		if err := s.readUnit(dst, pc.spans); err != nil {
+		read := s.readUnit
+		if pc.conv {
+			read = s.readConverted
+		}
+		if err := read(dst, pc.spans); err != nil {
 			return fmt.Errorf("stream: layer %d: %w", u, err)
 		}
 		if s.opts.VerifyCRC && lu.crcSegs != nil {
