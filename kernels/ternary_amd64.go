@@ -70,20 +70,23 @@ func prepTQ(buf, act []byte, cols int) []byte {
 	}
 	buf = buf[:need]
 	for b := 0; b < nb; b++ {
-		a := act[b*q8KBlock : (b+1)*q8KBlock]
-		o := buf[b*tqAuxBlock : (b+1)*tqAuxBlock]
-		for k := 0; k < 4; k++ {
-			copy(o[64*k:64*k+32], a[4+32*k:4+32*k+32])
-			copy(o[64*k+32:64*k+64], a[4+128+32*k:4+128+32*k+32])
-		}
-		for l := 0; l < 8; l++ {
-			s := int32(int16(binary.LittleEndian.Uint16(a[260+4*l:]))) +
-				int32(int16(binary.LittleEndian.Uint16(a[262+4*l:])))
-			binary.LittleEndian.PutUint32(o[256+4*l:], uint32(-s))
-		}
-		copy(o[288:292], a[0:4])
+		prepTQBlock(buf[b*tqAuxBlock:(b+1)*tqAuxBlock], act[b*q8KBlock:(b+1)*q8KBlock])
 	}
 	return buf
+}
+
+// prepTQBlock prepares one Q8_K block a into o (tqAuxBlock bytes).
+func prepTQBlock(o, a []byte) {
+	for k := 0; k < 4; k++ {
+		copy(o[64*k:64*k+32], a[4+32*k:4+32*k+32])
+		copy(o[64*k+32:64*k+64], a[4+128+32*k:4+128+32*k+32])
+	}
+	for l := 0; l < 8; l++ {
+		s := int32(int16(binary.LittleEndian.Uint16(a[260+4*l:]))) +
+			int32(int16(binary.LittleEndian.Uint16(a[262+4*l:])))
+		binary.LittleEndian.PutUint32(o[256+4*l:], uint32(-s))
+	}
+	copy(o[288:292], a[0:4])
 }
 
 //go:noescape
@@ -115,4 +118,48 @@ func tq2_0AVX512(out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
 func initTernaryAVX512() {
 	avx512Tier.kernels[quant.TQ2_0] = tq2_0AVX512
 	avx512Tier.preps[quant.TQ2_0] = prepTQ
+}
+
+//go:noescape
+func dotTQ2_0TileAVX512(out *float32, ostride, rows int, w *byte, nb int, packed *byte)
+
+// tileTQ2_0AVX512 is the avx512 tier's TQ2_0 prefill tile.
+var tileTQ2_0AVX512 = tileKernel{
+	run:       tq2_0TileAVX512,
+	rowStep:   1,
+	packBytes: packBytesTQ,
+	pack:      packTQ,
+}
+
+func packBytesTQ(cols int) int { return cols / 256 * tileTokens * tqAuxBlock }
+
+// packTQ prepares tileTokens Q8_K activations as prepTQ does, block b of
+// activation t at (b·tileTokens+t)·tqAuxBlock.
+func packTQ(dst, acts []byte, actBytes, cols int) {
+	nb := cols / 256
+	for t := 0; t < tileTokens; t++ {
+		act := acts[t*actBytes : (t+1)*actBytes]
+		for b := 0; b < nb; b++ {
+			prepTQBlock(dst[(b*tileTokens+t)*tqAuxBlock:][:tqAuxBlock], act[b*q8KBlock:(b+1)*q8KBlock])
+		}
+	}
+}
+
+func tq2_0TileAVX512(out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
+	if rows == 0 {
+		return
+	}
+	_ = out[3*ostride+rows-1]
+	_ = w[rows*rowBytes-1]
+	_ = packed[packBytesTQ(cols)-1]
+	dotTQ2_0TileAVX512(&out[0], ostride, rows, &w[0], cols/256, &packed[0])
+}
+
+// ternaryTile returns the tile kernel of tier tr for the ternary type of
+// tt, or nil.
+func ternaryTile(tr *Tier, tt *quant.Traits) *tileKernel {
+	if tr == avx512Tier && tt.Type == quant.TQ2_0 {
+		return &tileTQ2_0AVX512
+	}
+	return nil
 }

@@ -428,3 +428,75 @@ tq2x4block2:
 	JNZ     tq2x4quad2
 	VZEROUPPER
 	RET
+
+// TQ2TOK adds to Y(ACC) the block whose codes are in Z5..Z8 and whose
+// fp16 d is in Y9 (as float32), against token T's prepared block at
+// T·320(DI); I (and IY) and D are temporaries.
+#define TQ2TOK(T, ACC, I, IY, D) \
+	VMOVDQU32     (T*320+256)(DI), IY; \
+	VPDPBUSD      (T*320+0)(DI), Z5, I;  \
+	VPDPBUSD      (T*320+64)(DI), Z6, I; \
+	VPDPBUSD      (T*320+128)(DI), Z7, I; \
+	VPDPBUSD      (T*320+192)(DI), Z8, I; \
+	VEXTRACTI64X4 $1, I, D;              \
+	VPADDD        D, IY, IY;             \
+	VCVTDQ2PS     IY, IY;                \
+	VMULPS.BCST   (T*320+288)(DI), Y9, D; \
+	VFMADD231PS   D, IY, ACC
+
+// func dotTQ2_0TileAVX512(out *float32, ostride, rows int, w *byte, nb int, packed *byte)
+//
+// The prefill tile: rows × four tokens, each row's codes unpacked once
+// per block for the four. packed holds the four tokens' prepTQ blocks
+// interleaved (block b of token t at (4b+t)·320); out[t·ostride+r]. Each
+// (row, token) is computed as dotTQ2_0AVX512 computes it.
+TEXT ·dotTQ2_0TileAVX512(SB), NOSPLIT, $0-48
+	MOVQ         out+0(FP), R8
+	MOVQ         ostride+8(FP), R9
+	SHLQ         $2, R9
+	LEAQ         (R9)(R9*2), R13
+	MOVQ         rows+16(FP), R12
+	MOVQ         w+24(FP), SI
+	MOVQ         nb+32(FP), R10
+	MOVQ         packed+40(FP), R11
+	MOVL         $0x03030303, AX
+	VPBROADCASTD AX, Z31
+
+tq2tilerow:
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	MOVQ   R11, DI
+	MOVQ   R10, CX
+
+tq2tileblock:
+	VMOVDQU64    (SI), Z4
+	VPANDD       Z31, Z4, Z5
+	VPSRLW       $2, Z4, Z6
+	VPANDD       Z31, Z6, Z6
+	VPSRLW       $4, Z4, Z7
+	VPANDD       Z31, Z7, Z7
+	VPSRLW       $6, Z4, Z8
+	VPANDD       Z31, Z8, Z8
+	VPBROADCASTW 64(SI), X9
+	VCVTPH2PS    X9, Y9
+	TQ2TOK(0, Y0, Z10, Y10, Y11)
+	TQ2TOK(1, Y1, Z12, Y12, Y13)
+	TQ2TOK(2, Y2, Z14, Y14, Y15)
+	TQ2TOK(3, Y3, Z16, Y16, Y17)
+	ADDQ         $66, SI
+	ADDQ         $1280, DI
+	DECQ         CX
+	JNZ          tq2tileblock
+
+	HSUM4
+	VMOVSS    X5, (R8)
+	VEXTRACTPS $1, X5, (R8)(R9*1)
+	VEXTRACTPS $2, X5, (R8)(R9*2)
+	VEXTRACTPS $3, X5, (R8)(R13*1)
+	ADDQ      $4, R8
+	DECQ      R12
+	JNZ       tq2tilerow
+	VZEROUPPER
+	RET
