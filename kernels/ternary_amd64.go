@@ -155,11 +155,35 @@ func tq2_0TileAVX512(out []float32, ostride int, w []byte, rowBytes, cols, rows 
 	dotTQ2_0TileAVX512(&out[0], ostride, rows, &w[0], cols/256, &packed[0])
 }
 
+//go:noescape
+func dotTQ2_0TileAVX2(out *float32, ostride, rows int, w *byte, nb int, packed *byte)
+
+// tileTQ2_0AVX2 is the avx2 tier's TQ2_0 prefill tile.
+var tileTQ2_0AVX2 = tileKernel{
+	run:       tq2_0TileAVX2,
+	rowStep:   1,
+	packBytes: packBytesQ8_Kx4,
+	pack:      packQ8_Kx4,
+}
+
+func tq2_0TileAVX2(out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
+	if rows == 0 {
+		return
+	}
+	_ = out[3*ostride+rows-1]
+	_ = w[rows*rowBytes-1]
+	_ = packed[packBytesQ8_Kx4(cols)-1]
+	dotTQ2_0TileAVX2(&out[0], ostride, rows, &w[0], cols/256, &packed[0])
+}
+
 // ternaryTile returns the tile kernel of tier tr for the ternary type of
 // tt, or nil.
 func ternaryTile(tr *Tier, tt *quant.Traits) *tileKernel {
-	if tr == avx512Tier && tt.Type == quant.TQ2_0 {
+	switch {
+	case tr == avx512Tier && tt.Type == quant.TQ2_0:
 		return &tileTQ2_0AVX512
+	case tr == avx2Tier && tt.Type == quant.TQ2_0:
+		return &tileTQ2_0AVX2
 	}
 	return nil
 }

@@ -500,3 +500,99 @@ tq2tileblock:
 	JNZ       tq2tilerow
 	VZEROUPPER
 	RET
+
+// TQ2CODES unpacks the 32 bytes at OFF(SI) into the codes of four runs of
+// 32 elements in Y4..Y7 (Y15 0x03 bytes).
+#define TQ2CODES(OFF) \
+	VMOVDQU OFF(SI), Y12; \
+	VPAND   Y15, Y12, Y4; \
+	VPSRLW  $2, Y12, Y5;  \
+	VPAND   Y15, Y5, Y5;  \
+	VPSRLW  $4, Y12, Y6;  \
+	VPAND   Y15, Y6, Y6;  \
+	VPSRLW  $6, Y12, Y7;  \
+	VPAND   Y15, Y7, Y7
+
+// TQ2HALF adds to I the int16 pair sums of the codes in Y4..Y7 with the
+// 128 activations at OFF(DI) on.
+#define TQ2HALF(OFF, I) \
+	VPMADDUBSW OFF(DI), Y4, Y12;       \
+	VPADDW     Y12, I, I;              \
+	VPMADDUBSW (OFF+32)(DI), Y5, Y12;  \
+	VPADDW     Y12, I, I;              \
+	VPMADDUBSW (OFF+64)(DI), Y6, Y12;  \
+	VPADDW     Y12, I, I;              \
+	VPMADDUBSW (OFF+96)(DI), Y7, Y12;  \
+	VPADDW     Y12, I, I
+
+// TQ2FIN ends token T's block: the bsums off I, its int32 lanes, and
+// ACC += lanes · (q8.d · d) with the weight's d in Y4.
+#define TQ2FIN(T, I, ACC) \
+	VPSUBW       (T*292+260)(DI), I, I; \
+	VPMADDWD     Y14, I, I;             \
+	VCVTDQ2PS    I, I;                  \
+	VBROADCASTSS (T*292)(DI), Y12;      \
+	VMULPS       Y4, Y12, Y12;          \
+	VFMADD231PS  Y12, I, ACC
+
+// func dotTQ2_0TileAVX2(out *float32, ostride, rows int, w *byte, nb int, packed *byte)
+//
+// The avx2 prefill tile: rows × four tokens, each row's codes unpacked
+// once per half block for the four tokens. packed holds the four tokens'
+// Q8_K blocks interleaved (block b of token t at (4b+t)·292); out[t·ostride+r].
+// Each (row, token) is computed as dotTQ2_0AVX2 computes it.
+TEXT ·dotTQ2_0TileAVX2(SB), NOSPLIT, $0-48
+	MOVQ out+0(FP), R8
+	MOVQ ostride+8(FP), R9
+	SHLQ $2, R9
+	LEAQ (R9)(R9*2), R13
+	MOVQ rows+16(FP), R12
+	MOVQ w+24(FP), SI
+	MOVQ nb+32(FP), R10
+	MOVQ packed+40(FP), R11
+	CONSTS
+
+tq2tile2row:
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	MOVQ   R11, DI
+	MOVQ   R10, CX
+
+tq2tile2block:
+	VPXOR Y8, Y8, Y8
+	VPXOR Y9, Y9, Y9
+	VPXOR Y10, Y10, Y10
+	VPXOR Y11, Y11, Y11
+	TQ2CODES(0)
+	TQ2HALF(4, Y8)
+	TQ2HALF(296, Y9)
+	TQ2HALF(588, Y10)
+	TQ2HALF(880, Y11)
+	TQ2CODES(32)
+	TQ2HALF(132, Y8)
+	TQ2HALF(424, Y9)
+	TQ2HALF(716, Y10)
+	TQ2HALF(1008, Y11)
+	VPBROADCASTW 64(SI), X4
+	VCVTPH2PS    X4, Y4
+	TQ2FIN(0, Y8, Y0)
+	TQ2FIN(1, Y9, Y1)
+	TQ2FIN(2, Y10, Y2)
+	TQ2FIN(3, Y11, Y3)
+	ADDQ         $66, SI
+	ADDQ         $1168, DI
+	DECQ         CX
+	JNZ          tq2tile2block
+
+	HSUM4
+	VMOVSS     X5, (R8)
+	VEXTRACTPS $1, X5, (R8)(R9*1)
+	VEXTRACTPS $2, X5, (R8)(R9*2)
+	VEXTRACTPS $3, X5, (R8)(R13*1)
+	ADDQ       $4, R8
+	DECQ       R12
+	JNZ        tq2tile2row
+	VZEROUPPER
+	RET
