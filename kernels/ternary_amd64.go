@@ -118,6 +118,62 @@ func tq2_0AVX512(out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
 func initTernaryAVX512() {
 	avx512Tier.kernels[quant.TQ2_0] = tq2_0AVX512
 	avx512Tier.preps[quant.TQ2_0] = prepTQ
+	avx512Tier.kernels[quant.TQ1_0] = tq1_0AVX512
+	avx512Tier.preps[quant.TQ1_0] = prepTQ1
+}
+
+// tq1AuxBlock is the size of one Q8_K block prepared by prepTQ1.
+const tq1AuxBlock = 640
+
+// prepTQ1 prepares a Q8_K activation for the AVX-512 TQ1_0 kernel
+// (layout in ternary_amd64.s): per block, each run of 32 quants twice,
+// the eight negated bsum pairs as int32 twice, q8.d.
+func prepTQ1(buf, act []byte, cols int) []byte {
+	nb := cols / 256
+	need := nb * tq1AuxBlock
+	if cap(buf) < need {
+		buf = make([]byte, need)
+	}
+	buf = buf[:need]
+	for b := 0; b < nb; b++ {
+		a := act[b*q8KBlock : (b+1)*q8KBlock]
+		o := buf[b*tq1AuxBlock : (b+1)*tq1AuxBlock]
+		for c := 0; c < 8; c++ {
+			copy(o[64*c:64*c+32], a[4+32*c:4+32*c+32])
+			copy(o[64*c+32:64*c+64], a[4+32*c:4+32*c+32])
+		}
+		for l := 0; l < 8; l++ {
+			s := int32(int16(binary.LittleEndian.Uint16(a[260+4*l:]))) +
+				int32(int16(binary.LittleEndian.Uint16(a[262+4*l:])))
+			binary.LittleEndian.PutUint32(o[512+4*l:], uint32(-s))
+			binary.LittleEndian.PutUint32(o[544+4*l:], uint32(-s))
+		}
+		copy(o[576:580], a[0:4])
+	}
+	return buf
+}
+
+//go:noescape
+func dotTQ1_0x2AVX512(out *float32, pairs int, w *byte, nb, rowBytes int, aux *byte, dist int)
+
+// tq1_0AVX512 is the avx512 tier's TQ1_0 kernel: rows in pairs, a last
+// odd row paired with itself.
+func tq1_0AVX512(out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
+	if len(out) == 0 {
+		return
+	}
+	nb := cols / 256
+	_ = w[len(out)*nb*54-1]
+	_ = aux[nb*tq1AuxBlock-1]
+	pairs := len(out) / 2
+	if pairs > 0 {
+		dotTQ1_0x2AVX512(&out[0], pairs, &w[0], nb, nb*54, &aux[0], tqPrefetch)
+	}
+	if r := 2 * pairs; r < len(out) {
+		var two [2]float32
+		dotTQ1_0x2AVX512(&two[0], 1, &w[r*nb*54], nb, 0, &aux[0], tqPrefetch)
+		out[r] = two[0]
+	}
 }
 
 //go:noescape

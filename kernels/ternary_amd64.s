@@ -596,3 +596,143 @@ tq2tile2block:
 	JNZ        tq2tile2row
 	VZEROUPPER
 	RET
+
+// AVX-512 TQ1_0 kernel: two rows per zmm, the low 256 bits row A's and
+// the high 256 bits row B's, so each VPDPBUSD takes both rows' codes of
+// one run of 32 elements against that run of the activation twice over
+// (prepTQ1: per block, run c at 64c as [32 quants, the same 32], the
+// negated bsum pairs twice at 512, q8.d at 576; tq1AuxBlock bytes). The
+// codes come in the AVX2 kernel's runs (the same trit-from-byte steps on
+// 64 bytes at once), so int32 lane l of each half is that row's lane l of
+// the AVX2 kernel, and the float work per row is the same:
+// fma(float(lanes), q8.d·fp16(d), acc), then hsum_float_8 of each half.
+
+// TRIT5 sets DST to the top trit of each byte of SRC (((SRC·3) >> 8),
+// as TRIT): Z30 0x01 bytes, Z29 zero, Z31 0x03 bytes.
+#define TRIT5(SRC, DST, TMP) \
+	VPSUBUSB Z30, SRC, DST; \
+	VPAVGB   Z29, DST, TMP; \
+	VPAVGB   TMP, DST, DST; \
+	VPSRLW   $6, DST, DST;  \
+	VPANDD   Z31, DST, DST
+
+// MUL35 multiplies the bytes of R by 3 (mod 256) where mask K is set.
+#define MUL35(R, TMP, K) \
+	VPADDB R, R, TMP; \
+	VPADDB TMP, R, K, R
+
+// TQ1PAIR adds the block of the rows at (SI) and (SI)(R12*1) to Z1, the
+// two rows' float lanes, against the prepared block at (DI). Byte masks:
+// K1 all, K2 128-bit lanes 1 and 3, K3..K5 dwords 1..3, 2..3 and 3 of
+// lanes 1 and 3.
+#define TQ1PAIR \
+	VMOVDQU32       512(DI), Z0;             \
+	VMOVDQU         (SI), Y2;                \
+	VINSERTI64X4    $1, (SI)(R12*1), Z2, Z2; \
+	TRIT5(Z2, Z3, Z4);                       \
+	VPDPBUSD        0(DI), Z3, Z0;           \
+	MUL35(Z2, Z4, K1);                       \
+	TRIT5(Z2, Z3, Z4);                       \
+	VPDPBUSD        64(DI), Z3, Z0;          \
+	MUL35(Z2, Z4, K1);                       \
+	TRIT5(Z2, Z3, Z4);                       \
+	VPDPBUSD        128(DI), Z3, Z0;         \
+	MUL35(Z2, Z4, K1);                       \
+	TRIT5(Z2, Z3, Z4);                       \
+	VPDPBUSD        192(DI), Z3, Z0;         \
+	MUL35(Z2, Z4, K1);                       \
+	TRIT5(Z2, Z3, Z4);                       \
+	VPDPBUSD        256(DI), Z3, Z0;         \
+	VBROADCASTI32X4 32(SI), Y5;              \
+	VBROADCASTI32X4 32(SI)(R12*1), Y6;       \
+	VINSERTI64X4    $1, Y6, Z5, Z5;          \
+	MUL35(Z5, Z6, K2);                       \
+	TRIT5(Z5, Z7, Z8);                       \
+	VPDPBUSD        320(DI), Z7, Z0;         \
+	MUL35(Z5, Z6, K1);                       \
+	MUL35(Z5, Z6, K1);                       \
+	TRIT5(Z5, Z7, Z8);                       \
+	VPDPBUSD        384(DI), Z7, Z0;         \
+	MUL35(Z5, Z6, K1);                       \
+	MUL35(Z5, Z6, K1);                       \
+	VPBROADCASTD    48(SI), X6;              \
+	VINSERTI32X4    $1, X6, Z5, Z5;          \
+	VPBROADCASTD    48(SI)(R12*1), X6;       \
+	VINSERTI32X4    $3, X6, Z5, Z5;          \
+	MUL35(Z5, Z6, K3);                       \
+	MUL35(Z5, Z6, K4);                       \
+	MUL35(Z5, Z6, K5);                       \
+	TRIT5(Z5, Z7, Z8);                       \
+	VPDPBUSD        448(DI), Z7, Z0;         \
+	VCVTDQ2PS       Z0, Z0;                  \
+	VPBROADCASTW    52(SI), X9;              \
+	VPBROADCASTW    52(SI)(R12*1), X10;      \
+	VINSERTI128     $1, X10, Y9, Y9;         \
+	VCVTPH2PS       Y9, Z9;                  \
+	VMULPS.BCST     576(DI), Z9, Z9;         \
+	VFMADD231PS     Z9, Z0, Z1
+
+// func dotTQ1_0x2AVX512(out *float32, pairs int, w *byte, nb, rowBytes int, aux *byte, dist int)
+//
+// Rows two at a time: rows 2i and 2i+1 (rowBytes apart) into out[2i],
+// out[2i+1]. With rowBytes 0 both halves are the same row (for a last odd
+// one; the caller keeps out[0]). BX prefetches the pair's bytes, dist
+// ahead, as one stream.
+TEXT ·dotTQ1_0x2AVX512(SB), NOSPLIT, $0-56
+	MOVQ         out+0(FP), R8
+	MOVQ         pairs+8(FP), R9
+	MOVQ         w+16(FP), R14
+	MOVQ         nb+24(FP), R10
+	MOVQ         rowBytes+32(FP), R12
+	MOVQ         aux+40(FP), R11
+	MOVQ         dist+48(FP), BX
+	ADDQ         R14, BX
+	MOVL         $0x03030303, AX
+	VPBROADCASTD AX, Z31
+	MOVL         $0x01010101, AX
+	VPBROADCASTD AX, Z30
+	VPXORD       Z29, Z29, Z29
+	MOVQ         $-1, AX
+	KMOVQ        AX, K1
+	MOVQ         $0xffff0000ffff0000, AX
+	KMOVQ        AX, K2
+	MOVQ         $0xfff00000fff00000, AX
+	KMOVQ        AX, K3
+	MOVQ         $0xff000000ff000000, AX
+	KMOVQ        AX, K4
+	MOVQ         $0xf0000000f0000000, AX
+	KMOVQ        AX, K5
+
+tq1pair:
+	VPXORD Z1, Z1, Z1
+	MOVQ   R11, DI
+	MOVQ   R14, SI
+	MOVQ   R10, CX
+
+tq1pairblock:
+	PREFETCHT0 0(BX)
+	PREFETCHT0 64(BX)
+	ADDQ       $108, BX
+	TQ1PAIR
+	ADDQ       $54, SI
+	ADDQ       $640, DI
+	DECQ       CX
+	JNZ        tq1pairblock
+
+	// hsum_float_8 of each half: quarters (0+1) and (2+3), then
+	// (0+2)+(1+3) within them.
+	VSHUFF32X4 $0xb1, Z1, Z1, Z2
+	VADDPS     Z2, Z1, Z1
+	VPERMILPS  $0x4e, Z1, Z2
+	VADDPS     Z2, Z1, Z1
+	VMOVSHDUP  Z1, Z2
+	VADDPS     Z2, Z1, Z1
+	VMOVSS     X1, (R8)
+	VEXTRACTF32X4 $2, Z1, X2
+	VMOVSS     X2, 4(R8)
+	ADDQ       $8, R8
+	LEAQ       (R14)(R12*2), R14
+	DECQ       R9
+	JNZ        tq1pair
+	VZEROUPPER
+	RET
