@@ -5,6 +5,8 @@ package kernels
 import (
 	"encoding/binary"
 
+	"github.com/klauspost/cpuid/v2"
+
 	"github.com/qsf-llm/qsf/quant"
 )
 
@@ -114,10 +116,17 @@ func tq2_0AVX512(out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
 	}
 }
 
+// haveGFNI records whether the CPU has GFNI, which the AVX-512 TQ2_0
+// kernels use to unpack their codes (every AVX-512 CPU with VNNI since Ice
+// Lake and Zen 4 has it; without it the avx512 tier runs the avx2 ones).
+var haveGFNI = cpuid.CPU.Supports(cpuid.GFNI)
+
 // initTernaryAVX512 puts the AVX-512 ternary kernels in the avx512 table.
 func initTernaryAVX512() {
-	avx512Tier.kernels[quant.TQ2_0] = tq2_0AVX512
-	avx512Tier.preps[quant.TQ2_0] = prepTQ
+	if haveGFNI {
+		avx512Tier.kernels[quant.TQ2_0] = tq2_0AVX512
+		avx512Tier.preps[quant.TQ2_0] = prepTQ
+	}
 	avx512Tier.kernels[quant.TQ1_0] = tq1_0AVX512
 	avx512Tier.preps[quant.TQ1_0] = prepTQ1
 }
@@ -236,9 +245,9 @@ func tq2_0TileAVX2(out []float32, ostride int, w []byte, rowBytes, cols, rows in
 // tt, or nil.
 func ternaryTile(tr *Tier, tt *quant.Traits) *tileKernel {
 	switch {
-	case tr == avx512Tier && tt.Type == quant.TQ2_0:
+	case tr == avx512Tier && tt.Type == quant.TQ2_0 && haveGFNI:
 		return &tileTQ2_0AVX512
-	case tr == avx2Tier && tt.Type == quant.TQ2_0:
+	case (tr == avx2Tier || tr == avx512Tier) && tt.Type == quant.TQ2_0:
 		return &tileTQ2_0AVX2
 	}
 	return nil

@@ -225,22 +225,36 @@ tq2block:
 // the float work is the same: fma(float(lanes), q8.d·fp16(d), acc), then
 // hsum_float_8.
 
+// TQ2CONSTS loads the constants of the AVX-512 TQ2_0 kernels: Z31 0x03
+// bytes (the codes of bits 0..1), and in Z28, Z27, Z26 the GF(2) affine
+// matrices that move bits 2n..2n+1 of each byte to bits 0..1 (and clear
+// the rest) for n = 1, 2, 3: VGF2P8AFFINEQB sets bit i of a byte to the
+// parity of the byte AND matrix byte 7−i, so matrix bytes 7 and 6 are
+// 1<<2n and 1<<(2n+1). One instruction per run of codes instead of a
+// shift and a mask.
+#define TQ2CONSTS \
+	MOVL         $0x03030303, AX;         \
+	VPBROADCASTD AX, Z31;                 \
+	MOVQ         $0x0408000000000000, AX; \
+	VPBROADCASTQ AX, Z28;                 \
+	MOVQ         $0x1020000000000000, AX; \
+	VPBROADCASTQ AX, Z27;                 \
+	MOVQ         $0x4080000000000000, AX; \
+	VPBROADCASTQ AX, Z26
+
 // TQ2BLK adds to ACC the block at W (fp16 d at D) of one row, against the
-// prepared activation block at (DI); Z31 holds 0x03 bytes. Z2..Z5 and
-// their Y and X forms are temporaries.
+// prepared activation block at (DI) (TQ2CONSTS loaded). Z2..Z5 and their
+// Y and X forms are temporaries.
 #define TQ2BLK(W, D, ACC, Z2, Z3, Z4, Y4, Z5, Y5, X5) \
 	VMOVDQU64     W, Z2;           \
 	VMOVDQU32     256(DI), Y4;     \
 	VPANDD        Z31, Z2, Z3;     \
 	VPDPBUSD      0(DI), Z3, Z4;   \
-	VPSRLW        $2, Z2, Z3;      \
-	VPANDD        Z31, Z3, Z3;     \
+	VGF2P8AFFINEQB $0, Z28, Z2, Z3; \
 	VPDPBUSD      64(DI), Z3, Z4;  \
-	VPSRLW        $4, Z2, Z3;      \
-	VPANDD        Z31, Z3, Z3;     \
+	VGF2P8AFFINEQB $0, Z27, Z2, Z3; \
 	VPDPBUSD      128(DI), Z3, Z4; \
-	VPSRLW        $6, Z2, Z3;      \
-	VPANDD        Z31, Z3, Z3;     \
+	VGF2P8AFFINEQB $0, Z26, Z2, Z3; \
 	VPDPBUSD      192(DI), Z3, Z4; \
 	VEXTRACTI64X4 $1, Z4, Y5;      \
 	VPADDD        Y5, Y4, Y4;      \
@@ -266,8 +280,7 @@ TEXT ·dotTQ2_0x4AVX512(SB), NOSPLIT, $0-56
 	MOVQ         dist+48(FP), BX
 	ADDQ         SI, BX
 	LEAQ         (R12)(R12*2), R13
-	MOVL         $0x03030303, AX
-	VPBROADCASTD AX, Z31
+	TQ2CONSTS
 
 tq2x4quad:
 	VXORPS Y0, Y0, Y0
@@ -312,8 +325,7 @@ TEXT ·dotTQ2_0AVX512(SB), NOSPLIT, $0-40
 	MOVQ         w+16(FP), SI
 	MOVQ         nb+24(FP), R10
 	MOVQ         aux+32(FP), R11
-	MOVL         $0x03030303, AX
-	VPBROADCASTD AX, Z31
+	TQ2CONSTS
 
 tq2row512:
 	VXORPS Y0, Y0, Y0
@@ -459,8 +471,7 @@ TEXT ·dotTQ2_0TileAVX512(SB), NOSPLIT, $0-48
 	MOVQ         w+24(FP), SI
 	MOVQ         nb+32(FP), R10
 	MOVQ         packed+40(FP), R11
-	MOVL         $0x03030303, AX
-	VPBROADCASTD AX, Z31
+	TQ2CONSTS
 
 tq2tilerow:
 	VXORPS Y0, Y0, Y0
@@ -471,14 +482,11 @@ tq2tilerow:
 	MOVQ   R10, CX
 
 tq2tileblock:
-	VMOVDQU64    (SI), Z4
-	VPANDD       Z31, Z4, Z5
-	VPSRLW       $2, Z4, Z6
-	VPANDD       Z31, Z6, Z6
-	VPSRLW       $4, Z4, Z7
-	VPANDD       Z31, Z7, Z7
-	VPSRLW       $6, Z4, Z8
-	VPANDD       Z31, Z8, Z8
+	VMOVDQU64      (SI), Z4
+	VPANDD         Z31, Z4, Z5
+	VGF2P8AFFINEQB $0, Z28, Z4, Z6
+	VGF2P8AFFINEQB $0, Z27, Z4, Z7
+	VGF2P8AFFINEQB $0, Z26, Z4, Z8
 	VPBROADCASTW 64(SI), X9
 	VCVTPH2PS    X9, Y9
 	TQ2TOK(0, Y0, Z10, Y10, Y11)
