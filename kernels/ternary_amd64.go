@@ -145,21 +145,24 @@ func prepTQ1(buf, act []byte, cols int) []byte {
 	}
 	buf = buf[:need]
 	for b := 0; b < nb; b++ {
-		a := act[b*q8KBlock : (b+1)*q8KBlock]
-		o := buf[b*tq1AuxBlock : (b+1)*tq1AuxBlock]
-		for c := 0; c < 8; c++ {
-			copy(o[64*c:64*c+32], a[4+32*c:4+32*c+32])
-			copy(o[64*c+32:64*c+64], a[4+32*c:4+32*c+32])
-		}
-		for l := 0; l < 8; l++ {
-			s := int32(int16(binary.LittleEndian.Uint16(a[260+4*l:]))) +
-				int32(int16(binary.LittleEndian.Uint16(a[262+4*l:])))
-			binary.LittleEndian.PutUint32(o[512+4*l:], uint32(-s))
-			binary.LittleEndian.PutUint32(o[544+4*l:], uint32(-s))
-		}
-		copy(o[576:580], a[0:4])
+		prepTQ1Block(buf[b*tq1AuxBlock:(b+1)*tq1AuxBlock], act[b*q8KBlock:(b+1)*q8KBlock])
 	}
 	return buf
+}
+
+// prepTQ1Block prepares one Q8_K block a into o (tq1AuxBlock bytes).
+func prepTQ1Block(o, a []byte) {
+	for c := 0; c < 8; c++ {
+		copy(o[64*c:64*c+32], a[4+32*c:4+32*c+32])
+		copy(o[64*c+32:64*c+64], a[4+32*c:4+32*c+32])
+	}
+	for l := 0; l < 8; l++ {
+		s := int32(int16(binary.LittleEndian.Uint16(a[260+4*l:]))) +
+			int32(int16(binary.LittleEndian.Uint16(a[262+4*l:])))
+		binary.LittleEndian.PutUint32(o[512+4*l:], uint32(-s))
+		binary.LittleEndian.PutUint32(o[544+4*l:], uint32(-s))
+	}
+	copy(o[576:580], a[0:4])
 }
 
 //go:noescape
@@ -241,10 +244,58 @@ func tq2_0TileAVX2(out []float32, ostride int, w []byte, rowBytes, cols, rows in
 	dotTQ2_0TileAVX2(&out[0], ostride, rows, &w[0], cols/256, &packed[0])
 }
 
+//go:noescape
+func dotTQ1_0TileAVX512(out *float32, ostride, pairs int, w *byte, nb, rowBytes int, packed *byte)
+
+// tileTQ1_0AVX512 is the avx512 tier's TQ1_0 prefill tile.
+var tileTQ1_0AVX512 = tileKernel{
+	run:       tq1_0TileAVX512,
+	rowStep:   1,
+	packBytes: func(cols int) int { return cols / 256 * tileTokens * tq1AuxBlock },
+	pack:      packTQ1,
+}
+
+// packTQ1 prepares tileTokens Q8_K activations as prepTQ1 does, block b
+// of activation t at (b·tileTokens+t)·tq1AuxBlock.
+func packTQ1(dst, acts []byte, actBytes, cols int) {
+	nb := cols / 256
+	for t := 0; t < tileTokens; t++ {
+		act := acts[t*actBytes : (t+1)*actBytes]
+		for b := 0; b < nb; b++ {
+			prepTQ1Block(dst[(b*tileTokens+t)*tq1AuxBlock:][:tq1AuxBlock], act[b*q8KBlock:(b+1)*q8KBlock])
+		}
+	}
+}
+
+// tq1_0TileAVX512 runs the rows in pairs; a last odd row goes paired with
+// itself into a scratch tile.
+func tq1_0TileAVX512(out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
+	if rows == 0 {
+		return
+	}
+	nb := cols / 256
+	_ = out[3*ostride+rows-1]
+	_ = w[rows*rowBytes-1]
+	_ = packed[nb*tileTokens*tq1AuxBlock-1]
+	pairs := rows / 2
+	if pairs > 0 {
+		dotTQ1_0TileAVX512(&out[0], ostride, pairs, &w[0], nb, rowBytes, &packed[0])
+	}
+	if r := 2 * pairs; r < rows {
+		var tile [2 * tileTokens]float32
+		dotTQ1_0TileAVX512(&tile[0], 2, 1, &w[r*rowBytes], nb, 0, &packed[0])
+		for t := 0; t < tileTokens; t++ {
+			out[t*ostride+r] = tile[2*t]
+		}
+	}
+}
+
 // ternaryTile returns the tile kernel of tier tr for the ternary type of
 // tt, or nil.
 func ternaryTile(tr *Tier, tt *quant.Traits) *tileKernel {
 	switch {
+	case tr == avx512Tier && tt.Type == quant.TQ1_0:
+		return &tileTQ1_0AVX512
 	case tr == avx512Tier && tt.Type == quant.TQ2_0 && haveGFNI:
 		return &tileTQ2_0AVX512
 	case (tr == avx2Tier || tr == avx512Tier) && tt.Type == quant.TQ2_0:

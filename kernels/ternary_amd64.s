@@ -629,38 +629,31 @@ tq2tile2block:
 	VPADDB R, R, TMP; \
 	VPADDB TMP, R, K, R
 
-// TQ1PAIR adds the block of the rows at (SI) and (SI)(R12*1) to Z1, the
-// two rows' float lanes, against the prepared block at (DI). Byte masks:
-// K1 all, K2 128-bit lanes 1 and 3, K3..K5 dwords 1..3, 2..3 and 3 of
-// lanes 1 and 3.
-#define TQ1PAIR \
-	VMOVDQU32       512(DI), Z0;             \
+// TQ1CODES unpacks the blocks of the rows at (SI) and (SI)(R12*1) into
+// their eight runs of codes, Z20..Z27 (run c: elements 32c..32c+31, row A
+// in the low half, row B in the high half), as the AVX2 kernel forms its
+// runs. Byte masks: K1 all, K2 128-bit lanes 1 and 3, K3..K5 dwords 1..3,
+// 2..3 and 3 of lanes 1 and 3. Z2..Z8 are temporaries.
+#define TQ1CODES \
 	VMOVDQU         (SI), Y2;                \
 	VINSERTI64X4    $1, (SI)(R12*1), Z2, Z2; \
-	TRIT5(Z2, Z3, Z4);                       \
-	VPDPBUSD        0(DI), Z3, Z0;           \
+	TRIT5(Z2, Z20, Z4);                      \
 	MUL35(Z2, Z4, K1);                       \
-	TRIT5(Z2, Z3, Z4);                       \
-	VPDPBUSD        64(DI), Z3, Z0;          \
+	TRIT5(Z2, Z21, Z4);                      \
 	MUL35(Z2, Z4, K1);                       \
-	TRIT5(Z2, Z3, Z4);                       \
-	VPDPBUSD        128(DI), Z3, Z0;         \
+	TRIT5(Z2, Z22, Z4);                      \
 	MUL35(Z2, Z4, K1);                       \
-	TRIT5(Z2, Z3, Z4);                       \
-	VPDPBUSD        192(DI), Z3, Z0;         \
+	TRIT5(Z2, Z23, Z4);                      \
 	MUL35(Z2, Z4, K1);                       \
-	TRIT5(Z2, Z3, Z4);                       \
-	VPDPBUSD        256(DI), Z3, Z0;         \
+	TRIT5(Z2, Z24, Z4);                      \
 	VBROADCASTI32X4 32(SI), Y5;              \
 	VBROADCASTI32X4 32(SI)(R12*1), Y6;       \
 	VINSERTI64X4    $1, Y6, Z5, Z5;          \
 	MUL35(Z5, Z6, K2);                       \
-	TRIT5(Z5, Z7, Z8);                       \
-	VPDPBUSD        320(DI), Z7, Z0;         \
+	TRIT5(Z5, Z25, Z8);                      \
 	MUL35(Z5, Z6, K1);                       \
 	MUL35(Z5, Z6, K1);                       \
-	TRIT5(Z5, Z7, Z8);                       \
-	VPDPBUSD        384(DI), Z7, Z0;         \
+	TRIT5(Z5, Z26, Z8);                      \
 	MUL35(Z5, Z6, K1);                       \
 	MUL35(Z5, Z6, K1);                       \
 	VPBROADCASTD    48(SI), X6;              \
@@ -670,15 +663,60 @@ tq2tile2block:
 	MUL35(Z5, Z6, K3);                       \
 	MUL35(Z5, Z6, K4);                       \
 	MUL35(Z5, Z6, K5);                       \
-	TRIT5(Z5, Z7, Z8);                       \
-	VPDPBUSD        448(DI), Z7, Z0;         \
-	VCVTDQ2PS       Z0, Z0;                  \
-	VPBROADCASTW    52(SI), X9;              \
-	VPBROADCASTW    52(SI)(R12*1), X10;      \
-	VINSERTI128     $1, X10, Y9, Y9;         \
-	VCVTPH2PS       Y9, Z9;                  \
-	VMULPS.BCST     576(DI), Z9, Z9;         \
-	VFMADD231PS     Z9, Z0, Z1
+	TRIT5(Z5, Z27, Z8)
+
+// TQ1D sets Z9 to the two rows' d as float32, [dA ×8, dB ×8].
+#define TQ1D \
+	VPBROADCASTW 52(SI), X9;          \
+	VPBROADCASTW 52(SI)(R12*1), X10;  \
+	VINSERTI128  $1, X10, Y9, Y9;     \
+	VCVTPH2PS    Y9, Z9
+
+// TQ1TOK adds to ACC the block whose codes are in Z20..Z27 and whose d
+// are in Z9 against the prepared block at OFF(DI); Z10, Z11 are
+// temporaries.
+#define TQ1TOK(OFF, ACC) \
+	VMOVDQU32   (OFF+512)(DI), Z10;  \
+	VPDPBUSD    (OFF+0)(DI), Z20, Z10;   \
+	VPDPBUSD    (OFF+64)(DI), Z21, Z10;  \
+	VPDPBUSD    (OFF+128)(DI), Z22, Z10; \
+	VPDPBUSD    (OFF+192)(DI), Z23, Z10; \
+	VPDPBUSD    (OFF+256)(DI), Z24, Z10; \
+	VPDPBUSD    (OFF+320)(DI), Z25, Z10; \
+	VPDPBUSD    (OFF+384)(DI), Z26, Z10; \
+	VPDPBUSD    (OFF+448)(DI), Z27, Z10; \
+	VCVTDQ2PS   Z10, Z10;                \
+	VMULPS.BCST (OFF+576)(DI), Z9, Z11;  \
+	VFMADD231PS Z11, Z10, ACC
+
+// TQ1CONSTS loads the constants and masks of the TQ1_0 kernels.
+#define TQ1CONSTS \
+	MOVL         $0x03030303, AX;         \
+	VPBROADCASTD AX, Z31;                 \
+	MOVL         $0x01010101, AX;         \
+	VPBROADCASTD AX, Z30;                 \
+	VPXORD       Z29, Z29, Z29;           \
+	MOVQ         $-1, AX;                 \
+	KMOVQ        AX, K1;                  \
+	MOVQ         $0xffff0000ffff0000, AX; \
+	KMOVQ        AX, K2;                  \
+	MOVQ         $0xfff00000fff00000, AX; \
+	KMOVQ        AX, K3;                  \
+	MOVQ         $0xff000000ff000000, AX; \
+	KMOVQ        AX, K4;                  \
+	MOVQ         $0xf0000000f0000000, AX; \
+	KMOVQ        AX, K5
+
+// TQ1HSUM reduces ACC ([row A lanes, row B lanes]) as hsum_float_8 of
+// each half: quarters (0+1) and (2+3), then (0+2)+(1+3) within them; the
+// sums end in lanes 0 and 8. Z2 is a temporary.
+#define TQ1HSUM(ACC) \
+	VSHUFF32X4 $0xb1, ACC, ACC, Z2; \
+	VADDPS     Z2, ACC, ACC;        \
+	VPERMILPS  $0x4e, ACC, Z2;      \
+	VADDPS     Z2, ACC, ACC;        \
+	VMOVSHDUP  ACC, Z2;             \
+	VADDPS     Z2, ACC, ACC
 
 // func dotTQ1_0x2AVX512(out *float32, pairs int, w *byte, nb, rowBytes int, aux *byte, dist int)
 //
@@ -695,21 +733,7 @@ TEXT ·dotTQ1_0x2AVX512(SB), NOSPLIT, $0-56
 	MOVQ         aux+40(FP), R11
 	MOVQ         dist+48(FP), BX
 	ADDQ         R14, BX
-	MOVL         $0x03030303, AX
-	VPBROADCASTD AX, Z31
-	MOVL         $0x01010101, AX
-	VPBROADCASTD AX, Z30
-	VPXORD       Z29, Z29, Z29
-	MOVQ         $-1, AX
-	KMOVQ        AX, K1
-	MOVQ         $0xffff0000ffff0000, AX
-	KMOVQ        AX, K2
-	MOVQ         $0xfff00000fff00000, AX
-	KMOVQ        AX, K3
-	MOVQ         $0xff000000ff000000, AX
-	KMOVQ        AX, K4
-	MOVQ         $0xf0000000f0000000, AX
-	KMOVQ        AX, K5
+	TQ1CONSTS
 
 tq1pair:
 	VPXORD Z1, Z1, Z1
@@ -721,26 +745,84 @@ tq1pairblock:
 	PREFETCHT0 0(BX)
 	PREFETCHT0 64(BX)
 	ADDQ       $108, BX
-	TQ1PAIR
+	TQ1CODES
+	TQ1D
+	TQ1TOK(0, Z1)
 	ADDQ       $54, SI
 	ADDQ       $640, DI
 	DECQ       CX
 	JNZ        tq1pairblock
 
-	// hsum_float_8 of each half: quarters (0+1) and (2+3), then
-	// (0+2)+(1+3) within them.
-	VSHUFF32X4 $0xb1, Z1, Z1, Z2
-	VADDPS     Z2, Z1, Z1
-	VPERMILPS  $0x4e, Z1, Z2
-	VADDPS     Z2, Z1, Z1
-	VMOVSHDUP  Z1, Z2
-	VADDPS     Z2, Z1, Z1
-	VMOVSS     X1, (R8)
+	TQ1HSUM(Z1)
+	VMOVSS        X1, (R8)
 	VEXTRACTF32X4 $2, Z1, X2
-	VMOVSS     X2, 4(R8)
-	ADDQ       $8, R8
-	LEAQ       (R14)(R12*2), R14
-	DECQ       R9
-	JNZ        tq1pair
+	VMOVSS        X2, 4(R8)
+	ADDQ          $8, R8
+	LEAQ          (R14)(R12*2), R14
+	DECQ          R9
+	JNZ           tq1pair
+	VZEROUPPER
+	RET
+
+// func dotTQ1_0TileAVX512(out *float32, ostride, pairs int, w *byte, nb, rowBytes int, packed *byte)
+//
+// The prefill tile: pairs of rows × four tokens, each pair's codes
+// unpacked once per block for the four. packed holds the four tokens'
+// prepTQ1 blocks interleaved (block b of token t at (4b+t)·640);
+// out[t·ostride+r]. With rowBytes 0 both rows are the same one. Each
+// (row, token) is computed as dotTQ1_0x2AVX512 computes it.
+TEXT ·dotTQ1_0TileAVX512(SB), NOSPLIT, $0-56
+	MOVQ out+0(FP), R8
+	MOVQ ostride+8(FP), R9
+	SHLQ $2, R9
+	LEAQ (R9)(R9*2), R13
+	MOVQ pairs+16(FP), R15
+	MOVQ w+24(FP), R14
+	MOVQ nb+32(FP), R10
+	MOVQ rowBytes+40(FP), R12
+	MOVQ packed+48(FP), R11
+	TQ1CONSTS
+
+tq1tilepair:
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	VPXORD Z18, Z18, Z18
+	VPXORD Z19, Z19, Z19
+	MOVQ   R11, DI
+	MOVQ   R14, SI
+	MOVQ   R10, CX
+
+tq1tileblock:
+	TQ1CODES
+	TQ1D
+	TQ1TOK(0, Z16)
+	TQ1TOK(640, Z17)
+	TQ1TOK(1280, Z18)
+	TQ1TOK(1920, Z19)
+	ADDQ $54, SI
+	ADDQ $2560, DI
+	DECQ CX
+	JNZ  tq1tileblock
+
+	TQ1HSUM(Z16)
+	TQ1HSUM(Z17)
+	TQ1HSUM(Z18)
+	TQ1HSUM(Z19)
+	VMOVSS        X16, (R8)
+	VEXTRACTF32X4 $2, Z16, X2
+	VMOVSS        X2, 4(R8)
+	VMOVSS        X17, (R8)(R9*1)
+	VEXTRACTF32X4 $2, Z17, X2
+	VMOVSS        X2, 4(R8)(R9*1)
+	VMOVSS        X18, (R8)(R9*2)
+	VEXTRACTF32X4 $2, Z18, X2
+	VMOVSS        X2, 4(R8)(R9*2)
+	VMOVSS        X19, (R8)(R13*1)
+	VEXTRACTF32X4 $2, Z19, X2
+	VMOVSS        X2, 4(R8)(R13*1)
+	ADDQ          $8, R8
+	LEAQ          (R14)(R12*2), R14
+	DECQ          R15
+	JNZ           tq1tilepair
 	VZEROUPPER
 	RET
