@@ -333,6 +333,25 @@ func TestI2SStreamed(t *testing.T) {
 					}
 				}
 			}
+			// The same from an uncompressed QSF file (its layers' CRCs
+			// checked on the I2_S bytes as read).
+			qsfPath := filepath.Join(t.TempDir(), "i2s.qsf")
+			if _, err := convert.Convert(path, qsfPath, convert.Options{}); err != nil {
+				t.Fatal(err)
+			}
+			path = qsfPath
+			if resident, err = qsf.PlanFile(path, cfg); err != nil {
+				t.Fatal(err)
+			}
+			budget.RAMBudget = resident.PeakBytes - 1
+			got = run(budget)
+			for i := range want {
+				for j := range want[i] {
+					if math.Float32bits(got[i][j]) != math.Float32bits(want[i][j]) {
+						t.Fatalf("QSF: token %d logit %d: streamed %v, resident GGUF %v", i, j, got[i][j], want[i][j])
+					}
+				}
+			}
 		})
 	}
 }

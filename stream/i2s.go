@@ -2,6 +2,7 @@ package stream
 
 import (
 	"fmt"
+	"hash/crc32"
 	"strings"
 	"unsafe"
 
@@ -120,13 +121,21 @@ func (s *Source) convertSpan(dst []byte, sp span) error {
 	return quant.ConvertI2SInto(dst[sp.bufOff:sp.bufOff+c.out], c.plan, c.layout, raw, c.rows, c.cols, scales)
 }
 
-// readConverted reads the spans of a piece with converted matrices into
-// dst, one at a time.
-func (s *Source) readConverted(dst []byte, spans []span) error {
+// readConverted reads the spans of piece p of layer u, which has
+// converted matrices, into dst, one at a time. An uncompressed QSF layer's
+// CRCs are taken of the file's bytes (for a converted matrix, before its
+// conversion), so checkRecord skips converted spans.
+func (s *Source) readConverted(u, p int, dst []byte) error {
+	lu := &s.lay.layers[u]
+	spans := lu.pieces[p].spans
 	for i, sp := range spans {
 		var err error
 		if sp.conv != nil {
 			err = s.convertSpan(dst, sp)
+			if err == nil && s.opts.VerifyCRC && lu.crcSegs != nil {
+				s.matCRC[u][sp.mat] = crc32.Checksum(s.conv[:sp.size], s.crcTable)
+				s.crcRead[u] |= 1 << sp.mat
+			}
 		} else {
 			err = s.readSpans(dst, spans[i:i+1], 0, sp.size)
 		}

@@ -146,8 +146,8 @@ func NewLayout(f *format.File, hp *model.Hparams) (*Layout, error) {
 		}
 		t := model.Tensor{Name: name, Type: ti.Type, Rows: ti.Rows(), Cols: ti.Cols()}
 		if ti.Type == quant.I2_S {
-			if q != nil {
-				return t, false, fmt.Errorf("%w: %s is I2_S: a QSF file with I2_S tensors does not stream (GGUF does)", quant.ErrUnsupported, name)
+			if l := layerOf(name); q != nil && l >= 0 && l < len(q.Layers) && q.Layers[l].Compression != format.CompressNone {
+				return t, false, fmt.Errorf("%w: %s is I2_S in a compressed QSF layer, which does not stream (an uncompressed one does)", quant.ErrUnsupported, name)
 			}
 			c, err := planI2S(f, ti, abs(ti), abs)
 			if err != nil {
@@ -210,13 +210,8 @@ func NewLayout(f *format.File, hp *model.Hparams) (*Layout, error) {
 	} else {
 		for i := range f.Tensors {
 			t := &f.Tensors[i]
-			rest, ok := strings.CutPrefix(t.Name, "blk.")
-			if !ok {
-				continue
-			}
-			n, _, _ := strings.Cut(rest, ".")
-			l, err := strconv.Atoi(n)
-			if err != nil || l < 0 || l >= hp.Layers {
+			l := layerOf(t.Name)
+			if l < 0 || l >= hp.Layers {
 				continue
 			}
 			perLayer[l] = append(perLayer[l], tensor{t.Name, t.Type, abs(t), int(t.Size), t.Rows() <= 1})
@@ -349,6 +344,20 @@ func NewLayout(f *format.File, hp *model.Hparams) (*Layout, error) {
 		lay.maxLayer = max(lay.maxLayer, u.bytes)
 	}
 	return lay, nil
+}
+
+// layerOf returns N for a tensor named blk.N.…, or −1.
+func layerOf(name string) int {
+	rest, ok := strings.CutPrefix(name, "blk.")
+	if !ok {
+		return -1
+	}
+	n, _, _ := strings.Cut(rest, ".")
+	l, err := strconv.Atoi(n)
+	if err != nil {
+		return -1
+	}
+	return l
 }
 
 // LayerBytes returns the ring bytes of the largest layer (all its
