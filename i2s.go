@@ -8,13 +8,17 @@ import (
 	"github.com/qsf-llm/qsf/quant"
 )
 
-// noI2S fails for a file with I2_S tensors: the memory plan and layer
-// streaming work on the file's layouts, and I2_S is only read converted
-// (i2sTensor).
-func noI2S(f *format.File) error {
+// noI2SExperts fails for a mixture of experts with I2_S tensors: under a
+// budget it streams its experts from the file's layouts, and I2_S is only
+// read converted (i2sTensor; dense models stream it converted, see
+// package stream).
+func noI2SExperts(f *format.File, hp *model.Hparams) error {
+	if hp.MoE.Experts == 0 {
+		return nil
+	}
 	for i := range f.Tensors {
 		if t := &f.Tensors[i]; t.Type == quant.I2_S {
-			return fmt.Errorf("%w: %s is I2_S, which loads only without a RAM budget (it is converted at load; streaming reads the file's layouts)", quant.ErrUnsupported, t.Name)
+			return fmt.Errorf("%w: %s is I2_S, which a mixture of experts loads only without a RAM budget (it is converted at load; expert streaming reads the file's layouts)", quant.ErrUnsupported, t.Name)
 		}
 	}
 	return nil
@@ -24,7 +28,9 @@ func noI2S(f *format.File) error {
 // the layout from the size of the tensor's data and converts it, exactly,
 // into a type the kernels run (quant.ConvertI2S): TQ2_0 with the tensor
 // scale kept apart, or Q8_0 with the block scales. The converted data
-// lives on the heap.
+// lives on the heap; the file's pages of the I2_S data are handed back
+// (format.File.Release), as the memory plan counts the converted bytes
+// in their place.
 func i2sTensor(f *format.File, ti *format.TensorInfo, data []byte) (model.Tensor, error) {
 	rows, cols := ti.Rows(), ti.Cols()
 	layout, err := quant.DetectI2S(ti.Name, rows*cols, len(data))
@@ -54,6 +60,7 @@ func i2sTensor(f *format.File, ti *format.TensorInfo, data []byte) (model.Tensor
 	if err != nil {
 		return model.Tensor{}, fmt.Errorf("tensor %s (%v): %w", ti.Name, layout, err)
 	}
+	f.Release(data)
 	if scale == 1 {
 		scale = 0 // none
 	}

@@ -25,6 +25,14 @@ import (
 // result to dst.
 func writeI2S(t *testing.T, src, dst string, l quant.I2SLayout) {
 	t.Helper()
+	writeI2SScales(t, src, dst, l, nil)
+}
+
+// writeI2SScales is writeI2S with the scale of 32-element block j of a
+// tensor whose .scale is s set to blockScale(s, j) (nil: s) in the layouts
+// with block scales.
+func writeI2SScales(t *testing.T, src, dst string, l quant.I2SLayout, blockScale func(s float32, j int) float32) {
+	t.Helper()
 	f, err := format.Open(src)
 	if err != nil {
 		t.Fatal(err)
@@ -69,6 +77,9 @@ func writeI2S(t *testing.T, src, dst string, l quant.I2SLayout) {
 		blocks := make([]float32, n/32)
 		for j := range blocks {
 			blocks[j] = s
+			if blockScale != nil {
+				blocks[j] = blockScale(s, j)
+			}
 		}
 		var enc []byte
 		switch l {
@@ -252,14 +263,134 @@ func TestI2SConvertKeepsType(t *testing.T) {
 	}
 }
 
-// TestI2SBudgetRefused checks that a file with I2_S tensors is refused,
-// clearly, under a RAM budget (the plan and streaming read file layouts).
-func TestI2SBudgetRefused(t *testing.T) {
+// TestI2SStreamed streams files of each I2_S layout under a RAM budget
+// that forces streaming (the matrices converted as they are read) and
+// requires the resident model's logits bit for bit: with one scale per
+// tensor (TQ2_0 and a tensor scale), one per 256 elements (TQ2_0 with
+// those scales) and one per 32 (Q8_0).
+func TestI2SStreamed(t *testing.T) {
 	src := testfiles.Path(t, "models", "ternary", "synth-bitnet-TQ2_0.gguf")
-	path := filepath.Join(t.TempDir(), "i2s.gguf")
-	writeI2S(t, src, path, quant.I2STensorScale)
-	_, err := qsf.Load(path, qsf.Config{RAMBudget: 64 << 20})
-	if !errors.Is(err, quant.ErrUnsupported) || !strings.Contains(err.Error(), "I2_S") {
-		t.Fatalf("Load with a budget: %v, want ErrUnsupported naming I2_S", err)
+	ids := []int{1, 403, 407, 261, 378}
+	per256 := func(s float32, j int) float32 { return quant.FP16ToFP32(quant.FP32ToFP16(s * float32(2+j/8%3) / 2)) }
+	per32 := func(s float32, j int) float32 { return s * float32(3+j%5) / 4 }
+	for _, c := range []struct {
+		name   string
+		l      quant.I2SLayout
+		scales func(float32, int) float32
+		typ    quant.Type
+	}{
+		{"tensor", quant.I2STensorScale, nil, quant.TQ2_0},
+		{"block", quant.I2SBlockScale, nil, quant.TQ2_0},
+		{"block-256", quant.I2SBlockScale, per256, quant.TQ2_0},
+		{"block-32", quant.I2SBlockScale, per32, quant.Q8_0},
+		{"sibling", quant.I2SSiblingScale, nil, quant.TQ2_0},
+		{"sibling-256", quant.I2SSiblingScale, per256, quant.TQ2_0},
+		{"sibling-32", quant.I2SSiblingScale, per32, quant.Q8_0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "i2s.gguf")
+			writeI2SScales(t, src, path, c.l, c.scales)
+			if typ := i2sTypeOf(t, path, "blk.0.attn_q.weight"); typ != c.typ {
+				t.Fatalf("the I2_S matrices convert to %v, want %v", typ, c.typ)
+			}
+			cfg := qsf.Config{Threads: 2, ContextLength: 64, KVType: "f32"}
+			resident, err := qsf.PlanFile(path, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			run := func(cfg qsf.Config) [][]float32 {
+				m, err := qsf.Load(path, cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer m.Close()
+				if cfg.RAMBudget > 0 && !m.Streaming() {
+					t.Fatalf("budget %d did not force streaming", cfg.RAMBudget)
+				}
+				s, err := m.NewSession()
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer s.Close()
+				var out [][]float32
+				for _, id := range ids {
+					l, err := s.Forward(context.Background(), []int{id})
+					if err != nil {
+						t.Fatal(err)
+					}
+					out = append(out, append([]float32(nil), l...))
+				}
+				return out
+			}
+			want := run(cfg)
+			budget := cfg
+			budget.RAMBudget = resident.PeakBytes - 1
+			got := run(budget)
+			for i := range want {
+				for j := range want[i] {
+					if math.Float32bits(got[i][j]) != math.Float32bits(want[i][j]) {
+						t.Fatalf("token %d logit %d: streamed %v, resident %v", i, j, got[i][j], want[i][j])
+					}
+				}
+			}
+			// The same from an uncompressed QSF file (its layers' CRCs
+			// checked on the I2_S bytes as read).
+			qsfPath := filepath.Join(t.TempDir(), "i2s.qsf")
+			if _, err := convert.Convert(path, qsfPath, convert.Options{}); err != nil {
+				t.Fatal(err)
+			}
+			path = qsfPath
+			if resident, err = qsf.PlanFile(path, cfg); err != nil {
+				t.Fatal(err)
+			}
+			budget.RAMBudget = resident.PeakBytes - 1
+			got = run(budget)
+			for i := range want {
+				for j := range want[i] {
+					if math.Float32bits(got[i][j]) != math.Float32bits(want[i][j]) {
+						t.Fatalf("QSF: token %d logit %d: streamed %v, resident GGUF %v", i, j, got[i][j], want[i][j])
+					}
+				}
+			}
+		})
 	}
+}
+
+// i2sTypeOf returns the type the I2_S tensor name of the file at path
+// converts to.
+func i2sTypeOf(t *testing.T, path, name string) quant.Type {
+	t.Helper()
+	f, err := format.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	ti, ok := f.Tensor(name)
+	if !ok {
+		t.Fatalf("no %s", name)
+	}
+	data, err := f.TensorData(ti)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := quant.DetectI2S(name, ti.Rows()*ti.Cols(), len(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var scales []float32
+	if si, ok := f.Tensor(quant.I2SScalesName(name)); ok {
+		sd, err := f.TensorData(si)
+		if err != nil {
+			t.Fatal(err)
+		}
+		scales = make([]float32, si.Elements())
+		if err := quant.DequantizeRow(si.Type, scales, sd); err != nil {
+			t.Fatal(err)
+		}
+	}
+	typ, _, _, err := quant.ConvertI2S(l, data, ti.Rows(), ti.Cols(), scales)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return typ
 }

@@ -318,7 +318,7 @@ func PlanFile(path string, cfg Config) (*plan.Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := noI2S(f); err != nil {
+	if err := noI2SExperts(f, &hp); err != nil {
 		return nil, err
 	}
 	lay, err := streamLayout(f, &hp)
@@ -355,7 +355,7 @@ func newBudgetModel(f *format.File, path string, cfg Config) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := noI2S(f); err != nil {
+	if err := noI2SExperts(f, &hp); err != nil {
 		return nil, err
 	}
 	lay, err := streamLayout(f, &hp)

@@ -16,6 +16,9 @@ import (
 // it has none. The tile kernels do per (row, activation) exactly what the
 // AVX2 one-activation kernels do.
 func tileFor(tr *Tier, tt *quant.Traits) *tileKernel {
+	if k := ternaryTile(tr, tt); k != nil {
+		return k
+	}
 	if tr == avx512Tier {
 		if k := tileForAVX512(tt); k != nil {
 			return k

@@ -87,3 +87,44 @@ func TestTernaryTiersBits(t *testing.T) {
 		}
 	}
 }
+
+// TestTernaryMatMul requires MatMul (and Pool.MatMul) of TQ1_0 and TQ2_0
+// to give n MatVec calls' results bit for bit on every tier: the prefill
+// tiles, whole and partial groups of tokens, odd row counts and matrices
+// of several row tiles.
+func TestTernaryMatMul(t *testing.T) {
+	defer SetTier(DefaultTier().Name())
+	r := rand.New(rand.NewPCG(29, 30))
+	for _, typ := range []quant.Type{quant.TQ1_0, quant.TQ2_0} {
+		for _, c := range []struct{ rows, cols, n int }{
+			{1, 256, 4}, {7, 768, 1}, {7, 768, 3}, {9, 512, 4}, {13, 768, 5}, {33, 1280, 9}, {130, 2048, 8}, {2100, 256, 65},
+		} {
+			w := randomRows(r, typ, c.rows, c.cols)
+			acts := randomRows(r, quant.Q8_K, c.n, c.cols)
+			actBytes := len(acts) / c.n
+			want := make([]float32, c.n*c.rows)
+			SetTier("generic")
+			for i := 0; i < c.n; i++ {
+				MatVec(typ, want[i*c.rows:(i+1)*c.rows], w, c.cols, acts[i*actBytes:(i+1)*actBytes])
+			}
+			for _, name := range Tiers() {
+				SetTier(name)
+				for _, threads := range []int{0, 2} {
+					got := make([]float32, c.n*c.rows)
+					if threads == 0 {
+						MatMul(typ, got, w, c.cols, acts, c.n)
+					} else {
+						p := NewPool(threads)
+						p.MatMul(typ, got, w, c.cols, acts, c.n)
+						p.Close()
+					}
+					for i := range got {
+						if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+							t.Fatalf("%s/%v %dx%d n=%d threads=%d: out[%d] = %g, generic MatVec %g", name, typ, c.rows, c.cols, c.n, threads, i, got[i], want[i])
+						}
+					}
+				}
+			}
+		}
+	}
+}

@@ -20,6 +20,7 @@ func TestForwardAllocatesNothing(t *testing.T) {
 		{"stories260K-f32.gguf", false}, {"stories260K-Q4_0.gguf", false}, {"stories260K-pad256-Q4_K_M.gguf", false},
 		{"stories260K-Q4_0.gguf", true}, {"stories260K-Q8_0.gguf", true},
 		{"ternary/synth-bitnet-TQ2_0.gguf", false}, // sub-norms and scales
+		{"ternary/synth-bitnet-TQ1_0.gguf", false},
 	} {
 		file := c.file
 		rel := "gguf/" + file

@@ -162,9 +162,19 @@ func Compute(f *format.File, hp *model.Hparams, lay *stream.Layout, req Request)
 		return kvcache.Bytes(kvcache.Shape{Layers: hp.Layers, Capacity: c.ctx, KVHeads: hp.KVHeads, HeadDimK: hp.HeadDimK, HeadDimV: hp.HeadDimV}, c.kv)
 	}
 	norms := normBytes(f)
+	// A resident model converts I2_S matrices at load into the heap and
+	// hands their mapped pages back.
+	var i2sFile, i2sOut int64
+	if lay != nil {
+		i2sFile, i2sOut = lay.I2SBytes()
+	}
 	resident := func(c config) *Plan {
 		p := &Plan{Mode: Resident, Ctx: c.ctx, kv: c.kv, KVType: c.kv.String()}
-		p.Regions = append(p.Regions, Region{"weights (mapped)", weights}, Region{"norms", norms},
+		p.Regions = append(p.Regions, Region{"weights (mapped)", weights - i2sFile})
+		if i2sOut > 0 {
+			p.Regions = append(p.Regions, Region{"I2_S weights (converted)", i2sOut})
+		}
+		p.Regions = append(p.Regions, Region{"norms", norms},
 			Region{"kv cache " + c.kv.String(), kvBytes(c)}, Region{"activations", model.StateBytes(hp, c.ctx)})
 		p.Regions = append(p.Regions, fixed...)
 		return p.finish()
@@ -183,6 +193,9 @@ func Compute(f *format.File, hp *model.Hparams, lay *stream.Layout, req Request)
 			Region{"kv cache " + c.kv.String(), kvBytes(c)},
 			Region{"activations and scratch", model.StateBytes(hp, c.ctx)},
 		)
+		if n := lay.ConvertBytes(); n > 0 {
+			p.Regions = append(p.Regions, Region{"I2_S conversion buffer", int64(n)})
+		}
 		if c.headResident {
 			p.Regions = append(p.Regions, Region{"lm head", head})
 		}

@@ -123,32 +123,144 @@ func i2sCode(g []byte, k, j int) int { return int(g[j%k]>>(6-2*(j/k))) & 3 }
 // scales holds the sibling tensor of I2SSiblingScale (one per 32
 // elements) and is ignored otherwise. TQ2_0 needs rows of whole 256-element
 // blocks. ConvertI2S fails when the rows are not whole blocks of the
-// target type, the data is too short or a scale is not finite.
+// target type, the data is too short or a scale is not finite. It is
+// PlanI2S followed by ConvertI2SInto.
 func ConvertI2S(l I2SLayout, data []byte, rows, cols int, scales []float32) (t Type, out []byte, scale float32, err error) {
 	n := rows * cols
 	if need := I2SSize(l, n); need == 0 || len(data) < need {
 		return 0, nil, 0, fmt.Errorf("%w: %d bytes of %v for %d×%d elements", ErrLength, len(data), l, rows, cols)
 	}
+	var ts float32
+	switch l {
+	case I2STensorScale:
+		ts = I2STensorScaleOf(data, n)
+	case I2SBlockScale:
+		scales = make([]float32, n/32)
+		I2SBlockScales(scales, data)
+	}
+	p, err := PlanI2S(l, rows, cols, ts, scales)
+	if err != nil {
+		return 0, nil, 0, err
+	}
+	out = make([]byte, p.Bytes(rows, cols))
+	if err := ConvertI2SInto(out, p, l, data, rows, cols, scales); err != nil {
+		return 0, nil, 0, err
+	}
+	return p.Type, out, p.Scale, nil
+}
+
+// I2SPlan says what ConvertI2SInto makes of an I2_S tensor: data of Type
+// (TQ2_0 or Q8_0) and the tensor scale to multiply each product with (1
+// for none). PlanI2S decides it from the tensor's scales alone, so that a
+// reader can size and type the result before it reads the codes.
+type I2SPlan struct {
+	Type  Type
+	Scale float32
+	// blockD: TQ2_0 with each 256-element block's scale as its d (else
+	// d = 1 and the one scale is Scale).
+	blockD bool
+}
+
+// Bytes returns the size of the converted data of a rows×cols tensor.
+func (p I2SPlan) Bytes(rows, cols int) int {
+	if p.Type == Q8_0 {
+		return rows * cols / 32 * 34
+	}
+	return rows * cols / 256 * 66
+}
+
+// I2STensorScaleOf returns the tensor scale stored after the n/4 code
+// bytes of I2STensorScale data (data must hold them and the scale).
+func I2STensorScaleOf(data []byte, n int) float32 {
+	return math.Float32frombits(binary.LittleEndian.Uint32(data[n/4:]))
+}
+
+// I2SBlockScales writes the scales stored in the blocks of I2SBlockScale
+// data, one per 32 elements, into dst.
+func I2SBlockScales(dst []float32, data []byte) {
+	for b := range dst {
+		dst[b] = f16(data[b*10:])
+	}
+}
+
+// PlanI2S decides, as ConvertI2S does, what an I2_S tensor of rows×cols
+// elements in layout l converts to: from its tensor scale ts
+// (I2STensorScale, see I2STensorScaleOf) or its block scales, one per 32
+// elements (the sibling tensor of I2SSiblingScale, or I2SBlockScales of
+// I2SBlockScale data). It fails when the rows are not whole blocks of the
+// target type or a scale is not finite.
+func PlanI2S(l I2SLayout, rows, cols int, ts float32, blockScales []float32) (I2SPlan, error) {
+	n := rows * cols
 	switch l {
 	case I2STensorScale:
 		if cols%256 != 0 {
-			return 0, nil, 0, fmt.Errorf("%w: rows of %d elements are not whole TQ2_0 blocks", ErrLength, cols)
+			return I2SPlan{}, fmt.Errorf("%w: rows of %d elements are not whole TQ2_0 blocks", ErrLength, cols)
 		}
-		scale = math.Float32frombits(binary.LittleEndian.Uint32(data[n/4:]))
-		if math.IsNaN(float64(scale)) || math.IsInf(float64(scale), 0) {
-			return 0, nil, 0, fmt.Errorf("quant: I2_S tensor scale %v", scale)
+		if math.IsNaN(float64(ts)) || math.IsInf(float64(ts), 0) {
+			return I2SPlan{}, fmt.Errorf("quant: I2_S tensor scale %v", ts)
 		}
-		if scale == 0 { // bitnet.cpp writes max|W|: 0 only for all-zero weights
+		return I2SPlan{Type: TQ2_0, Scale: ts}, nil
+	case I2SBlockScale, I2SSiblingScale:
+		if cols%32 != 0 {
+			return I2SPlan{}, fmt.Errorf("%w: rows of %d elements are not whole Q8_0 blocks", ErrLength, cols)
+		}
+		if len(blockScales) != n/32 {
+			return I2SPlan{}, fmt.Errorf("%w: %d scales for %d blocks of 32", ErrLength, len(blockScales), n/32)
+		}
+		for b, s := range blockScales {
+			if math.IsNaN(float64(s)) || math.IsInf(float64(s), 0) {
+				return I2SPlan{}, fmt.Errorf("quant: I2_S block %d scale %v", b, s)
+			}
+		}
+		if cols%256 == 0 {
+			one, perBlock := true, true
+			for b, s := range blockScales {
+				one = one && s == blockScales[0]
+				perBlock = perBlock && s == blockScales[b/8*8] && f16Exact(s)
+			}
+			if one {
+				return I2SPlan{Type: TQ2_0, Scale: blockScales[0]}, nil
+			}
+			if perBlock {
+				return I2SPlan{Type: TQ2_0, Scale: 1, blockD: true}, nil
+			}
+		}
+		return I2SPlan{Type: Q8_0, Scale: 1}, nil
+	}
+	return I2SPlan{}, fmt.Errorf("quant: unknown I2_S layout %d", int(l))
+}
+
+// ConvertI2SInto converts the I2_S tensor data of rows×cols elements in
+// layout l as p (PlanI2S of the same tensor and scales) says, into dst
+// (p.Bytes(rows, cols) bytes), without allocating. scales are the block
+// scales PlanI2S was given for I2SSiblingScale and are ignored otherwise.
+// It fails when the data or dst is too short, or a tensor scale of 0 comes
+// with non-zero weights.
+func ConvertI2SInto(dst []byte, p I2SPlan, l I2SLayout, data []byte, rows, cols int, scales []float32) error {
+	n := rows * cols
+	if need := I2SSize(l, n); need == 0 || len(data) < need {
+		return fmt.Errorf("%w: %d bytes of %v for %d×%d elements", ErrLength, len(data), l, rows, cols)
+	}
+	if len(dst) < p.Bytes(rows, cols) {
+		return fmt.Errorf("%w: %d bytes for %d×%d %v", ErrLength, len(dst), rows, cols, p.Type)
+	}
+	if l == I2SSiblingScale && len(scales) != n/32 {
+		return fmt.Errorf("%w: %d scales for %d blocks of 32", ErrLength, len(scales), n/32)
+	}
+	if l == I2STensorScale {
+		if p.Type != TQ2_0 || p.blockD {
+			return fmt.Errorf("quant: I2_S %v cannot convert to %v", l, p.Type)
+		}
+		if p.Scale == 0 { // bitnet.cpp writes max|W|: 0 only for all-zero weights
 			for _, c := range data[:n/4] {
 				if c != 0x55 {
-					return 0, nil, 0, errors.New("quant: I2_S tensor scale 0 with non-zero weights")
+					return errors.New("quant: I2_S tensor scale 0 with non-zero weights")
 				}
 			}
 		}
-		out = make([]byte, n/256*66)
 		one := FP32ToFP16(1)
 		for b := 0; b < n/256; b++ {
-			dst := out[b*66 : b*66+66]
+			d := dst[b*66 : b*66+66]
 			for h := 0; h < 2; h++ {
 				g := data[b*64+32*h : b*64+32*h+32]
 				for m := 0; m < 32; m++ {
@@ -156,76 +268,55 @@ func ConvertI2S(l I2SLayout, data []byte, rows, cols int, scales []float32) (t T
 					for k := 0; k < 4; k++ {
 						q |= uint8(i2sValues[i2sCode(g, 32, 32*k+m)]+1) << (2 * k)
 					}
-					dst[32*h+m] = q
+					d[32*h+m] = q
 				}
 			}
-			put16(dst[64:], one)
+			put16(d[64:], one)
 		}
-		return TQ2_0, out, scale, nil
-	case I2SBlockScale, I2SSiblingScale:
-		if cols%32 != 0 {
-			return 0, nil, 0, fmt.Errorf("%w: rows of %d elements are not whole Q8_0 blocks", ErrLength, cols)
-		}
-		if l == I2SSiblingScale && len(scales) != n/32 {
-			return 0, nil, 0, fmt.Errorf("%w: %d scales for %d blocks of 32", ErrLength, len(scales), n/32)
-		}
-		bs := make([]float32, n/32) // the block scales
-		codes := make([]byte, n/4)  // the codes, 8 bytes per block
-		for b := range bs {
-			if l == I2SBlockScale {
-				bs[b] = f16(data[b*10:])
-				copy(codes[b*8:b*8+8], data[b*10+2:b*10+10])
-			} else {
-				bs[b] = scales[b]
-				copy(codes[b*8:b*8+8], data[b*8:b*8+8])
-			}
-			if math.IsNaN(float64(bs[b])) || math.IsInf(float64(bs[b]), 0) {
-				return 0, nil, 0, fmt.Errorf("quant: I2_S block %d scale %v", b, bs[b])
-			}
-		}
-		value := func(e int) int8 { return i2sValues[i2sCode(codes[e/32*8:], 8, e%32)] }
-		if cols%256 == 0 {
-			one, perBlock := true, true
-			for b := range bs {
-				one = one && bs[b] == bs[0]
-				perBlock = perBlock && bs[b] == bs[b/8*8] && f16Exact(bs[b])
-			}
-			if one || perBlock {
-				out = make([]byte, n/256*66)
-				for blk := 0; blk < n/256; blk++ {
-					dst := out[blk*66 : blk*66+66]
-					for h := 0; h < 2; h++ {
-						for m := 0; m < 32; m++ {
-							var q uint8
-							for k := 0; k < 4; k++ {
-								q |= uint8(value(blk*256+128*h+32*k+m)+1) << (2 * k)
-							}
-							dst[32*h+m] = q
-						}
-					}
-					if one {
-						put16(dst[64:], FP32ToFP16(1))
-					} else {
-						put16(dst[64:], FP32ToFP16(bs[blk*8]))
-					}
-				}
-				if one {
-					return TQ2_0, out, bs[0], nil
-				}
-				return TQ2_0, out, 1, nil
-			}
-		}
-		out = make([]byte, n/32*34)
-		for b := range bs {
-			dst := out[b*34 : b*34+34]
-			put16(dst[:2], FP32ToFP16(bs[b]))
-			for j := 0; j < 32; j++ {
-				dst[2+j] = uint8(value(32*b + j))
-			}
-		}
-		return Q8_0, out, 1, nil
+		return nil
 	}
-	return 0, nil, 0, fmt.Errorf("quant: unknown I2_S layout %d", int(l))
+	// The codes and scale of 32-element block b.
+	codes := func(b int) []byte {
+		if l == I2SBlockScale {
+			return data[b*10+2 : b*10+10]
+		}
+		return data[b*8 : b*8+8]
+	}
+	scale := func(b int) float32 {
+		if l == I2SBlockScale {
+			return f16(data[b*10:])
+		}
+		return scales[b]
+	}
+	value := func(e int) int8 { return i2sValues[i2sCode(codes(e/32), 8, e%32)] }
+	if p.Type == TQ2_0 {
+		for blk := 0; blk < n/256; blk++ {
+			d := dst[blk*66 : blk*66+66]
+			for h := 0; h < 2; h++ {
+				for m := 0; m < 32; m++ {
+					var q uint8
+					for k := 0; k < 4; k++ {
+						q |= uint8(value(blk*256+128*h+32*k+m)+1) << (2 * k)
+					}
+					d[32*h+m] = q
+				}
+			}
+			if p.blockD {
+				put16(d[64:], FP32ToFP16(scale(blk*8)))
+			} else {
+				put16(d[64:], FP32ToFP16(1))
+			}
+		}
+		return nil
+	}
+	for b := 0; b < n/32; b++ {
+		d := dst[b*34 : b*34+34]
+		put16(d[:2], FP32ToFP16(scale(b)))
+		for j := 0; j < 32; j++ {
+			d[2+j] = uint8(value(32*b + j))
+		}
+	}
+	return nil
 }
 
 // f16Exact reports whether x survives a round trip through fp16.

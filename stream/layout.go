@@ -38,7 +38,8 @@ type span struct {
 	off    int64
 	bufOff int
 	size   int
-	mat    int // uncompressed QSF: the matrix's index in the layer's CRCs
+	mat    int      // uncompressed QSF: the matrix's index in the layer's CRCs
+	conv   *i2sConv // an I2_S matrix: size bytes of it, converted into the ring
 }
 
 type matRef struct {
@@ -62,6 +63,7 @@ type piece struct {
 	bytes       int    // ring bytes, a multiple of ringAlign
 	first, last model.Stage
 	mats        []matRef
+	conv        bool // some spans convert I2_S (readConverted)
 }
 
 // ringAlign is the alignment of every piece (and every matrix in it) in
@@ -107,6 +109,9 @@ type Layout struct {
 	maxLayer     int // ring bytes of the largest layer
 	maxPiece     int // ring bytes of the largest layer piece
 	readBytes    int64
+	maxConv      int   // the I2_S conversion buffer (0: no I2_S)
+	i2sFile      int64 // file bytes of the I2_S matrices
+	i2sOut       int64 // their converted bytes
 }
 
 var placeholder = make([]byte, 0, 1)
@@ -133,12 +138,28 @@ func NewLayout(f *format.File, hp *model.Hparams) (*Layout, error) {
 		}
 	}
 	vectors := map[string][]float32{}
+	convs := map[string]*i2sConv{}
 	lookup := func(name string) (model.Tensor, bool, error) {
 		ti, ok := f.Tensor(name)
 		if !ok {
 			return model.Tensor{}, false, nil
 		}
 		t := model.Tensor{Name: name, Type: ti.Type, Rows: ti.Rows(), Cols: ti.Cols()}
+		if ti.Type == quant.I2_S {
+			if l := layerOf(name); q != nil && l >= 0 && l < len(q.Layers) && q.Layers[l].Compression != format.CompressNone {
+				return t, false, fmt.Errorf("%w: %s is I2_S in a compressed QSF layer, which does not stream (an uncompressed one does)", quant.ErrUnsupported, name)
+			}
+			c, err := planI2S(f, ti, abs(ti), abs)
+			if err != nil {
+				return t, false, err
+			}
+			convs[name] = c
+			t.Type, t.Data = c.plan.Type, placeholder
+			if c.plan.Scale != 1 {
+				t.Scale = c.plan.Scale
+			}
+			return t, true, nil
+		}
 		switch {
 		case ti.Rows() > 1 && name != "position_embd.weight":
 			t.Data = placeholder
@@ -189,13 +210,8 @@ func NewLayout(f *format.File, hp *model.Hparams) (*Layout, error) {
 	} else {
 		for i := range f.Tensors {
 			t := &f.Tensors[i]
-			rest, ok := strings.CutPrefix(t.Name, "blk.")
-			if !ok {
-				continue
-			}
-			n, _, _ := strings.Cut(rest, ".")
-			l, err := strconv.Atoi(n)
-			if err != nil || l < 0 || l >= hp.Layers {
+			l := layerOf(t.Name)
+			if l < 0 || l >= hp.Layers {
 				continue
 			}
 			perLayer[l] = append(perLayer[l], tensor{t.Name, t.Type, abs(t), int(t.Size), t.Rows() <= 1})
@@ -282,11 +298,21 @@ func NewLayout(f *format.File, hp *model.Hparams) (*Layout, error) {
 					u.pieces = append(u.pieces, piece{first: st, last: st})
 				}
 				pc := &u.pieces[len(u.pieces)-1]
-				pc.spans = append(pc.spans, span{off: base + t.off, bufOff: pc.bytes, size: t.size, mat: u.nmats})
-				u.nmats++
-				pc.mats = append(pc.mats, matRef{field: i, bufOff: pc.bytes, size: t.size})
-				pc.bytes += alignUp(t.size)
+				c := convs[m.Name]
+				size := t.size // in the ring
+				pc.spans = append(pc.spans, span{off: base + t.off, bufOff: pc.bytes, size: t.size, mat: u.nmats, conv: c})
 				lay.readBytes += int64(t.size)
+				if c != nil {
+					size = c.out
+					pc.conv = true
+					lay.maxConv = max(lay.maxConv, c.stageBytes(t.size))
+					lay.i2sFile += int64(t.size)
+					lay.i2sOut += int64(c.out)
+					lay.readBytes += int64(c.scalesSize)
+				}
+				u.nmats++
+				pc.mats = append(pc.mats, matRef{field: i, bufOff: pc.bytes, size: size})
+				pc.bytes += alignUp(size)
 			}
 			if len(u.pieces) == 0 {
 				return nil, fmt.Errorf("%w: layer %d has no matrices", ErrLayout, l)
@@ -318,6 +344,20 @@ func NewLayout(f *format.File, hp *model.Hparams) (*Layout, error) {
 		lay.maxLayer = max(lay.maxLayer, u.bytes)
 	}
 	return lay, nil
+}
+
+// layerOf returns N for a tensor named blk.N.…, or −1.
+func layerOf(name string) int {
+	rest, ok := strings.CutPrefix(name, "blk.")
+	if !ok {
+		return -1
+	}
+	n, _, _ := strings.Cut(rest, ".")
+	l, err := strconv.Atoi(n)
+	if err != nil {
+		return -1
+	}
+	return l
 }
 
 // LayerBytes returns the ring bytes of the largest layer (all its

@@ -39,7 +39,13 @@ func (s *Source) load(u, p int, dst []byte) error {
 	lu := &lay.layers[u]
 	pc := &lu.pieces[p]
 	if !lu.record {
-		if err := s.readUnit(dst, pc.spans); err != nil {
+		var err error
+		if pc.conv {
+			err = s.readConverted(u, p, dst)
+		} else {
+			err = s.readUnit(dst, pc.spans)
+		}
+		if err != nil {
 			return fmt.Errorf("stream: layer %d: %w", u, err)
 		}
 		if s.opts.VerifyCRC && lu.crcSegs != nil {
@@ -77,6 +83,9 @@ func (s *Source) load(u, p int, dst []byte) error {
 func (s *Source) checkRecord(u, p int, dst []byte) error {
 	lu := &s.lay.layers[u]
 	for _, sp := range lu.pieces[p].spans {
+		if sp.conv != nil {
+			continue // taken of the file's bytes by readConverted
+		}
 		s.matCRC[u][sp.mat] = crc32.Checksum(s.spanData(dst, sp), s.crcTable)
 		s.crcRead[u] |= 1 << sp.mat
 	}

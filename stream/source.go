@@ -88,6 +88,7 @@ type Source struct {
 	heads   []model.Tensor
 	blocks  []model.Block // per layer: the template, with the acquired matrices' data
 	comp    []byte
+	conv    []byte // I2_S matrices before their conversion
 	headRes model.Tensor
 	embd    []byte  // EmbedRows rows
 	slotOf  []int32 // per token: LRU slot + 1, 0 when absent
@@ -188,7 +189,7 @@ func Open(lay *Layout, path string, a *arena.Arena, opts Options) (*Source, erro
 		return nil, err
 	}
 	s := &Source{lay: lay, opts: opts, file: f, fd: int(f.Fd()), crcTable: castagnoli}
-	if !opts.Copy && lay.maxStored == 0 {
+	if !opts.Copy && lay.maxStored == 0 && lay.maxConv == 0 {
 		s.mapped = mapFile(f)
 	}
 	if err := s.alloc(a); err != nil {
@@ -241,7 +242,7 @@ func BufferBytes(lay *Layout, opts Options) int64 {
 	r := func(n int64) int64 { return (n + arena.Align - 1) &^ (arena.Align - 1) }
 	rows := max(opts.EmbedRows, 1)
 	hp := &lay.Hparams
-	n := r(int64(opts.Ring(lay))) + r(int64(lay.maxStored)) +
+	n := r(int64(opts.Ring(lay))) + r(int64(lay.maxStored)) + r(int64(lay.maxConv)) +
 		r(int64(rows*lay.embdRowBytes)) + r(int64(hp.Vocab)*4) + 2*r(int64(rows)*4) + r(int64(rows)*8)
 	if opts.HeadResident {
 		total, _ := lay.HeadBytes()
@@ -267,6 +268,9 @@ func (s *Source) alloc(a *arena.Arena) error {
 	}
 	if lay.maxStored > 0 {
 		s.comp = get("decompression buffer", lay.maxStored)
+	}
+	if lay.maxConv > 0 {
+		s.conv = get("I2_S conversion buffer", lay.maxConv)
 	}
 	rows := max(s.opts.EmbedRows, 1)
 	s.embd = get("embedding rows", rows*lay.embdRowBytes)

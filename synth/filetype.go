@@ -22,13 +22,14 @@ const (
 	Q4_0  FileType = 2  // llama-quantize Q4_0: Q4_0, output Q6_K
 	Q8_0  FileType = 7  // llama-quantize Q8_0: every 2-D tensor Q8_0
 	Q4_KM FileType = 15 // llama-quantize Q4_K_M: Q4_K with Q6_K where it spends more bits
+	TQ1_0 FileType = 36 // llama-quantize TQ1_0: ternary TQ1_0, output Q6_K, an untied token_embd Q4_K
 	TQ2_0 FileType = 37 // llama-quantize TQ2_0: ternary TQ2_0, output Q6_K, an untied token_embd Q4_K
 )
 
 var fileTypeNames = []struct {
 	ft   FileType
 	name string
-}{{F32, "f32"}, {F16, "f16"}, {Q8_0, "q8_0"}, {Q4_0, "q4_0"}, {Q4_KM, "q4_k_m"}, {TQ2_0, "tq2_0"}}
+}{{F32, "f32"}, {F16, "f16"}, {Q8_0, "q8_0"}, {Q4_0, "q4_0"}, {Q4_KM, "q4_k_m"}, {TQ1_0, "tq1_0"}, {TQ2_0, "tq2_0"}}
 
 // FileTypeNames returns the names ParseFileType accepts.
 func FileTypeNames() []string {
@@ -40,7 +41,7 @@ func FileTypeNames() []string {
 }
 
 // ParseFileType returns the file type called name ("f32", "f16", "q8_0",
-// "q4_0", "q4_k_m" or "tq2_0", in any case).
+// "q4_0", "q4_k_m", "tq1_0" or "tq2_0", in any case).
 func ParseFileType(name string) (FileType, error) {
 	for _, f := range fileTypeNames {
 		if equalFold(f.name, name) {
@@ -73,6 +74,8 @@ func (ft FileType) baseType() (quant.Type, bool) {
 		return quant.Q8_0, true
 	case Q4_KM:
 		return quant.Q4_K, true
+	case TQ1_0:
+		return quant.TQ1_0, true
 	case TQ2_0:
 		return quant.TQ2_0, true
 	}
@@ -112,7 +115,7 @@ func (ft FileType) tensorType(s Shape, l layout) (quant.Type, error) {
 		} else if base != quant.Q8_0 {
 			t = quant.Q6_K
 		}
-	case l.role == roleTokenEmbd && ft == TQ2_0:
+	case l.role == roleTokenEmbd && (ft == TQ1_0 || ft == TQ2_0):
 		t = quant.Q4_K // llama-quantize's choice for ternary mixes
 	case l.role == roleAttnV && ft == Q4_KM:
 		// attn_v is counted in layer order, as llama.cpp sorts
@@ -132,7 +135,7 @@ func (ft FileType) tensorType(s Shape, l layout) (quant.Type, error) {
 			t = quant.Q5_0
 		case quant.Q6_K:
 			t = quant.Q8_0
-		case quant.TQ2_0:
+		case quant.TQ1_0, quant.TQ2_0:
 			t = quant.Q4_0 // llama-quantize: "use a symmetric type instead" is its TODO
 		default:
 			return 0, fmt.Errorf("synth: tensor %s: rows of %d are not whole %v blocks", l.name, l.ne0, t)
