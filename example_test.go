@@ -150,7 +150,7 @@ func ExampleSession_ExpertStats() {
 	}
 	st := s.ExpertStats()
 	p := m.Plan()
-	fmt.Println(p.Mode, "mode:", p.ExpertSlots < p.ExpertsTotal, st.Misses > 0, st.BytesRead == st.Misses*p.ExpertBytes)
+	fmt.Println(p.Mode, "mode:", p.ExpertSlots < p.ExpertsTotal, st.Misses > 0, st.BytesRead == (st.Misses+st.Unused)*p.ExpertBytes)
 	// Output: experts mode: true true true
 }
 

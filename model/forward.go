@@ -244,6 +244,9 @@ func (s *State) Forward(token, pos int, logits bool) error {
 		return err
 	}
 	for l := range m.Blocks {
+		if s.Experts != nil {
+			s.guessExperts(l)
+		}
 		if err := s.attention(l, pos); err != nil {
 			return err
 		}

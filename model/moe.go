@@ -307,10 +307,40 @@ type ExpertSource interface {
 }
 
 // ExpertPrefetcher is an ExpertSource that can start loading experts
-// before they are asked for: the forward pass tells it a layer's
-// selected experts as soon as the router has chosen them.
+// before they are asked for: the forward pass announces a layer's
+// selected experts as soon as the router has chosen them (for a prompt
+// batch, all the experts some token selected). When it announces, the
+// experts it asked for before are done with.
 type ExpertPrefetcher interface {
 	PrefetchExperts(l int, experts []int32)
+}
+
+// ExpertGuesser is an ExpertSource that wants to know, before a layer's
+// attention, the experts its router will probably select, to start
+// loading them while the attention computes. The guess is the layer's
+// router applied to the residual stream as it enters the layer. When it
+// guesses, the experts asked for before are done with.
+type ExpertGuesser interface {
+	GuessExperts(l int, experts []int32)
+}
+
+// guessExperts tells a guessing ExpertSource the experts block
+// l will probably select, so that their reads overlap the block's
+// attention: the top experts of its router on the residual stream as it
+// enters the block (before the attention adds to it). It leaves s.xb and
+// the routing buffers to be overwritten.
+func (s *State) guessExperts(l int) {
+	g, ok := s.Experts.(ExpertGuesser)
+	if !ok || s.Source != nil {
+		return
+	}
+	ly := &s.m.Blocks[l]
+	ms := s.moe
+	s.norm(s.xb, s.x, ly.FFNNorm, ly.FFNNormB)
+	s.input(s.xb)
+	s.matVec(ms.logits, &ly.Experts.Router)
+	topK(ms.sel, ms.logits, ms.order) // the softmax keeps the order
+	g.GuessExperts(l, ms.sel)
 }
 
 // expert returns the matrices of routed expert e of layer l: from the

@@ -1,8 +1,11 @@
 package stream
 
 import (
+	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
+	"sync"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -15,8 +18,9 @@ import (
 // Expert streaming: a mixture-of-experts model whose routed experts do not
 // fit the budget keeps everything else (attention, norms, routers, shared
 // experts, embeddings, LM head) mapped, and reads each routed expert the
-// router selects into a cache of expert slots, least recently used first
-// out. A token then reads only the selected experts that are not cached.
+// router selects into a cache of expert slots, least frequently used
+// first out. A token then reads only the selected experts that are not
+// cached, while it computes those it has.
 
 // ExpertLayout says where the routed experts of a mixture-of-experts GGUF
 // file lie: for every layer, the file offsets of its stacked
@@ -89,10 +93,12 @@ func (lay *ExpertLayout) Experts() int { return lay.Hparams.Layers * lay.Hparams
 
 // ExpertStats are an ExpertCache's counters.
 type ExpertStats struct {
-	Hits      int64         // experts found in the cache
-	Misses    int64         // experts read from the file
-	BytesRead int64         // bytes read from the file
-	ReadTime  time.Duration // time spent reading them
+	Hits      int64         // requests served by an expert the cache already held
+	Misses    int64         // requests for an expert read for them (ahead of time or not)
+	Unused    int64         // experts read on a guess that no request has used (yet)
+	BytesRead int64         // bytes read from the file (or mapped from it)
+	ReadTime  time.Duration // time the reader spent reading them
+	WaitTime  time.Duration // time the forward pass waited for reads
 }
 
 // HitRate returns the fraction of expert requests the cache served.
@@ -103,26 +109,86 @@ func (s ExpertStats) HitRate() float64 {
 	return float64(s.Hits) / float64(s.Hits+s.Misses)
 }
 
+// Sub returns the counters accumulated since o was taken.
+func (s ExpertStats) Sub(o ExpertStats) ExpertStats {
+	return ExpertStats{Hits: s.Hits - o.Hits, Misses: s.Misses - o.Misses, Unused: s.Unused - o.Unused,
+		BytesRead: s.BytesRead - o.BytesRead, ReadTime: s.ReadTime - o.ReadTime, WaitTime: s.WaitTime - o.WaitTime}
+}
+
+// ExpertOptions configure an ExpertCache.
+type ExpertOptions struct {
+	// Slots is the number of experts the cache holds: at least the
+	// experts a token uses per layer.
+	Slots int
+	// Copy reads experts into the arena with pread instead of mapping
+	// the file's pages into the process (which needs Linux 5.14's
+	// MADV_POPULATE_READ; elsewhere experts are always copied).
+	Copy bool
+	// NoGuess ignores GuessExperts: experts are read once the router
+	// has chosen them.
+	NoGuess bool
+}
+
 // ExpertCache holds frequently used experts of one session and reads the
-// others from the file on demand. It implements model.ExpertSource. Its
-// methods other than Stats must be called from one goroutine.
+// others from the file. It implements model.ExpertSource,
+// model.ExpertPrefetcher and model.ExpertGuesser. Its methods other than
+// Stats must be called from one goroutine.
+//
+// Reads run on the cache's own goroutine, in the order they were asked
+// for, while the forward pass computes: PrefetchExperts assigns the
+// experts a slot each and queues their reads at once, and Expert waits
+// only for the read of the expert it returns. A slot either maps the
+// expert's pages of the file (the default on Linux: MADV_POPULATE_READ,
+// and MADV_DONTNEED when it is evicted, so that the mapped pages are what
+// the cache holds) or holds a copy read with pread.
 //
 // Eviction is least frequently used, with the counts halved about every
 // sixteen tokens so that the cache follows a change of topic, and of
-// equals the most recently used goes (see victim); the experts of the
-// current layer (the last Used asked for) are never evicted.
+// equals the most recently used goes (see victim). The experts of the
+// current layer (the last Used asked for since the last PrefetchExperts,
+// and those it announced and that have not been asked for yet) are not
+// evicted.
 type ExpertCache struct {
 	lay     *ExpertLayout
 	file    *os.File
-	mem     []byte
+	mem     []byte  // copy mode: slots × ExpertBytes
+	mapped  []byte  // mapped mode: the whole file
 	slotKey []int32 // per slot: layer·Experts + expert + 1, 0 when empty
 	lastUse []uint64
 	uses    []uint32 // per slot: requests, halved every agePeriod requests
 	slotOf  []int32  // per expert: slot + 1, 0 when absent
 	views   [][3]model.Tensor
 	clock   uint64
+	noGuess bool
 
-	hits, misses, bytesRead, readNanos atomic.Int64
+	// Announced experts (PrefetchExperts): wave counts the calls, pinWave
+	// is the wave a slot was announced in until it is asked for, and
+	// waveClock the clock when the current wave began (requests before it
+	// are done with).
+	wave      uint64
+	pinWave   []uint64
+	waveClock uint64
+	fresh     []bool // per slot: read, not asked for since
+
+	// The reader: jobs in order, seq the job number of each slot's last
+	// read, done the number of jobs finished; errs is written before done
+	// is advanced.
+	jobs   chan expertJob
+	wake   chan struct{} // a token after each finished job
+	exited chan struct{}
+	queued int64
+	seq    []int64
+	done   atomic.Int64
+	errs   []error
+
+	hits, misses, unused, bytesRead, readNanos, waitNanos atomic.Int64
+}
+
+// expertJob is one read: expert e of layer l into slot, after unmapping
+// the expert the slot held before (key+1, 0 for none).
+type expertJob struct {
+	slot, l, e int
+	old        int32
 }
 
 // ExpertCacheBytes returns the arena space OpenExpertCache takes for a
@@ -135,6 +201,14 @@ func ExpertCacheBytes(lay *ExpertLayout, slots int) int64 {
 // OpenExpertCache opens a cache of slots experts (at least the experts a
 // token uses per layer) over the file at path, its memory from a.
 func OpenExpertCache(lay *ExpertLayout, path string, a *arena.Arena, slots int) (*ExpertCache, error) {
+	return OpenExpertCacheWith(lay, path, a, ExpertOptions{Slots: slots})
+}
+
+// OpenExpertCacheWith opens a cache over the file at path as o says,
+// its memory from a (ExpertCacheBytes; a mapped cache leaves the experts'
+// part of it untouched, its mapped pages taking that place).
+func OpenExpertCacheWith(lay *ExpertLayout, path string, a *arena.Arena, o ExpertOptions) (*ExpertCache, error) {
+	slots := o.Slots
 	if used := lay.Hparams.MoE.Used; slots < used {
 		return nil, fmt.Errorf("stream: an expert cache of %d slots is smaller than the %d experts a token uses", slots, used)
 	}
@@ -142,7 +216,10 @@ func OpenExpertCache(lay *ExpertLayout, path string, a *arena.Arena, slots int) 
 	if err != nil {
 		return nil, err
 	}
-	c := &ExpertCache{lay: lay, file: f, views: make([][3]model.Tensor, slots)}
+	c := &ExpertCache{lay: lay, file: f, views: make([][3]model.Tensor, slots),
+		pinWave: make([]uint64, slots), fresh: make([]bool, slots), seq: make([]int64, slots), errs: make([]error, slots),
+		jobs: make(chan expertJob, slots), wake: make(chan struct{}, 1), exited: make(chan struct{}),
+		wave: 1, noGuess: o.NoGuess} // pinWave 0: not announced
 	get := func(name string, n int) []byte {
 		if err != nil {
 			return nil
@@ -160,15 +237,27 @@ func OpenExpertCache(lay *ExpertLayout, path string, a *arena.Arena, slots int) 
 		f.Close()
 		return nil, err
 	}
+	if !o.Copy {
+		// The arena's pages for the copies are never touched, so they
+		// take no memory.
+		if c.mapped = mapFile(f); c.mapped != nil {
+			c.mem = nil
+		}
+	}
+	go c.reader()
 	return c, nil
 }
 
 // Slots returns the number of experts the cache holds.
 func (c *ExpertCache) Slots() int { return len(c.views) }
 
+// Mapped reports whether the cache maps the experts' pages of the file
+// rather than copying them.
+func (c *ExpertCache) Mapped() bool { return c.mapped != nil }
+
 // Expert implements model.ExpertSource: the expert comes from the cache,
-// or is read into the least recently used slot with one pread per
-// matrix.
+// or is read into the slot victim chooses, and Expert waits until its
+// read is done.
 func (c *ExpertCache) Expert(l, e int) (gate, up, down *model.Tensor, err error) {
 	n := c.lay.Hparams.MoE.Experts
 	if l < 0 || l >= len(c.lay.layers) || e < 0 || e >= n {
@@ -182,27 +271,122 @@ func (c *ExpertCache) Expert(l, e int) (gate, up, down *model.Tensor, err error)
 		}
 	}
 	slot := int(c.slotOf[key]) - 1
-	if slot >= 0 {
-		c.hits.Add(1)
-	} else {
-		slot = c.victim()
-		if old := c.slotKey[slot]; old != 0 {
-			c.slotOf[old-1] = 0
-			c.slotKey[slot] = 0
+	if slot < 0 {
+		if slot = c.victim(true); slot < 0 {
+			return nil, nil, nil, fmt.Errorf("stream: expert %d of layer %d: every slot of the expert cache is in use", e, l)
 		}
-		c.uses[slot] = 0
-		if err := c.read(slot, l, e); err != nil {
-			c.lastUse[slot] = 0
-			return nil, nil, nil, err
-		}
-		c.slotOf[key] = int32(slot + 1)
-		c.slotKey[slot] = int32(key + 1)
-		c.misses.Add(1)
+		c.load(slot, l, e)
 	}
+	c.pinWave[slot] = 0
 	c.uses[slot]++
 	c.lastUse[slot] = c.clock
+	if c.fresh[slot] {
+		c.fresh[slot] = false
+		c.unused.Add(-1)
+		c.misses.Add(1)
+	} else {
+		c.hits.Add(1)
+	}
+	if err := c.wait(slot); err != nil {
+		c.drop(slot)
+		return nil, nil, nil, err
+	}
 	v := &c.views[slot]
 	return &v[0], &v[1], &v[2], nil
+}
+
+// PrefetchExperts implements model.ExpertPrefetcher: it starts reading
+// the experts of layer l that the cache lacks, in the order given, into
+// slots that no announced or current expert holds (as many as there are).
+// The experts asked for before the call are done with; the experts
+// announced stay until they are asked for or the next call.
+func (c *ExpertCache) PrefetchExperts(l int, experts []int32) {
+	n := c.lay.Hparams.MoE.Experts
+	c.wave++
+	c.waveClock = c.clock
+	if l < 0 || l >= len(c.lay.layers) {
+		return
+	}
+	for _, e := range experts {
+		if e < 0 || int(e) >= n {
+			continue
+		}
+		key := l*n + int(e)
+		slot := int(c.slotOf[key]) - 1
+		if slot < 0 {
+			if slot = c.victim(false); slot < 0 {
+				return
+			}
+			c.load(slot, l, int(e))
+			c.lastUse[slot] = c.clock
+		}
+		c.pinWave[slot] = c.wave
+	}
+}
+
+// GuessExperts implements model.ExpertGuesser: unless the cache was
+// opened with NoGuess, it starts reading the experts as PrefetchExperts
+// does.
+func (c *ExpertCache) GuessExperts(l int, experts []int32) {
+	if !c.noGuess {
+		c.PrefetchExperts(l, experts)
+	}
+}
+
+// load assigns slot to expert e of layer l, evicting what it held, and
+// queues the read.
+func (c *ExpertCache) load(slot, l, e int) {
+	key := l*c.lay.Hparams.MoE.Experts + e
+	old := c.slotKey[slot]
+	if old != 0 {
+		c.slotOf[old-1] = 0
+	}
+	c.slotKey[slot] = int32(key + 1)
+	c.slotOf[key] = int32(slot + 1)
+	c.uses[slot] = 0
+	c.fresh[slot] = true // an evicted fresh expert stays counted as unused
+	c.unused.Add(1)
+	off := 0
+	for i := range c.lay.layers[l].mats {
+		m := &c.lay.layers[l].mats[i]
+		v := &c.views[slot][i]
+		*v = m.tensor
+		if c.mapped != nil {
+			at := m.off + int64(e)*int64(m.size)
+			v.Data = c.mapped[at : at+int64(m.size) : at+int64(m.size)]
+		} else {
+			base := slot * c.lay.ExpertBytes
+			v.Data = c.mem[base+off : base+off+m.size : base+off+m.size]
+			off += alignUp(m.size)
+		}
+	}
+	c.queued++
+	c.seq[slot] = c.queued
+	c.jobs <- expertJob{slot: slot, l: l, e: e, old: old}
+}
+
+// wait waits until the last read queued for slot is done.
+func (c *ExpertCache) wait(slot int) error {
+	want := c.seq[slot]
+	if c.done.Load() >= want {
+		return c.errs[slot]
+	}
+	start := time.Now()
+	for c.done.Load() < want {
+		<-c.wake
+	}
+	c.waitNanos.Add(int64(time.Since(start)))
+	return c.errs[slot]
+}
+
+// drop empties slot after a failed read.
+func (c *ExpertCache) drop(slot int) {
+	if old := c.slotKey[slot]; old != 0 {
+		c.slotOf[old-1] = 0
+	}
+	c.slotKey[slot] = 0
+	c.lastUse[slot] = 0
+	c.pinWave[slot] = 0
 }
 
 // agePeriod is how many requests pass between two halvings of the use
@@ -213,19 +397,27 @@ func (c *ExpertCache) agePeriod() uint64 {
 	return uint64(max(4*len(c.uses), 16*hp.Layers*hp.MoE.Used))
 }
 
-// victim returns the slot to read a new expert into: an empty one, else
-// the least frequently used of those not asked for among the last Used
-// requests, of equals the most recently used. Keeping the older of equals
-// lets an expert stay long enough to be asked for again and so to count
-// more than a newcomer; evicting the older, as least recently used does,
-// would evict every expert of a token just before the next token asks
-// for it again when the cache is smaller than a token's experts.
-func (c *ExpertCache) victim() int {
-	pinned := c.clock - uint64(c.lay.Hparams.MoE.Used) // lastUse above this: in use
-	best := -1
+// victim returns the slot to read a new expert into, or -1: an empty one,
+// else the least frequently used of those neither announced (pinWave) nor
+// asked for among the last Used requests since the last announcement, of
+// equals the most recently used. Keeping the older of equals lets an
+// expert stay long enough to be asked for again and so to count more than
+// a newcomer; evicting the older, as least recently used does, would
+// evict every expert of a token just before the next token asks for it
+// again when the cache is smaller than a token's experts. With steal,
+// announced experts not yet asked for may go when nothing else can.
+func (c *ExpertCache) victim(steal bool) int {
+	pinned := max(c.clock-uint64(c.lay.Hparams.MoE.Used), c.waveClock) // lastUse above this: in use
+	best, stolen := -1, -1
 	for i, t := range c.lastUse {
-		if t == 0 {
+		if c.slotKey[i] == 0 {
 			return i
+		}
+		if c.pinWave[i] == c.wave {
+			if steal && stolen < 0 {
+				stolen = i
+			}
+			continue
 		}
 		if t > pinned {
 			continue
@@ -234,60 +426,93 @@ func (c *ExpertCache) victim() int {
 			best = i
 		}
 	}
+	if best < 0 {
+		return stolen
+	}
 	return best
 }
 
-// PrefetchExperts implements model.ExpertPrefetcher: the kernel starts
-// reading the experts of layer l that are not cached into the page cache
-// (posix_fadvise WILLNEED), so that from a cold disk the reads of a
-// layer's experts overlap instead of following one another.
-func (c *ExpertCache) PrefetchExperts(l int, experts []int32) {
-	n := c.lay.Hparams.MoE.Experts
-	if l < 0 || l >= len(c.lay.layers) {
-		return
-	}
-	fd := int(c.file.Fd())
-	for _, e := range experts {
-		if e < 0 || int(e) >= n || c.slotOf[l*n+int(e)] != 0 {
-			continue
-		}
-		for i := range c.lay.layers[l].mats {
-			m := &c.lay.layers[l].mats[i]
-			willNeed(fd, m.off+int64(e)*int64(m.size), int64(m.size))
+// reader runs the queued reads until Close.
+func (c *ExpertCache) reader() {
+	defer close(c.exited)
+	for j := range c.jobs {
+		start := time.Now()
+		err := c.read(j)
+		c.readNanos.Add(int64(time.Since(start)))
+		c.errs[j.slot] = err
+		c.done.Add(1)
+		select {
+		case c.wake <- struct{}{}:
+		default:
 		}
 	}
 }
 
-// read loads expert e of layer l into slot.
-func (c *ExpertCache) read(slot, l, e int) error {
-	start := time.Now()
-	buf := c.mem[slot*c.lay.ExpertBytes : (slot+1)*c.lay.ExpertBytes]
-	off, n := 0, 0
-	for i := range c.lay.layers[l].mats {
-		m := &c.lay.layers[l].mats[i]
-		dst := buf[off : off+m.size : off+m.size]
-		if _, err := c.file.ReadAt(dst, m.off+int64(e)*int64(m.size)); err != nil {
-			return fmt.Errorf("stream: expert %d of layer %d: %w", e, l, err)
+// read performs job j.
+func (c *ExpertCache) read(j expertJob) error {
+	mats := &c.lay.layers[j.l].mats
+	if c.mapped != nil {
+		if j.old != 0 {
+			n := c.lay.Hparams.MoE.Experts
+			ol, oe := int(j.old-1)/n, int(j.old-1)%n
+			for i := range c.lay.layers[ol].mats {
+				unmapPages(c.pages(&c.lay.layers[ol].mats[i], oe))
+			}
 		}
-		c.views[slot][i] = m.tensor
-		c.views[slot][i].Data = dst
-		off += alignUp(m.size)
-		n += m.size
+		for i := range mats {
+			if err := populate(c.pages(&mats[i], j.e)); err != nil {
+				return fmt.Errorf("stream: expert %d of layer %d: %w", j.e, j.l, err)
+			}
+		}
+	} else {
+		dst := c.mem[j.slot*c.lay.ExpertBytes:]
+		for i := range mats {
+			m := &mats[i]
+			if _, err := c.file.ReadAt(dst[:m.size], m.off+int64(j.e)*int64(m.size)); err != nil {
+				return fmt.Errorf("stream: expert %d of layer %d: %w", j.e, j.l, err)
+			}
+			dst = dst[alignUp(m.size):]
+		}
+	}
+	n := 0
+	for i := range mats {
+		n += mats[i].size
 	}
 	c.bytesRead.Add(int64(n))
-	c.readNanos.Add(int64(time.Since(start)))
 	return nil
+}
+
+// pages returns the whole pages of the mapping that hold expert e of m.
+func (c *ExpertCache) pages(m *expertMatrix, e int) []byte {
+	lo := m.off + int64(e)*int64(m.size)
+	hi := lo + int64(m.size)
+	lo &^= int64(pageSize - 1)
+	hi = min((hi+int64(pageSize-1))&^int64(pageSize-1), int64(len(c.mapped)))
+	return c.mapped[lo:hi]
 }
 
 // Stats returns the cache's counters. It may be called from any
 // goroutine.
 func (c *ExpertCache) Stats() ExpertStats {
-	return ExpertStats{Hits: c.hits.Load(), Misses: c.misses.Load(), BytesRead: c.bytesRead.Load(),
-		ReadTime: time.Duration(c.readNanos.Load())}
+	return ExpertStats{Hits: c.hits.Load(), Misses: c.misses.Load(), Unused: c.unused.Load(), BytesRead: c.bytesRead.Load(),
+		ReadTime: time.Duration(c.readNanos.Load()), WaitTime: time.Duration(c.waitNanos.Load())}
 }
 
-// Close closes the file. The arena's memory is the caller's to release.
-func (c *ExpertCache) Close() error { return c.file.Close() }
+// Close stops the reader, unmaps the file and closes it. The arena's
+// memory is the caller's to release.
+func (c *ExpertCache) Close() error {
+	if c.jobs == nil {
+		return nil
+	}
+	close(c.jobs)
+	<-c.exited
+	c.jobs = nil
+	if c.mapped != nil {
+		unmapFile(c.mapped)
+		c.mapped = nil
+	}
+	return c.file.Close()
+}
 
 // uint32s views b (4-byte aligned) as uint32 values.
 func uint32s(b []byte) []uint32 {
@@ -295,4 +520,71 @@ func uint32s(b []byte) []uint32 {
 		return []uint32{}
 	}
 	return unsafe.Slice((*uint32)(unsafe.Pointer(&b[0])), len(b)/4)
+}
+
+// MeasureReads measures how fast the experts of the file at path are read
+// as an expert cache reads them: n experts chosen at random (the same for
+// a given seed), each expert's three matrices read with one pread each
+// (or, with mapped, mapped with MADV_POPULATE_READ and unmapped again),
+// by threads goroutines at once. It returns the bytes read per second.
+// With the file in the page cache, this is the page cache's read rate for
+// expert-sized pieces.
+func (lay *ExpertLayout) MeasureReads(path string, threads, n int, seed uint64, mapped bool) (float64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	var mem []byte
+	if mapped {
+		if mem = mapFile(f); mem == nil {
+			return 0, fmt.Errorf("stream: cannot map %s", path)
+		}
+		defer unmapFile(mem)
+	}
+	c := &ExpertCache{lay: lay, mapped: mem}
+	ne := lay.Hparams.MoE.Experts
+	keys := make([]int, n)
+	rng := rand.New(rand.NewPCG(seed, seed))
+	for i := range keys {
+		keys[i] = rng.IntN(lay.Experts())
+	}
+	threads = max(threads, 1)
+	errs := make([]error, threads)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for t := range threads {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			buf := make([]byte, lay.ExpertBytes)
+			for i := t; i < n; i += threads {
+				l, e := keys[i]/ne, keys[i]%ne
+				for m := range lay.layers[l].mats {
+					mat := &lay.layers[l].mats[m]
+					if mapped {
+						p := c.pages(mat, e)
+						if err := populate(p); err != nil {
+							errs[t] = err
+							return
+						}
+						unmapPages(p)
+					} else if _, err := f.ReadAt(buf[:mat.size], mat.off+int64(e)*int64(mat.size)); err != nil {
+						errs[t] = err
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	d := time.Since(start)
+	if err := errors.Join(errs...); err != nil {
+		return 0, fmt.Errorf("stream: measuring expert reads: %w", err)
+	}
+	var size int64
+	for _, m := range lay.layers[0].mats {
+		size += int64(m.size)
+	}
+	return float64(size) * float64(n) / d.Seconds(), nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"runtime"
 	"testing"
 
 	"github.com/qsf-llm/qsf/arena"
@@ -18,6 +19,12 @@ import (
 // keeps experts of a cyclic request pattern larger than itself, and
 // rejects what it cannot serve.
 func TestExpertCache(t *testing.T) {
+	for _, cp := range []bool{false, true} {
+		t.Run(fmt.Sprintf("copy=%v", cp), func(t *testing.T) { testExpertCache(t, cp) })
+	}
+}
+
+func testExpertCache(t *testing.T, cp bool) {
 	path := testfiles.Path(t, "models", "moe", "synth-qwen2moe-Q8_0.gguf")
 	f, err := format.Open(path)
 	if err != nil {
@@ -42,14 +49,20 @@ func TestExpertCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer a.Close()
-	if _, err := stream.OpenExpertCache(lay, path, a, 1); err == nil {
+	if _, err := stream.OpenExpertCacheWith(lay, path, a, stream.ExpertOptions{Slots: 1, Copy: cp}); err == nil {
 		t.Error("a cache of 1 slot for 2 experts per token was accepted")
 	}
-	c, err := stream.OpenExpertCache(lay, path, a, slots)
+	c, err := stream.OpenExpertCacheWith(lay, path, a, stream.ExpertOptions{Slots: slots, Copy: cp})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
+	if cp && c.Mapped() {
+		t.Fatal("a copying cache maps the file")
+	}
+	if !cp && !c.Mapped() && runtime.GOOS == "linux" {
+		t.Log("this kernel cannot map the experts (before 5.14): copying")
+	}
 
 	want := func(l, e, m int) []byte {
 		name := []string{"ffn_gate_exps", "ffn_up_exps", "ffn_down_exps"}[m]
@@ -98,7 +111,7 @@ func TestExpertCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer a2.Close()
-	c2, err := stream.OpenExpertCache(lay, path, a2, slots)
+	c2, err := stream.OpenExpertCacheWith(lay, path, a2, stream.ExpertOptions{Slots: slots, Copy: cp})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,13 +128,33 @@ func TestExpertCache(t *testing.T) {
 	if st := c2.Stats(); st.Hits < 15 {
 		t.Errorf("cyclic requests of 8 experts in 3 slots: %d hits in 160, want at least 15", st.Hits)
 	}
-	// Prefetching only advises the kernel: no read is counted, bad
-	// numbers are ignored.
+	// Announced experts are read ahead: asked for afterwards they count
+	// as misses (read for that request), never asked for as unused; bad
+	// numbers are ignored. Every read is a miss or unused.
 	st := c.Stats()
-	c.PrefetchExperts(3, []int32{0, 1, 2, 3, -1, 4})
+	c.PrefetchExperts(3, []int32{0, 1, -1, 4})
 	c.PrefetchExperts(9, []int32{0})
-	if c.Stats() != st {
-		t.Errorf("PrefetchExperts changed the counters: %+v, then %+v", st, c.Stats())
+	c.PrefetchExperts(3, []int32{0, 1})
+	if got := c.Stats(); got.Unused != st.Unused+2 || got.Misses != st.Misses || got.Hits != st.Hits {
+		t.Errorf("after announcing 2 experts: %+v, want 2 more unused (from %+v)", got, st)
+	}
+	check(3, 0)
+	check(3, 0)
+	check(3, 1)
+	if got := c.Stats(); got.Unused != st.Unused || got.Misses != st.Misses+2 || got.Hits != st.Hits+1 {
+		t.Errorf("after asking for the announced experts: %+v, want 2 more misses, 1 more hit (from %+v)", got, st)
+	}
+	// An announcement larger than the cache reads what fits; a request
+	// for an expert not announced takes the slot of one announced and
+	// not asked for yet.
+	c.PrefetchExperts(1, []int32{0, 1, 2, 3})
+	check(2, 3)
+	for e := range 4 {
+		check(1, e)
+	}
+	st = c.Stats()
+	if st.Hits+st.Misses != 16 || st.Unused < 1 || st.BytesRead != (st.Misses+st.Unused)*int64(lay.ExpertBytes) {
+		t.Errorf("after 16 requests: %+v, want every read a miss or unused", st)
 	}
 	if _, _, _, err := c.Expert(0, 4); err == nil {
 		t.Error("expert 4 of 4 was served")

@@ -270,6 +270,11 @@ func runBench(mf *modelFlags, p, n, reps int, stderr io.Writer, quiet bool) (ben
 	}
 	if er != nil {
 		er.finish()
+		if n > 0 {
+			if err := er.measure(mf.path, threads, res.DecodeTokS); err != nil {
+				return benchResult{}, err
+			}
+		}
 		res.Experts = er
 	}
 	return res, nil
@@ -301,8 +306,7 @@ func benchOnce(ctx context.Context, m *qsf.Model, ids []int, n int) (prefill, de
 	io1, ex1 := s.IOStats(), s.ExpertStats()
 	io = stream.Stats{BytesRead: io1.BytesRead - io0.BytesRead, Reads: io1.Reads - io0.Reads, IOTime: io1.IOTime - io0.IOTime,
 		Wait: io1.Wait - io0.Wait, Misses: io1.Misses - io0.Misses, Stalls: io1.Stalls - io0.Stalls}
-	ex = stream.ExpertStats{Hits: ex1.Hits - ex0.Hits, Misses: ex1.Misses - ex0.Misses, BytesRead: ex1.BytesRead - ex0.BytesRead,
-		ReadTime: ex1.ReadTime - ex0.ReadTime}
+	ex = ex1.Sub(ex0)
 	return t1.Sub(t0), decode, io, ex, nil
 }
 
