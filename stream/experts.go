@@ -3,6 +3,7 @@ package stream
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"sync"
@@ -96,7 +97,7 @@ type ExpertStats struct {
 	Hits      int64         // requests served by an expert the cache already held
 	Misses    int64         // requests for an expert read for them (ahead of time or not)
 	Unused    int64         // experts read on a guess that no request has used (yet)
-	BytesRead int64         // bytes read from the file (or mapped from it)
+	BytesRead int64         // bytes read from the file
 	ReadTime  time.Duration // time the reader spent reading them
 	WaitTime  time.Duration // time the forward pass waited for reads
 }
@@ -120,10 +121,6 @@ type ExpertOptions struct {
 	// Slots is the number of experts the cache holds: at least the
 	// experts a token uses per layer.
 	Slots int
-	// Copy reads experts into the arena with pread instead of mapping
-	// the file's pages into the process (which needs Linux 5.14's
-	// MADV_POPULATE_READ; elsewhere experts are always copied).
-	Copy bool
 	// NoGuess ignores GuessExperts: experts are read once the router
 	// has chosen them.
 	NoGuess bool
@@ -135,12 +132,13 @@ type ExpertOptions struct {
 // Stats must be called from one goroutine.
 //
 // Reads run on the cache's own goroutine, in the order they were asked
-// for, while the forward pass computes: PrefetchExperts assigns the
-// experts a slot each and queues their reads at once, and Expert waits
-// only for the read of the expert it returns. A slot either maps the
-// expert's pages of the file (the default on Linux: MADV_POPULATE_READ,
-// and MADV_DONTNEED when it is evicted, so that the mapped pages are what
-// the cache holds) or holds a copy read with pread.
+// for, while the forward pass computes: PrefetchExperts (and
+// GuessExperts) assign the experts a slot each and queue their reads at
+// once, and Expert waits only for the read of the expert it returns. The
+// experts are copied into the slots with pread rather than mapped: the
+// kernel maps a large page-cache folio (up to 2 MiB) whole, so mapped
+// experts of 2.5 MiB took up to twice their size in resident memory,
+// beyond the budget.
 //
 // Eviction is least frequently used, with the counts halved about every
 // sixteen tokens so that the cache follows a change of topic, and of
@@ -151,8 +149,7 @@ type ExpertOptions struct {
 type ExpertCache struct {
 	lay     *ExpertLayout
 	file    *os.File
-	mem     []byte  // copy mode: slots × ExpertBytes
-	mapped  []byte  // mapped mode: the whole file
+	mem     []byte  // slots × ExpertBytes
 	slotKey []int32 // per slot: layer·Experts + expert + 1, 0 when empty
 	lastUse []uint64
 	uses    []uint32 // per slot: requests, halved every agePeriod requests
@@ -205,8 +202,7 @@ func OpenExpertCache(lay *ExpertLayout, path string, a *arena.Arena, slots int) 
 }
 
 // OpenExpertCacheWith opens a cache over the file at path as o says,
-// its memory from a (ExpertCacheBytes; a mapped cache leaves the experts'
-// part of it untouched, its mapped pages taking that place).
+// its memory (ExpertCacheBytes) from a.
 func OpenExpertCacheWith(lay *ExpertLayout, path string, a *arena.Arena, o ExpertOptions) (*ExpertCache, error) {
 	slots := o.Slots
 	if used := lay.Hparams.MoE.Used; slots < used {
@@ -237,23 +233,12 @@ func OpenExpertCacheWith(lay *ExpertLayout, path string, a *arena.Arena, o Exper
 		f.Close()
 		return nil, err
 	}
-	if !o.Copy {
-		// The arena's pages for the copies are never touched, so they
-		// take no memory.
-		if c.mapped = mapFile(f); c.mapped != nil {
-			c.mem = nil
-		}
-	}
 	go c.reader()
 	return c, nil
 }
 
 // Slots returns the number of experts the cache holds.
 func (c *ExpertCache) Slots() int { return len(c.views) }
-
-// Mapped reports whether the cache maps the experts' pages of the file
-// rather than copying them.
-func (c *ExpertCache) Mapped() bool { return c.mapped != nil }
 
 // Expert implements model.ExpertSource: the expert comes from the cache,
 // or is read into the slot victim chooses, and Expert waits until its
@@ -297,7 +282,8 @@ func (c *ExpertCache) Expert(l, e int) (gate, up, down *model.Tensor, err error)
 
 // PrefetchExperts implements model.ExpertPrefetcher: it starts reading
 // the experts of layer l that the cache lacks, in the order given, into
-// slots that no announced or current expert holds (as many as there are).
+// slots that no announced or current expert holds (as many as there are),
+// and sorts experts into the order they will be ready in.
 // The experts asked for before the call are done with; the experts
 // announced stay until they are asked for or the next call.
 func (c *ExpertCache) PrefetchExperts(l int, experts []int32) {
@@ -307,20 +293,49 @@ func (c *ExpertCache) PrefetchExperts(l int, experts []int32) {
 	if l < 0 || l >= len(c.lay.layers) {
 		return
 	}
+	valid := func(e int32) bool { return e >= 0 && int(e) < n }
+	for _, e := range experts { // first keep those held
+		if valid(e) && c.slotOf[l*n+int(e)] != 0 {
+			c.pinWave[c.slotOf[l*n+int(e)]-1] = c.wave
+		}
+	}
 	for _, e := range experts {
-		if e < 0 || int(e) >= n {
+		if !valid(e) || c.slotOf[l*n+int(e)] != 0 {
 			continue
 		}
-		key := l*n + int(e)
-		slot := int(c.slotOf[key]) - 1
+		slot := c.victim(false)
 		if slot < 0 {
-			if slot = c.victim(false); slot < 0 {
-				return
-			}
-			c.load(slot, l, int(e))
-			c.lastUse[slot] = c.clock
+			break
 		}
+		c.load(slot, l, int(e))
+		c.lastUse[slot] = c.clock
 		c.pinWave[slot] = c.wave
+	}
+	c.readyOrder(l, experts)
+}
+
+// readyOrder sorts the experts of layer l into the order their reads
+// finish: those held first, then those being read in queue order, then
+// those without a slot.
+func (c *ExpertCache) readyOrder(l int, experts []int32) {
+	n := c.lay.Hparams.MoE.Experts
+	rank := func(e int32) int64 {
+		if e < 0 || int(e) >= n {
+			return math.MaxInt64
+		}
+		slot := int(c.slotOf[l*n+int(e)]) - 1
+		if slot < 0 {
+			return math.MaxInt64
+		}
+		return c.seq[slot]
+	}
+	for i := 1; i < len(experts); i++ { // insertion sort: stable, few experts
+		e, r := experts[i], rank(experts[i])
+		j := i
+		for ; j > 0 && rank(experts[j-1]) > r; j-- {
+			experts[j] = experts[j-1]
+		}
+		experts[j] = e
 	}
 }
 
@@ -351,14 +366,9 @@ func (c *ExpertCache) load(slot, l, e int) {
 		m := &c.lay.layers[l].mats[i]
 		v := &c.views[slot][i]
 		*v = m.tensor
-		if c.mapped != nil {
-			at := m.off + int64(e)*int64(m.size)
-			v.Data = c.mapped[at : at+int64(m.size) : at+int64(m.size)]
-		} else {
-			base := slot * c.lay.ExpertBytes
-			v.Data = c.mem[base+off : base+off+m.size : base+off+m.size]
-			off += alignUp(m.size)
-		}
+		base := slot * c.lay.ExpertBytes
+		v.Data = c.mem[base+off : base+off+m.size : base+off+m.size]
+		off += alignUp(m.size)
 	}
 	c.queued++
 	c.seq[slot] = c.queued
@@ -451,28 +461,13 @@ func (c *ExpertCache) reader() {
 // read performs job j.
 func (c *ExpertCache) read(j expertJob) error {
 	mats := &c.lay.layers[j.l].mats
-	if c.mapped != nil {
-		if j.old != 0 {
-			n := c.lay.Hparams.MoE.Experts
-			ol, oe := int(j.old-1)/n, int(j.old-1)%n
-			for i := range c.lay.layers[ol].mats {
-				unmapPages(c.pages(&c.lay.layers[ol].mats[i], oe))
-			}
+	dst := c.mem[j.slot*c.lay.ExpertBytes:]
+	for i := range mats {
+		m := &mats[i]
+		if _, err := c.file.ReadAt(dst[:m.size], m.off+int64(j.e)*int64(m.size)); err != nil {
+			return fmt.Errorf("stream: expert %d of layer %d: %w", j.e, j.l, err)
 		}
-		for i := range mats {
-			if err := populate(c.pages(&mats[i], j.e)); err != nil {
-				return fmt.Errorf("stream: expert %d of layer %d: %w", j.e, j.l, err)
-			}
-		}
-	} else {
-		dst := c.mem[j.slot*c.lay.ExpertBytes:]
-		for i := range mats {
-			m := &mats[i]
-			if _, err := c.file.ReadAt(dst[:m.size], m.off+int64(j.e)*int64(m.size)); err != nil {
-				return fmt.Errorf("stream: expert %d of layer %d: %w", j.e, j.l, err)
-			}
-			dst = dst[alignUp(m.size):]
-		}
+		dst = dst[alignUp(m.size):]
 	}
 	n := 0
 	for i := range mats {
@@ -482,15 +477,6 @@ func (c *ExpertCache) read(j expertJob) error {
 	return nil
 }
 
-// pages returns the whole pages of the mapping that hold expert e of m.
-func (c *ExpertCache) pages(m *expertMatrix, e int) []byte {
-	lo := m.off + int64(e)*int64(m.size)
-	hi := lo + int64(m.size)
-	lo &^= int64(pageSize - 1)
-	hi = min((hi+int64(pageSize-1))&^int64(pageSize-1), int64(len(c.mapped)))
-	return c.mapped[lo:hi]
-}
-
 // Stats returns the cache's counters. It may be called from any
 // goroutine.
 func (c *ExpertCache) Stats() ExpertStats {
@@ -498,7 +484,7 @@ func (c *ExpertCache) Stats() ExpertStats {
 		ReadTime: time.Duration(c.readNanos.Load()), WaitTime: time.Duration(c.waitNanos.Load())}
 }
 
-// Close stops the reader, unmaps the file and closes it. The arena's
+// Close stops the reader and closes the file. The arena's
 // memory is the caller's to release.
 func (c *ExpertCache) Close() error {
 	if c.jobs == nil {
@@ -507,10 +493,6 @@ func (c *ExpertCache) Close() error {
 	close(c.jobs)
 	<-c.exited
 	c.jobs = nil
-	if c.mapped != nil {
-		unmapFile(c.mapped)
-		c.mapped = nil
-	}
 	return c.file.Close()
 }
 
@@ -524,25 +506,16 @@ func uint32s(b []byte) []uint32 {
 
 // MeasureReads measures how fast the experts of the file at path are read
 // as an expert cache reads them: n experts chosen at random (the same for
-// a given seed), each expert's three matrices read with one pread each
-// (or, with mapped, mapped with MADV_POPULATE_READ and unmapped again),
+// a given seed), each expert's three matrices read with one pread each,
 // by threads goroutines at once. It returns the bytes read per second.
 // With the file in the page cache, this is the page cache's read rate for
 // expert-sized pieces.
-func (lay *ExpertLayout) MeasureReads(path string, threads, n int, seed uint64, mapped bool) (float64, error) {
+func (lay *ExpertLayout) MeasureReads(path string, threads, n int, seed uint64) (float64, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return 0, err
 	}
 	defer f.Close()
-	var mem []byte
-	if mapped {
-		if mem = mapFile(f); mem == nil {
-			return 0, fmt.Errorf("stream: cannot map %s", path)
-		}
-		defer unmapFile(mem)
-	}
-	c := &ExpertCache{lay: lay, mapped: mem}
 	ne := lay.Hparams.MoE.Experts
 	keys := make([]int, n)
 	rng := rand.New(rand.NewPCG(seed, seed))
@@ -562,14 +535,7 @@ func (lay *ExpertLayout) MeasureReads(path string, threads, n int, seed uint64, 
 				l, e := keys[i]/ne, keys[i]%ne
 				for m := range lay.layers[l].mats {
 					mat := &lay.layers[l].mats[m]
-					if mapped {
-						p := c.pages(mat, e)
-						if err := populate(p); err != nil {
-							errs[t] = err
-							return
-						}
-						unmapPages(p)
-					} else if _, err := f.ReadAt(buf[:mat.size], mat.off+int64(e)*int64(mat.size)); err != nil {
+					if _, err := f.ReadAt(buf[:mat.size], mat.off+int64(e)*int64(mat.size)); err != nil {
 						errs[t] = err
 						return
 					}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"runtime"
 	"testing"
 
 	"github.com/qsf-llm/qsf/arena"
@@ -19,12 +18,6 @@ import (
 // keeps experts of a cyclic request pattern larger than itself, and
 // rejects what it cannot serve.
 func TestExpertCache(t *testing.T) {
-	for _, cp := range []bool{false, true} {
-		t.Run(fmt.Sprintf("copy=%v", cp), func(t *testing.T) { testExpertCache(t, cp) })
-	}
-}
-
-func testExpertCache(t *testing.T, cp bool) {
 	path := testfiles.Path(t, "models", "moe", "synth-qwen2moe-Q8_0.gguf")
 	f, err := format.Open(path)
 	if err != nil {
@@ -49,20 +42,14 @@ func testExpertCache(t *testing.T, cp bool) {
 		t.Fatal(err)
 	}
 	defer a.Close()
-	if _, err := stream.OpenExpertCacheWith(lay, path, a, stream.ExpertOptions{Slots: 1, Copy: cp}); err == nil {
+	if _, err := stream.OpenExpertCache(lay, path, a, 1); err == nil {
 		t.Error("a cache of 1 slot for 2 experts per token was accepted")
 	}
-	c, err := stream.OpenExpertCacheWith(lay, path, a, stream.ExpertOptions{Slots: slots, Copy: cp})
+	c, err := stream.OpenExpertCache(lay, path, a, slots)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	if cp && c.Mapped() {
-		t.Fatal("a copying cache maps the file")
-	}
-	if !cp && !c.Mapped() && runtime.GOOS == "linux" {
-		t.Log("this kernel cannot map the experts (before 5.14): copying")
-	}
 
 	want := func(l, e, m int) []byte {
 		name := []string{"ffn_gate_exps", "ffn_up_exps", "ffn_down_exps"}[m]
@@ -111,7 +98,7 @@ func testExpertCache(t *testing.T, cp bool) {
 		t.Fatal(err)
 	}
 	defer a2.Close()
-	c2, err := stream.OpenExpertCacheWith(lay, path, a2, stream.ExpertOptions{Slots: slots, Copy: cp})
+	c2, err := stream.OpenExpertCache(lay, path, a2, slots)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,6 +115,31 @@ func testExpertCache(t *testing.T, cp bool) {
 	if st := c2.Stats(); st.Hits < 15 {
 		t.Errorf("cyclic requests of 8 experts in 3 slots: %d hits in 160, want at least 15", st.Hits)
 	}
+	// Guesses are read like announcements, unless the cache ignores
+	// them.
+	for _, noGuess := range []bool{false, true} {
+		a, err := arena.New(int(stream.ExpertCacheBytes(lay, slots)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer a.Close()
+		c, err := stream.OpenExpertCacheWith(lay, path, a, stream.ExpertOptions{Slots: slots, NoGuess: noGuess})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.GuessExperts(2, []int32{1, 3})
+		if _, _, _, err := c.Expert(2, 3); err != nil {
+			t.Fatal(err)
+		}
+		want := stream.ExpertStats{Misses: 1, Unused: 1, BytesRead: 2 * int64(lay.ExpertBytes)}
+		if noGuess {
+			want = stream.ExpertStats{Misses: 1, BytesRead: int64(lay.ExpertBytes)}
+		}
+		if st := c.Stats(); st.Hits != want.Hits || st.Misses != want.Misses || st.Unused != want.Unused || st.BytesRead != want.BytesRead {
+			t.Errorf("NoGuess %v: a guess of 2 experts, then one asked for: %+v, want %+v", noGuess, st, want)
+		}
+		c.Close()
+	}
 	// Announced experts are read ahead: asked for afterwards they count
 	// as misses (read for that request), never asked for as unused; bad
 	// numbers are ignored. Every read is a miss or unused.
@@ -141,8 +153,16 @@ func testExpertCache(t *testing.T, cp bool) {
 	check(3, 0)
 	check(3, 0)
 	check(3, 1)
-	if got := c.Stats(); got.Unused != st.Unused || got.Misses != st.Misses+2 || got.Hits != st.Hits+1 {
-		t.Errorf("after asking for the announced experts: %+v, want 2 more misses, 1 more hit (from %+v)", got, st)
+	// Announced experts come back in the order they will be ready in:
+	// those held first.
+	order := []int32{2, 9, 1, 0}
+	c.PrefetchExperts(3, order)
+	if fmt.Sprint(order) != "[0 1 2 9]" {
+		t.Errorf("announced [2 9 1 0] with 0 and 1 held (read in that order): order %v, want [0 1 2 9]", order)
+	}
+	check(3, 2)
+	if got := c.Stats(); got.Unused != st.Unused || got.Misses != st.Misses+3 || got.Hits != st.Hits+1 {
+		t.Errorf("after asking for the announced experts: %+v, want 3 more misses, 1 more hit (from %+v)", got, st)
 	}
 	// An announcement larger than the cache reads what fits; a request
 	// for an expert not announced takes the slot of one announced and
@@ -153,8 +173,8 @@ func testExpertCache(t *testing.T, cp bool) {
 		check(1, e)
 	}
 	st = c.Stats()
-	if st.Hits+st.Misses != 16 || st.Unused < 1 || st.BytesRead != (st.Misses+st.Unused)*int64(lay.ExpertBytes) {
-		t.Errorf("after 16 requests: %+v, want every read a miss or unused", st)
+	if st.Hits+st.Misses != 17 || st.Unused < 1 || st.BytesRead != (st.Misses+st.Unused)*int64(lay.ExpertBytes) {
+		t.Errorf("after 17 requests: %+v, want every read a miss or unused", st)
 	}
 	if _, _, _, err := c.Expert(0, 4); err == nil {
 		t.Error("expert 4 of 4 was served")

@@ -39,8 +39,7 @@ type readRates struct {
 	Threads       int     `json:"threads"`
 	Pread1        float64 `json:"pread_1_thread"`
 	PreadN        float64 `json:"pread_n_threads"`
-	MapN          float64 `json:"map_n_threads"` // MADV_POPULATE_READ
-	BoundTokS     float64 `json:"bound_tok_s"`   // max(Pread1, PreadN) ÷ read bytes per token
+	BoundTokS     float64 `json:"bound_tok_s"` // max(Pread1, PreadN) ÷ read bytes per token
 	BoundFraction float64 `json:"bound_fraction,omitzero"`
 }
 
@@ -88,20 +87,19 @@ func (r *expertReport) measure(path string, threads int, decodeTokS float64) err
 		return err
 	}
 	const n, seed = 512, 7 // about a token and a half of a 30B-A3B's misses
-	rate := func(threads int, mapped bool) (float64, error) {
-		if _, err := lay.MeasureReads(path, threads, n, seed, false); err != nil { // warm-up
+	rate := func(threads int) (float64, error) {
+		if _, err := lay.MeasureReads(path, threads, n, seed); err != nil { // warm-up
 			return 0, err
 		}
-		return lay.MeasureReads(path, threads, n, seed, mapped)
+		return lay.MeasureReads(path, threads, n, seed)
 	}
 	rr := &readRates{Threads: threads}
-	if rr.Pread1, err = rate(1, false); err != nil {
+	if rr.Pread1, err = rate(1); err != nil {
 		return err
 	}
-	if rr.PreadN, err = rate(threads, false); err != nil {
+	if rr.PreadN, err = rate(threads); err != nil {
 		return err
 	}
-	rr.MapN, _ = rate(threads, true) // 0 where pages cannot be mapped ahead
 	if r.ReadBytesPerToken > 0 {
 		rr.BoundTokS = max(rr.Pread1, rr.PreadN) / r.ReadBytesPerToken
 		rr.BoundFraction = decodeTokS / rr.BoundTokS
@@ -115,8 +113,8 @@ func (r *expertReport) print(w io.Writer) {
 		r.Slots, r.Total, float64(r.ExpertBytes)/(1<<20), 100*r.HitRate, r.ReadBytesPerToken/(1<<20), float64(r.PlanBytesPerToken)/(1<<20),
 		r.UnusedPerToken, r.ReadMsPerToken, r.ReadGBs, r.WaitMsPerToken)
 	if pc := r.PageCache; pc != nil {
-		fmt.Fprintf(w, "page cache, expert-sized pieces (warm): pread %.2f GB/s with 1 thread, %.2f GB/s with %d; mapped %.2f GB/s with %d → bound %.2f tok/s; decode at %.0f%% of the bound\n",
-			pc.Pread1/1e9, pc.PreadN/1e9, pc.Threads, pc.MapN/1e9, pc.Threads, pc.BoundTokS, 100*pc.BoundFraction)
+		fmt.Fprintf(w, "page cache, expert-sized pieces (warm): pread %.2f GB/s with 1 thread, %.2f GB/s with %d → bound %.2f tok/s; decode at %.0f%% of the bound\n",
+			pc.Pread1/1e9, pc.PreadN/1e9, pc.Threads, pc.BoundTokS, 100*pc.BoundFraction)
 	}
 }
 
