@@ -132,5 +132,6 @@ func generateWith(t *testing.T, m *qsf.Model) ([][]float32, stream.ExpertStats) 
 	if err != nil {
 		t.Fatal(err)
 	}
+	s.Close() // lets a read no longer wanted finish, so every read is counted
 	return out, s.ExpertStats()
 }

@@ -167,25 +167,34 @@ type ExpertCache struct {
 	waveClock uint64
 	fresh     []bool // per slot: read, not asked for since
 
-	// The reader: jobs in order, seq the job number of each slot's last
-	// read, done the number of jobs finished; errs is written before done
-	// is advanced.
-	jobs   chan expertJob
-	wake   chan struct{} // a token after each finished job
-	exited chan struct{}
-	queued int64
-	seq    []int64
-	done   atomic.Int64
-	errs   []error
+	// The reads, under mu: queue[head:] the jobs not started yet (in
+	// order; a job taken out of turn or cancelled stays, marked), and per
+	// slot seq the number of its last job, finished the number of the
+	// last one done, queuedAt that job's index in queue while it waits
+	// (-1 otherwise), busy whether a read into it runs and errs the last
+	// read's error.
+	mu       sync.Mutex
+	jobReady sync.Cond // a job was queued, or the cache closed
+	jobDone  sync.Cond // a read finished
+	queue    []expertJob
+	head     int
+	queued   int64
+	seq      []int64
+	finished []int64
+	queuedAt []int
+	busy     []bool
+	errs     []error
+	closed   bool
+	exited   chan struct{}
 
 	hits, misses, unused, bytesRead, readNanos, waitNanos atomic.Int64
 }
 
-// expertJob is one read: expert e of layer l into slot, after unmapping
-// the expert the slot held before (key+1, 0 for none).
+// expertJob is one read: expert e of layer l into slot.
 type expertJob struct {
 	slot, l, e int
-	old        int32
+	seq        int64
+	skip       bool // taken out of turn, or cancelled
 }
 
 // ExpertCacheBytes returns the arena space OpenExpertCache takes for a
@@ -213,9 +222,14 @@ func OpenExpertCacheWith(lay *ExpertLayout, path string, a *arena.Arena, o Exper
 		return nil, err
 	}
 	c := &ExpertCache{lay: lay, file: f, views: make([][3]model.Tensor, slots),
-		pinWave: make([]uint64, slots), fresh: make([]bool, slots), seq: make([]int64, slots), errs: make([]error, slots),
-		jobs: make(chan expertJob, slots), wake: make(chan struct{}, 1), exited: make(chan struct{}),
+		pinWave: make([]uint64, slots), fresh: make([]bool, slots),
+		seq: make([]int64, slots), finished: make([]int64, slots), queuedAt: make([]int, slots), busy: make([]bool, slots), errs: make([]error, slots),
+		queue: make([]expertJob, 0, 2*slots), exited: make(chan struct{}),
 		wave: 1, noGuess: o.NoGuess} // pinWave 0: not announced
+	c.jobReady.L, c.jobDone.L = &c.mu, &c.mu
+	for i := range c.queuedAt {
+		c.queuedAt[i] = -1
+	}
 	get := func(name string, n int) []byte {
 		if err != nil {
 			return nil
@@ -359,7 +373,16 @@ func (c *ExpertCache) load(slot, l, e int) {
 	c.slotKey[slot] = int32(key + 1)
 	c.slotOf[key] = int32(slot + 1)
 	c.uses[slot] = 0
-	c.fresh[slot] = true // an evicted fresh expert stays counted as unused
+	c.mu.Lock()
+	if i := c.queuedAt[slot]; i >= 0 {
+		// The evicted expert's read has not started: it never will, so
+		// it is not counted as unused either.
+		c.queue[i].skip = true
+		if c.fresh[slot] {
+			c.unused.Add(-1)
+		}
+	}
+	c.fresh[slot] = true // an evicted fresh expert read stays counted as unused
 	c.unused.Add(1)
 	off := 0
 	for i := range c.lay.layers[l].mats {
@@ -372,21 +395,64 @@ func (c *ExpertCache) load(slot, l, e int) {
 	}
 	c.queued++
 	c.seq[slot] = c.queued
-	c.jobs <- expertJob{slot: slot, l: l, e: e, old: old}
+	c.queuedAt[slot] = len(c.queue)
+	c.queue = append(c.queue, expertJob{slot: slot, l: l, e: e, seq: c.queued})
+	c.mu.Unlock()
+	c.jobReady.Signal()
 }
 
-// wait waits until the last read queued for slot is done.
+// wait waits until the last read queued for slot is done. Rather than
+// sleep, it reads itself: the read it waits for if the reader has not
+// started it, else the next one queued.
 func (c *ExpertCache) wait(slot int) error {
-	want := c.seq[slot]
-	if c.done.Load() >= want {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.finished[slot] >= c.seq[slot] {
 		return c.errs[slot]
 	}
 	start := time.Now()
-	for c.done.Load() < want {
-		<-c.wake
+	for c.finished[slot] < c.seq[slot] {
+		i := c.queuedAt[slot]
+		if i < 0 || c.busy[slot] {
+			i = c.next()
+		}
+		if i < 0 {
+			c.jobDone.Wait()
+			continue
+		}
+		c.queue[i].skip = true
+		c.run(c.queue[i])
 	}
 	c.waitNanos.Add(int64(time.Since(start)))
 	return c.errs[slot]
+}
+
+// next returns the index of the first queued job that can start now, or
+// -1. c.mu is held.
+func (c *ExpertCache) next() int {
+	for i := c.head; i < len(c.queue); i++ {
+		if j := &c.queue[i]; !j.skip && !c.busy[j.slot] {
+			return i
+		}
+	}
+	return -1
+}
+
+// run performs job j, releasing c.mu during the read. c.mu is held.
+func (c *ExpertCache) run(j expertJob) {
+	if c.queuedAt[j.slot] >= 0 && c.queue[c.queuedAt[j.slot]].seq == j.seq {
+		c.queuedAt[j.slot] = -1
+	}
+	c.busy[j.slot] = true
+	c.mu.Unlock()
+	start := time.Now()
+	err := c.read(j)
+	c.readNanos.Add(int64(time.Since(start)))
+	c.mu.Lock()
+	c.busy[j.slot] = false
+	c.errs[j.slot] = err
+	c.finished[j.slot] = max(c.finished[j.slot], j.seq)
+	c.jobDone.Broadcast()
 }
 
 // drop empties slot after a failed read.
@@ -442,18 +508,28 @@ func (c *ExpertCache) victim(steal bool) int {
 	return best
 }
 
-// reader runs the queued reads until Close.
+// reader runs the queued reads in order until Close.
 func (c *ExpertCache) reader() {
 	defer close(c.exited)
-	for j := range c.jobs {
-		start := time.Now()
-		err := c.read(j)
-		c.readNanos.Add(int64(time.Since(start)))
-		c.errs[j.slot] = err
-		c.done.Add(1)
-		select {
-		case c.wake <- struct{}{}:
-		default:
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for {
+		for c.head < len(c.queue) && c.queue[c.head].skip {
+			c.head++
+		}
+		if c.head == len(c.queue) {
+			c.queue, c.head = c.queue[:0], 0
+			if c.closed {
+				return
+			}
+			c.jobReady.Wait()
+			continue
+		}
+		if j := c.queue[c.head]; !c.busy[j.slot] {
+			c.head++
+			c.run(j)
+		} else {
+			c.jobDone.Wait() // the forward pass reads into that slot
 		}
 	}
 }
@@ -487,12 +563,15 @@ func (c *ExpertCache) Stats() ExpertStats {
 // Close stops the reader and closes the file. The arena's
 // memory is the caller's to release.
 func (c *ExpertCache) Close() error {
-	if c.jobs == nil {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
 		return nil
 	}
-	close(c.jobs)
+	c.closed = true
+	c.mu.Unlock()
+	c.jobReady.Signal()
 	<-c.exited
-	c.jobs = nil
 	return c.file.Close()
 }
 
