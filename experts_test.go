@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/qsf-llm/qsf"
@@ -134,4 +135,69 @@ func generateWith(t *testing.T, m *qsf.Model) ([][]float32, stream.ExpertStats) 
 	}
 	s.Close() // lets a read no longer wanted finish, so every read is counted
 	return out, s.ExpertStats()
+}
+
+// TestExpertSessionsShareCache runs two sessions of an expert-streaming
+// model at once under the smallest budget: they share the model's expert
+// cache, taking turns, and each gets the resident logits bit for bit.
+func TestExpertSessionsShareCache(t *testing.T) {
+	path := filepath.Join(testfiles.Dir(t), "models", "moe", "synth-qwen2moe-Q8_0.gguf")
+	cfg := qsf.Config{Threads: 2, ContextLength: 128, KVType: "f32"}
+	want := generate(t, path, cfg)
+	cfg.RAMBudget = 1 << 20
+	_, err := qsf.PlanFile(path, cfg)
+	var be *plan.BudgetError
+	if !errors.As(err, &be) {
+		t.Fatalf("1 MiB budget: %v, want a BudgetError", err)
+	}
+	cfg.RAMBudget = be.Min
+	m, err := qsf.Load(path, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if !m.ExpertStreaming() {
+		t.Fatal("not expert streaming")
+	}
+	run := func() ([][]float32, error) {
+		s, err := m.NewSession()
+		if err != nil {
+			return nil, err
+		}
+		defer s.Close()
+		ctx := context.Background()
+		logits, err := s.Forward(ctx, m.Tokenize("Once upon a time there was a little dog", qsf.TokenizeOptions{}))
+		var out [][]float32
+		for step := 0; err == nil; step++ {
+			out = append(out, append([]float32(nil), logits...))
+			if step == 12 {
+				break
+			}
+			logits, err = s.Forward(ctx, []int{argmax(logits)})
+		}
+		return out, err
+	}
+	var wg sync.WaitGroup
+	got := make([][][]float32, 2)
+	errs := make([]error, 2)
+	for i := range got {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got[i], errs[i] = run()
+		}()
+	}
+	wg.Wait()
+	for i := range got {
+		if errs[i] != nil {
+			t.Fatalf("session %d: %v", i, errs[i])
+		}
+		for step := range want {
+			for j := range want[step] {
+				if math.Float32bits(got[i][step][j]) != math.Float32bits(want[step][j]) {
+					t.Fatalf("session %d step %d logit %d: %g, resident %g", i, step, j, got[i][step][j], want[step][j])
+				}
+			}
+		}
+	}
 }

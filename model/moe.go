@@ -301,7 +301,9 @@ func moeStateBytes(hp *Hparams) int64 {
 // model does not hold them in memory (expert streaming). The forward pass
 // asks for at most MoEParams.Used experts of a layer before it is done
 // with them, so a source may reuse the memory of an expert once that many
-// others have been asked for since.
+// others have been asked for since. A source shared by several States
+// implements sync.Locker: each forward pass (Forward, and each chunk of
+// ForwardBatch) holds it throughout, so the States take turns.
 type ExpertSource interface {
 	// Expert returns the gate, up and down matrices of routed expert e
 	// of layer l.

@@ -116,15 +116,16 @@ func TestExpertCache(t *testing.T) {
 	if st := c2.Stats(); st.Hits < 15 {
 		t.Errorf("cyclic requests of 8 experts in 3 slots: %d hits in 160, want at least 15", st.Hits)
 	}
-	// Guesses are read like announcements, unless the cache ignores
-	// them.
-	for _, noGuess := range []bool{false, true} {
+	// Guesses only advise the kernel, or are read like announcements
+	// (GuessReads), or are ignored (NoGuess).
+	for _, o := range []stream.ExpertOptions{{}, {GuessReads: true}, {NoGuess: true}} {
+		o.Slots = slots
 		a, err := arena.New(int(stream.ExpertCacheBytes(lay, slots)))
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer a.Close()
-		c, err := stream.OpenExpertCacheWith(lay, path, a, stream.ExpertOptions{Slots: slots, NoGuess: noGuess})
+		c, err := stream.OpenExpertCacheWith(lay, path, a, o)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -132,13 +133,13 @@ func TestExpertCache(t *testing.T) {
 		if _, _, _, err := c.Expert(2, 3); err != nil {
 			t.Fatal(err)
 		}
-		want := stream.ExpertStats{Misses: 1, Unused: 1, BytesRead: 2 * int64(lay.ExpertBytes)}
-		if noGuess {
-			want = stream.ExpertStats{Misses: 1, BytesRead: int64(lay.ExpertBytes)}
+		want := stream.ExpertStats{Misses: 1, BytesRead: int64(lay.ExpertBytes)}
+		if o.GuessReads {
+			want = stream.ExpertStats{Misses: 1, Unused: 1, BytesRead: 2 * int64(lay.ExpertBytes)}
 		}
 		c.Close() // waits for the read of the other guess
 		if st := c.Stats(); st.Hits != want.Hits || st.Misses != want.Misses || st.Unused != want.Unused || st.BytesRead != want.BytesRead {
-			t.Errorf("NoGuess %v: a guess of 2 experts, then one asked for: %+v, want %+v", noGuess, st, want)
+			t.Errorf("%+v: a guess of 2 experts, then one asked for: %+v, want %+v", o, st, want)
 		}
 	}
 	// Announced experts are read ahead: asked for afterwards they count
@@ -230,7 +231,7 @@ func TestExpertCacheRandom(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer a.Close()
-		c, err := stream.OpenExpertCache(lay, path, a, slots)
+		c, err := stream.OpenExpertCacheWith(lay, path, a, stream.ExpertOptions{Slots: slots, GuessReads: slots%2 == 0})
 		if err != nil {
 			t.Fatal(err)
 		}

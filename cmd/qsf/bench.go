@@ -224,10 +224,16 @@ func runBench(mf *modelFlags, p, n, reps int, stderr io.Writer, quiet bool) (ben
 		sr = &streamReport{PlanPeakBytes: p.PeakBytes, PlanBytesPerToken: p.BytesPerToken, RingBytes: p.RingBytes, RingLayers: p.RingLayers}
 	}
 
+	// Each repetition has a prompt of its own: a mixture of experts's
+	// shared expert cache would otherwise hold exactly the experts the
+	// previous repetition's replay of the same tokens used.
 	ids := make([]int, p)
-	rng := rand.New(rand.NewPCG(42, 42))
-	for i := range ids {
-		ids[i] = 3 + rng.IntN(max(in.Vocab-3, 1)) // past <unk>, <s>, </s> in LLaMA vocabularies
+	prompt := func(rep int) []int {
+		rng := rand.New(rand.NewPCG(42, uint64(42+rep+1)))
+		for i := range ids {
+			ids[i] = 3 + rng.IntN(max(in.Vocab-3, 1)) // past <unk>, <s>, </s> in LLaMA vocabularies
+		}
+		return ids
 	}
 	ctx := context.Background()
 	var cpu0 time.Duration
@@ -236,7 +242,7 @@ func runBench(mf *modelFlags, p, n, reps int, stderr io.Writer, quiet bool) (ben
 		if rep == 0 {
 			cpu0, start = cpuTime(), time.Now()
 		}
-		pre, dec, io, ex, err := benchOnce(ctx, m, ids, n)
+		pre, dec, io, ex, err := benchOnce(ctx, m, prompt(rep), n)
 		if err != nil {
 			return benchResult{}, err
 		}
