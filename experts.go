@@ -10,10 +10,24 @@ import (
 	"github.com/qsf-llm/qsf/stream"
 )
 
+// expertStreaming is what an expert-streaming model adds: where its
+// experts lie and the expert cache its sessions share, in an arena of its
+// own.
+type expertStreaming struct {
+	layout *stream.ExpertLayout
+	cache  *stream.ExpertCache
+	arena  *arena.Arena
+}
+
+func (x *expertStreaming) close() {
+	x.cache.Close()
+	x.arena.Close()
+}
+
 // newExpertModel loads a mixture-of-experts model for expert streaming
 // (plan.Experts): every weight but the routed experts mapped, as a
-// resident model's, and each session reading the experts its tokens
-// select into an expert cache of the planned size.
+// resident model's, and an expert cache of the planned size, shared by
+// the sessions, into which they read the experts their tokens select.
 func newExpertModel(f *format.File, path string, cfg Config, p *plan.Plan) (*Model, error) {
 	hp, err := hparams(f)
 	if err != nil {
@@ -23,41 +37,55 @@ func newExpertModel(f *format.File, path string, cfg Config, p *plan.Plan) (*Mod
 	if err != nil {
 		return nil, err
 	}
+	a, err := arena.New(int(stream.ExpertCacheBytes(el, p.ExpertSlots)))
+	if err != nil {
+		return nil, errExpertSession(err)
+	}
+	cache, err := stream.OpenExpertCache(el, path, a, p.ExpertSlots)
+	if err != nil {
+		a.Close()
+		return nil, errExpertSession(err)
+	}
+	x := &expertStreaming{layout: el, cache: cache, arena: a}
 	m, err := reopenResident(f, path, cfg, p)
 	if err != nil {
+		x.close()
 		return nil, err
 	}
-	m.experts = el
+	m.experts = x
 	return m, nil
 }
 
-// newExpertSession gives a session of an expert-streaming model its
-// expert cache, KV cache and buffers, in an arena of its own.
+// newExpertSession gives a session of an expert-streaming model its KV
+// cache and buffers, in an arena of its own, and the model's expert
+// cache.
 func (m *Model) newExpertSession(pool *kernels.Pool) (*Session, error) {
-	a, err := arena.New(int(m.plan.ArenaBytes))
+	a, err := arena.New(int(m.plan.ArenaBytes - stream.ExpertCacheBytes(m.experts.layout, m.plan.ExpertSlots)))
 	if err != nil {
 		return nil, err
 	}
-	cache, err := stream.OpenExpertCache(m.experts, m.file.Name(), a, m.plan.ExpertSlots)
+	s, err := m.newArenaSession(pool, streamResources{arena: a})
 	if err != nil {
-		a.Close()
 		return nil, err
 	}
-	return m.newArenaSession(pool, streamResources{experts: cache, arena: a})
+	s.state.Experts = m.experts.cache // the sessions take turns (sync.Locker)
+	return s, nil
 }
 
-// ExpertStats returns the expert cache's counters of an expert-streaming
-// session (zero otherwise): hits, misses and the bytes read.
+// ExpertStats returns the counters of the expert cache of an
+// expert-streaming model (zero otherwise): hits, misses and the bytes
+// read. The model's sessions share the cache, so the counters are theirs
+// together.
 func (s *Session) ExpertStats() stream.ExpertStats {
-	if s.experts == nil {
+	if s.m.experts == nil {
 		return stream.ExpertStats{}
 	}
-	return s.experts.Stats()
+	return s.m.experts.cache.Stats()
 }
 
 // ExpertStreaming reports whether the model reads its routed experts from
 // the file as tokens select them.
 func (m *Model) ExpertStreaming() bool { return m.experts != nil }
 
-// errExpertSession wraps an expert session's setup error.
+// errExpertSession wraps an expert cache's setup error.
 func errExpertSession(err error) error { return fmt.Errorf("qsf: expert cache: %w", err) }

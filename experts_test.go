@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/qsf-llm/qsf"
@@ -17,7 +18,7 @@ import (
 // models under budgets that leave room for all, some, or only the fewest
 // experts, and checks that the streamed logits equal the resident ones bit
 // for bit (prompt as one batch, then greedy tokens one at a time), that
-// the cache reads only what it misses, and that a budget below the
+// every read is a miss or an unused guess, and that a budget below the
 // always-resident part fails with ErrBudget naming the minimum.
 func TestExpertStreamingEqualsResident(t *testing.T) {
 	dir := testfiles.Dir(t)
@@ -80,13 +81,13 @@ func TestExpertStreamingEqualsResident(t *testing.T) {
 						}
 					}
 				}
-				if st.Misses == 0 || st.BytesRead != st.Misses*expertFileBytes(p) {
-					t.Errorf("budget %d: %d misses, %d bytes read, want misses × %d", cfg.RAMBudget, st.Misses, st.BytesRead, expertFileBytes(p))
+				if st.Misses == 0 || st.BytesRead != (st.Misses+st.Unused)*expertFileBytes(p) {
+					t.Errorf("budget %d: %d misses, %d unused, %d bytes read, want (misses + unused) × %d", cfg.RAMBudget, st.Misses, st.Unused, st.BytesRead, expertFileBytes(p))
 				}
 				if p.ExpertSlots == p.ExpertsTotal && st.Misses > int64(p.ExpertsTotal) {
 					t.Errorf("every expert cached, yet %d misses for %d experts", st.Misses, p.ExpertsTotal)
 				}
-				t.Logf("budget %d: %d of %d experts cached, hit rate %.2f, %d bytes read", cfg.RAMBudget, p.ExpertSlots, p.ExpertsTotal, st.HitRate(), st.BytesRead)
+				t.Logf("budget %d: %d of %d experts cached, hit rate %.2f, %d read ahead unused, %d bytes read", cfg.RAMBudget, p.ExpertSlots, p.ExpertsTotal, st.HitRate(), st.Unused, st.BytesRead)
 			}
 		})
 	}
@@ -132,5 +133,71 @@ func generateWith(t *testing.T, m *qsf.Model) ([][]float32, stream.ExpertStats) 
 	if err != nil {
 		t.Fatal(err)
 	}
+	s.Close() // lets a read no longer wanted finish, so every read is counted
 	return out, s.ExpertStats()
+}
+
+// TestExpertSessionsShareCache runs two sessions of an expert-streaming
+// model at once under the smallest budget: they share the model's expert
+// cache, taking turns, and each gets the resident logits bit for bit.
+func TestExpertSessionsShareCache(t *testing.T) {
+	path := filepath.Join(testfiles.Dir(t), "models", "moe", "synth-qwen2moe-Q8_0.gguf")
+	cfg := qsf.Config{Threads: 2, ContextLength: 128, KVType: "f32"}
+	want := generate(t, path, cfg)
+	cfg.RAMBudget = 1 << 20
+	_, err := qsf.PlanFile(path, cfg)
+	var be *plan.BudgetError
+	if !errors.As(err, &be) {
+		t.Fatalf("1 MiB budget: %v, want a BudgetError", err)
+	}
+	cfg.RAMBudget = be.Min
+	m, err := qsf.Load(path, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if !m.ExpertStreaming() {
+		t.Fatal("not expert streaming")
+	}
+	run := func() ([][]float32, error) {
+		s, err := m.NewSession()
+		if err != nil {
+			return nil, err
+		}
+		defer s.Close()
+		ctx := context.Background()
+		logits, err := s.Forward(ctx, m.Tokenize("Once upon a time there was a little dog", qsf.TokenizeOptions{}))
+		var out [][]float32
+		for step := 0; err == nil; step++ {
+			out = append(out, append([]float32(nil), logits...))
+			if step == 12 {
+				break
+			}
+			logits, err = s.Forward(ctx, []int{argmax(logits)})
+		}
+		return out, err
+	}
+	var wg sync.WaitGroup
+	got := make([][][]float32, 2)
+	errs := make([]error, 2)
+	for i := range got {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got[i], errs[i] = run()
+		}()
+	}
+	wg.Wait()
+	for i := range got {
+		if errs[i] != nil {
+			t.Fatalf("session %d: %v", i, errs[i])
+		}
+		for step := range want {
+			for j := range want[step] {
+				if math.Float32bits(got[i][step][j]) != math.Float32bits(want[step][j]) {
+					t.Fatalf("session %d step %d logit %d: %g, resident %g", i, step, j, got[i][step][j], want[step][j])
+				}
+			}
+		}
+	}
 }

@@ -77,10 +77,10 @@ type Model struct {
 
 	memLimit int64 // suggested Go memory limit in streaming mode, or 0
 
-	packed  *arena.Arena         // the weights repacked at load (resident mode), or nil
-	plan    *plan.Plan           // the memory plan
-	layout  *stream.Layout       // non-nil in streaming mode
-	experts *stream.ExpertLayout // non-nil in expert streaming mode
+	packed  *arena.Arena     // the weights repacked at load (resident mode), or nil
+	plan    *plan.Plan       // the memory plan
+	layout  *stream.Layout   // non-nil in streaming mode
+	experts *expertStreaming // non-nil in expert streaming mode
 	kv      kvcache.Options
 
 	vocabOnce sync.Once
@@ -434,6 +434,9 @@ func (m *Model) Close() error {
 	m.pool.Close()
 	if m.packed != nil {
 		m.packed.Close()
+	}
+	if m.experts != nil {
+		m.experts.close()
 	}
 	return m.file.Close()
 }

@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"sync"
 
 	"github.com/qsf-llm/qsf/kernels"
 	"github.com/qsf-llm/qsf/kvcache"
@@ -68,6 +69,10 @@ func (s *State) ForwardBatch(tokens []int, pos int, logits bool) error {
 }
 
 func (s *State) forwardChunk(tokens []int, pos int, logits bool) error {
+	if lk, ok := s.Experts.(sync.Locker); ok { // shared by several States
+		lk.Lock()
+		defer lk.Unlock()
+	}
 	m := s.m
 	hp := &m.Hparams
 	n := len(tokens)

@@ -3,6 +3,7 @@ package model
 import (
 	"fmt"
 	"math"
+	"sync"
 	"unsafe"
 
 	"github.com/qsf-llm/qsf/kernels"
@@ -236,6 +237,10 @@ func (s *State) Forward(token, pos int, logits bool) error {
 		return fmt.Errorf("%w: position %d beyond the %d learned positions", kvcache.ErrFull, pos, m.PosEmbd.Rows)
 	}
 
+	if lk, ok := s.Experts.(sync.Locker); ok { // shared by several States
+		lk.Lock()
+		defer lk.Unlock()
+	}
 	src := s.Source
 	if src != nil {
 		src.Begin(logits)
@@ -244,6 +249,9 @@ func (s *State) Forward(token, pos int, logits bool) error {
 		return err
 	}
 	for l := range m.Blocks {
+		if s.Experts != nil {
+			s.guessExperts(l)
+		}
 		if err := s.attention(l, pos); err != nil {
 			return err
 		}

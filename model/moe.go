@@ -3,6 +3,7 @@ package model
 import (
 	"fmt"
 	"math"
+	"slices"
 	"unsafe"
 
 	"github.com/qsf-llm/qsf/kernels"
@@ -219,6 +220,7 @@ type moeState struct {
 	logits, probs []float32   // router logits and probabilities
 	order         []int32     // argsort scratch
 	sel           []int32     // the selected experts
+	run           []int32     // the order to compute them in
 	weights       []float32   // their weights
 	gate, up      []float32   // Used × ExpertFFN: each expert's gate (then hidden) and up
 	out           []float32   // Used × Embd: each expert's output
@@ -266,12 +268,12 @@ func (s *State) initMoE(alloc func(name string, n int) []byte) error {
 		}
 		*e.dst(s) = float32s(b)
 	}
-	ints := alloc("moe.sel", (mp.Experts+mp.Used)*4)
-	if len(ints) != (mp.Experts+mp.Used)*4 {
+	ints := alloc("moe.sel", (mp.Experts+2*mp.Used)*4)
+	if len(ints) != (mp.Experts+2*mp.Used)*4 {
 		return fmt.Errorf("model: state buffer moe.sel: allocator returned %d bytes", len(ints))
 	}
 	all := int32s(ints)
-	s.moe.order, s.moe.sel = all[:mp.Experts], all[mp.Experts:]
+	s.moe.order, s.moe.sel, s.moe.run = all[:mp.Experts], all[mp.Experts:mp.Experts+mp.Used], all[mp.Experts+mp.Used:]
 	return nil
 }
 
@@ -290,7 +292,7 @@ func moeStateBytes(hp *Hparams) int64 {
 		n += int64(e.n)*4 + 64
 	}
 	if hp.MoE.Experts > 0 {
-		n += int64(hp.MoE.Experts+hp.MoE.Used)*4 + 64
+		n += int64(hp.MoE.Experts+2*hp.MoE.Used)*4 + 64
 	}
 	return n
 }
@@ -299,7 +301,9 @@ func moeStateBytes(hp *Hparams) int64 {
 // model does not hold them in memory (expert streaming). The forward pass
 // asks for at most MoEParams.Used experts of a layer before it is done
 // with them, so a source may reuse the memory of an expert once that many
-// others have been asked for since.
+// others have been asked for since. A source shared by several States
+// implements sync.Locker: each forward pass (Forward, and each chunk of
+// ForwardBatch) holds it throughout, so the States take turns.
 type ExpertSource interface {
 	// Expert returns the gate, up and down matrices of routed expert e
 	// of layer l.
@@ -307,10 +311,42 @@ type ExpertSource interface {
 }
 
 // ExpertPrefetcher is an ExpertSource that can start loading experts
-// before they are asked for: the forward pass tells it a layer's
-// selected experts as soon as the router has chosen them.
+// before they are asked for: the forward pass announces a layer's
+// selected experts as soon as the router has chosen them (for a prompt
+// batch, all the experts some token selected). When it announces, the
+// experts it asked for before are done with. PrefetchExperts may reorder
+// experts into the order it expects them to be ready in; the forward
+// pass computes them in that order (the results do not depend on it).
 type ExpertPrefetcher interface {
 	PrefetchExperts(l int, experts []int32)
+}
+
+// ExpertGuesser is an ExpertSource that wants to know, before a layer's
+// attention, the experts its router will probably select, to start
+// loading them while the attention computes. The guess is the layer's
+// router applied to the residual stream as it enters the layer. When it
+// guesses, the experts asked for before are done with.
+type ExpertGuesser interface {
+	GuessExperts(l int, experts []int32)
+}
+
+// guessExperts tells a guessing ExpertSource the experts block
+// l will probably select, so that their reads overlap the block's
+// attention: the top experts of its router on the residual stream as it
+// enters the block (before the attention adds to it). It leaves s.xb and
+// the routing buffers to be overwritten.
+func (s *State) guessExperts(l int) {
+	g, ok := s.Experts.(ExpertGuesser)
+	if !ok || s.Source != nil {
+		return
+	}
+	ly := &s.m.Blocks[l]
+	ms := s.moe
+	s.norm(s.xb, s.x, ly.FFNNorm, ly.FFNNormB)
+	s.input(s.xb)
+	s.matVec(ms.logits, &ly.Experts.Router)
+	topK(ms.sel, ms.logits, ms.order) // the softmax keeps the order
+	g.GuessExperts(l, ms.sel)
 }
 
 // expert returns the matrices of routed expert e of layer l: from the
@@ -356,11 +392,13 @@ func (s *State) mixExperts(l int, x *Experts) error {
 	s.input(s.xb)
 	s.matVec(ms.logits, &x.Router)
 	route(ms.sel, ms.weights, ms.probs, ms.logits, ms.order, mp.NormWeights)
+	copy(ms.run, ms.sel)
 	if pf, ok := s.Experts.(ExpertPrefetcher); ok {
-		pf.PrefetchExperts(l, ms.sel)
+		pf.PrefetchExperts(l, ms.run)
 	}
 	var downs [maxUsedInline]*Tensor
-	for i, ex := range ms.sel {
+	for _, ex := range ms.run {
+		i := slices.Index(ms.sel, ex)
 		gate, up, down, err := s.expert(l, x, int(ex), i)
 		if err != nil {
 			return err
@@ -373,7 +411,8 @@ func (s *State) mixExperts(l int, x *Experts) error {
 	if mp.SharedFFN > 0 {
 		s.matVecs(ms.shScore, &x.SharedGateInp, ms.shGate, &x.SharedGate, ms.shUp, &x.SharedUp)
 	}
-	for i, ex := range ms.sel {
+	for _, ex := range ms.run {
+		i := slices.Index(ms.sel, ex)
 		down := (*Tensor)(nil)
 		if i < len(downs) {
 			down = downs[i]
@@ -512,20 +551,19 @@ func (s *State) moeFeedForwardBatch(ly *Block, l, n int) error {
 			mb.byExpert[ex] = append(mb.byExpert[ex], int32(i*u+slot))
 		}
 	}
-	if pf, ok := s.Experts.(ExpertPrefetcher); ok {
-		mb.present = mb.present[:0]
-		for ex, routed := range mb.byExpert {
-			if len(routed) > 0 {
-				mb.present = append(mb.present, int32(ex))
-			}
+	mb.present = mb.present[:0]
+	for ex, routed := range mb.byExpert {
+		if len(routed) > 0 {
+			mb.present = append(mb.present, int32(ex))
 		}
+	}
+	if pf, ok := s.Experts.(ExpertPrefetcher); ok {
 		pf.PrefetchExperts(l, mb.present)
 	}
-	for ex, routed := range mb.byExpert {
+	for _, ex32 := range mb.present {
+		ex := int(ex32)
+		routed := mb.byExpert[ex]
 		k := len(routed)
-		if k == 0 {
-			continue
-		}
 		gate, up, down, err := s.expert(l, x, ex, 0)
 		if err != nil {
 			return err

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/qsf-llm/qsf/arena"
@@ -115,13 +116,68 @@ func TestExpertCache(t *testing.T) {
 	if st := c2.Stats(); st.Hits < 15 {
 		t.Errorf("cyclic requests of 8 experts in 3 slots: %d hits in 160, want at least 15", st.Hits)
 	}
-	// Prefetching only advises the kernel: no read is counted, bad
-	// numbers are ignored.
+	// Guesses only advise the kernel, or are read like announcements
+	// (GuessReads), or are ignored (NoGuess).
+	for _, o := range []stream.ExpertOptions{{}, {GuessReads: true}, {NoGuess: true}} {
+		o.Slots = slots
+		a, err := arena.New(int(stream.ExpertCacheBytes(lay, slots)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer a.Close()
+		c, err := stream.OpenExpertCacheWith(lay, path, a, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.GuessExperts(2, []int32{1, 3})
+		if _, _, _, err := c.Expert(2, 3); err != nil {
+			t.Fatal(err)
+		}
+		want := stream.ExpertStats{Misses: 1, BytesRead: int64(lay.ExpertBytes)}
+		if o.GuessReads {
+			want = stream.ExpertStats{Misses: 1, Unused: 1, BytesRead: 2 * int64(lay.ExpertBytes)}
+		}
+		c.Close() // waits for the read of the other guess
+		if st := c.Stats(); st.Hits != want.Hits || st.Misses != want.Misses || st.Unused != want.Unused || st.BytesRead != want.BytesRead {
+			t.Errorf("%+v: a guess of 2 experts, then one asked for: %+v, want %+v", o, st, want)
+		}
+	}
+	// Announced experts are read ahead: asked for afterwards they count
+	// as misses (read for that request), never asked for as unused; bad
+	// numbers are ignored. Every read is a miss or unused.
 	st := c.Stats()
-	c.PrefetchExperts(3, []int32{0, 1, 2, 3, -1, 4})
+	c.PrefetchExperts(3, []int32{0, 1, -1, 4})
 	c.PrefetchExperts(9, []int32{0})
-	if c.Stats() != st {
-		t.Errorf("PrefetchExperts changed the counters: %+v, then %+v", st, c.Stats())
+	c.PrefetchExperts(3, []int32{0, 1})
+	if got := c.Stats(); got.Unused != st.Unused+2 || got.Misses != st.Misses || got.Hits != st.Hits {
+		t.Errorf("after announcing 2 experts: %+v, want 2 more unused (from %+v)", got, st)
+	}
+	check(3, 0)
+	check(3, 0)
+	check(3, 1)
+	// Announced experts come back in the order they will be ready in:
+	// those held first.
+	order := []int32{2, 9, 1, 0}
+	c.PrefetchExperts(3, order)
+	if fmt.Sprint(order) != "[0 1 2 9]" {
+		t.Errorf("announced [2 9 1 0] with 0 and 1 held (read in that order): order %v, want [0 1 2 9]", order)
+	}
+	check(3, 2)
+	if got := c.Stats(); got.Unused != st.Unused || got.Misses != st.Misses+3 || got.Hits != st.Hits+1 {
+		t.Errorf("after asking for the announced experts: %+v, want 3 more misses, 1 more hit (from %+v)", got, st)
+	}
+	// An announcement larger than the cache reads what fits; a request
+	// for an expert not announced takes the slot of one announced and
+	// not asked for yet.
+	c.PrefetchExperts(1, []int32{0, 1, 2, 3})
+	check(2, 3)
+	for e := range 4 {
+		check(1, e)
+	}
+	c.Close() // lets a read of an expert no longer wanted finish
+	st = c.Stats()
+	if st.Hits+st.Misses != 17 || st.BytesRead != (st.Misses+st.Unused)*int64(lay.ExpertBytes) {
+		t.Errorf("after 17 requests: %+v, want every read a miss or unused", st)
 	}
 	if _, _, _, err := c.Expert(0, 4); err == nil {
 		t.Error("expert 4 of 4 was served")
@@ -131,5 +187,88 @@ func TestExpertCache(t *testing.T) {
 	}
 	if _, err := stream.NewExpertLayout(f, &model.Hparams{}); !errors.Is(err, stream.ErrLayout) {
 		t.Errorf("a dense model's expert layout: %v, want ErrLayout", err)
+	}
+}
+
+// TestExpertCacheRandom drives a small cache with random guesses,
+// announcements and requests, as forward passes make them, and checks
+// every expert it returns against the file while the reader and the
+// requests that read for themselves run at once.
+func TestExpertCacheRandom(t *testing.T) {
+	path := testfiles.Path(t, "models", "moe", "synth-qwen2moe-Q8_0.gguf")
+	f, err := format.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	embd, _ := f.Tensor("token_embd.weight")
+	hp, err := model.ParseHparams(&f.Metadata, embd.Rows())
+	if err != nil {
+		t.Fatal(err)
+	}
+	lay, err := stream.NewExpertLayout(f, &hp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ne, used := hp.MoE.Experts, hp.MoE.Used
+	want := make(map[[3]int][]byte)
+	for l := range hp.Layers {
+		for m, name := range []string{"ffn_gate_exps", "ffn_up_exps", "ffn_down_exps"} {
+			ti, _ := f.Tensor(fmt.Sprintf("blk.%d.%s.weight", l, name))
+			d, err := f.TensorData(ti)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for e := range ne {
+				n := len(d) / ne
+				want[[3]int{l, e, m}] = d[e*n : (e+1)*n]
+			}
+		}
+	}
+	for _, slots := range []int{used, used + 1, 2 * used, lay.Experts()} {
+		a, err := arena.New(int(stream.ExpertCacheBytes(lay, slots)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer a.Close()
+		c, err := stream.OpenExpertCacheWith(lay, path, a, stream.ExpertOptions{Slots: slots, GuessReads: slots%2 == 0})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rng := rand.New(rand.NewPCG(uint64(slots), 1))
+		list := func(n int) []int32 {
+			var x []int32
+			for range n {
+				x = append(x, int32(rng.IntN(ne)))
+			}
+			return x
+		}
+		for range 300 {
+			l := rng.IntN(hp.Layers)
+			if rng.IntN(2) == 0 {
+				c.GuessExperts(l, list(rng.IntN(ne+1)))
+			}
+			c.PrefetchExperts(l, list(rng.IntN(ne+1)))
+			asked := make(map[int][3]*model.Tensor)
+			for range used {
+				e := rng.IntN(ne)
+				g, u, d, err := c.Expert(l, e)
+				if err != nil {
+					t.Fatal(err)
+				}
+				asked[e] = [3]*model.Tensor{g, u, d}
+			}
+			for e, ms := range asked { // still intact after the others' reads
+				for m, got := range ms {
+					if !bytes.Equal(got.Data, want[[3]int{l, e, m}]) {
+						t.Fatalf("%d slots: layer %d expert %d matrix %d differs from the file", slots, l, e, m)
+					}
+				}
+			}
+		}
+		c.Close()
+		if st := c.Stats(); st.BytesRead != (st.Misses+st.Unused)*int64(lay.ExpertBytes) || st.Hits+st.Misses != 300*int64(used) {
+			t.Errorf("%d slots: %+v, want every read a miss or unused", slots, st)
+		}
 	}
 }

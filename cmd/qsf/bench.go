@@ -224,10 +224,16 @@ func runBench(mf *modelFlags, p, n, reps int, stderr io.Writer, quiet bool) (ben
 		sr = &streamReport{PlanPeakBytes: p.PeakBytes, PlanBytesPerToken: p.BytesPerToken, RingBytes: p.RingBytes, RingLayers: p.RingLayers}
 	}
 
+	// Each repetition has a prompt of its own: a mixture of experts's
+	// shared expert cache would otherwise hold exactly the experts the
+	// previous repetition's replay of the same tokens used.
 	ids := make([]int, p)
-	rng := rand.New(rand.NewPCG(42, 42))
-	for i := range ids {
-		ids[i] = 3 + rng.IntN(max(in.Vocab-3, 1)) // past <unk>, <s>, </s> in LLaMA vocabularies
+	prompt := func(rep int) []int {
+		rng := rand.New(rand.NewPCG(42, uint64(42+rep+1)))
+		for i := range ids {
+			ids[i] = 3 + rng.IntN(max(in.Vocab-3, 1)) // past <unk>, <s>, </s> in LLaMA vocabularies
+		}
+		return ids
 	}
 	ctx := context.Background()
 	var cpu0 time.Duration
@@ -236,7 +242,7 @@ func runBench(mf *modelFlags, p, n, reps int, stderr io.Writer, quiet bool) (ben
 		if rep == 0 {
 			cpu0, start = cpuTime(), time.Now()
 		}
-		pre, dec, io, ex, err := benchOnce(ctx, m, ids, n)
+		pre, dec, io, ex, err := benchOnce(ctx, m, prompt(rep), n)
 		if err != nil {
 			return benchResult{}, err
 		}
@@ -270,6 +276,11 @@ func runBench(mf *modelFlags, p, n, reps int, stderr io.Writer, quiet bool) (ben
 	}
 	if er != nil {
 		er.finish()
+		if n > 0 {
+			if err := er.measure(mf.path, threads, res.DecodeTokS); err != nil {
+				return benchResult{}, err
+			}
+		}
 		res.Experts = er
 	}
 	return res, nil
@@ -301,8 +312,7 @@ func benchOnce(ctx context.Context, m *qsf.Model, ids []int, n int) (prefill, de
 	io1, ex1 := s.IOStats(), s.ExpertStats()
 	io = stream.Stats{BytesRead: io1.BytesRead - io0.BytesRead, Reads: io1.Reads - io0.Reads, IOTime: io1.IOTime - io0.IOTime,
 		Wait: io1.Wait - io0.Wait, Misses: io1.Misses - io0.Misses, Stalls: io1.Stalls - io0.Stalls}
-	ex = stream.ExpertStats{Hits: ex1.Hits - ex0.Hits, Misses: ex1.Misses - ex0.Misses, BytesRead: ex1.BytesRead - ex0.BytesRead,
-		ReadTime: ex1.ReadTime - ex0.ReadTime}
+	ex = ex1.Sub(ex0)
 	return t1.Sub(t0), decode, io, ex, nil
 }
 
