@@ -23,6 +23,11 @@ type batch struct {
 	done                              [maxType]bool
 	in                                []float32 // the rows the matrices read now
 	width                             int       // elements per row of in
+
+	// ForwardMulti's sequences while their heads attend, and the
+	// function of their parallel attention (made once: no allocation).
+	multi       []*State
+	attendMulti func(lo, hi int)
 }
 
 func newBatch(hp *Hparams) *batch {

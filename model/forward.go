@@ -367,6 +367,22 @@ func (s *State) splitQKV(qkv []float32) {
 // adds the biases, normalizes and rotates them, stores the key and value
 // in the cache and leaves the attention output in s.att.
 func (s *State) attendToken(ly *Block, l, pos int) error {
+	if err := s.prepareAttention(ly, l, pos); err != nil {
+		return err
+	}
+	if s.attentionWork() <= inlineAttention {
+		s.attend(0, s.m.Hparams.Heads) // less work than handing it out costs
+	} else {
+		s.pool.Parallel(s.m.Hparams.Heads, s.attend)
+	}
+	s.observeAttention(l)
+	return nil
+}
+
+// prepareAttention is the part of attendToken before the heads attend:
+// biases, norms and rotation of q and k, and the store of this position's
+// key and value; it leaves the heads' attention to s.attend.
+func (s *State) prepareAttention(ly *Block, l, pos int) error {
 	hp := &s.m.Hparams
 	addBias(s.q, ly.QB)
 	addBias(s.k, ly.KB)
@@ -406,18 +422,25 @@ func (s *State) attendToken(ly *Block, l, pos int) error {
 
 	// Each query head attends to the cached positions of its KV head.
 	s.layer, s.pos, s.n = l, pos, s.KV.Used(l)
-	if hp.Heads*s.n*(hp.HeadDimK+hp.HeadDimV) <= inlineAttention {
-		s.attend(0, hp.Heads) // less work than handing it out costs
-	} else {
-		s.pool.Parallel(hp.Heads, s.attend)
-	}
+	return nil
+}
+
+// attentionWork is the size of the attention prepareAttention set up: a
+// measure of its multiply-adds.
+func (s *State) attentionWork() int {
+	hp := &s.m.Hparams
+	return hp.Heads * s.n * (hp.HeadDimK + hp.HeadDimV)
+}
+
+// observeAttention passes the attention scores to a cache that tracks
+// them.
+func (s *State) observeAttention(l int) {
 	if s.KV.Tracks() {
 		c := s.KV.Capacity()
-		for h := range hp.Heads {
+		for h := range s.m.Hparams.Heads {
 			s.KV.Observe(l, s.scores[h*c:h*c+s.n])
 		}
 	}
-	return nil
 }
 
 // inlineAttention is the size of an attention (heads × positions × the

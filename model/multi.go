@@ -91,6 +91,9 @@ func forwardMulti(states []*State, tokens []int, logits bool) error {
 		d.batch.tier = d.tier
 	}
 	b := d.batch
+	if b.attendMulti == nil {
+		b.attendMulti = func(lo, hi int) { attendHeadsOf(b.multi, hp.Heads, lo, hi) }
+	}
 	e, qd, kd, vd, ad := hp.Embd, hp.QDim(), hp.KDim(), hp.VDim(), hp.Heads*hp.HeadDimV
 	var saved [maxMulti]vectors
 	for i, st := range states {
@@ -129,14 +132,27 @@ func forwardMulti(states []*State, tokens []int, logits bool) error {
 			d.matMul(b.v, &ly.V, n)
 		}
 		d.release(l, StageQKV)
+		work := 0
 		for i, st := range states {
 			st.q, st.k, st.v, st.att = row(b.q, i, qd), row(b.k, i, kd), row(b.v, i, vd), row(b.att, i, ad)
 			if ly.QKV.Data != nil {
 				st.splitQKV(row(b.qkv, i, qd+kd+vd))
 			}
-			if err := st.attendToken(ly, l, st.KV.Len()); err != nil {
+			if err := st.prepareAttention(ly, l, st.KV.Len()); err != nil {
 				return err
 			}
+			work += st.attentionWork()
+		}
+		// The heads of all the sequences attend in one parallel job
+		// (each head's arithmetic is the same as alone).
+		if work <= inlineAttention {
+			for _, st := range states {
+				st.attend(0, hp.Heads)
+			}
+		} else {
+			b.multi = states
+			d.pool.Parallel(n*hp.Heads, b.attendMulti)
+			b.multi = nil
 		}
 		if ly, err = d.acquire(l, StageOut); err != nil {
 			return err
@@ -187,4 +203,15 @@ func forwardMulti(states []*State, tokens []int, logits bool) error {
 		}
 	}
 	return nil
+}
+
+// attendHeadsOf runs heads [lo, hi) of the sequences' heads numbered one
+// sequence after another, heads per sequence.
+func attendHeadsOf(states []*State, heads, lo, hi int) {
+	for j := lo; j < hi; {
+		st, h := states[j/heads], j%heads
+		end := min(heads, h+hi-j)
+		st.attend(h, end)
+		j += end - h
+	}
 }

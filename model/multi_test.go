@@ -28,14 +28,17 @@ func TestForwardMultiEqualsForward(t *testing.T) {
 		solo := make([]*model.State, seqs)
 		for i := range seqs {
 			var err error
-			if multi[i], err = m.NewState(64, pool); err != nil {
+			if multi[i], err = m.NewState(256, pool); err != nil {
 				t.Fatal(err)
 			}
-			if solo[i], err = m.NewState(64, pool); err != nil {
+			if solo[i], err = m.NewState(256, pool); err != nil {
 				t.Fatal(err)
 			}
-			// Prompts of different lengths: the sequences sit at different positions.
-			prompt := make([]int, 3+5*i)
+			// Prompts of different lengths: the sequences sit at different
+			// positions; long enough that the heads of all three attend in
+			// one parallel job (the synthetic models), while two of them
+			// attend inline.
+			prompt := make([]int, 3+100*i)
 			for j := range prompt {
 				prompt[j] = (j*31 + 7*i + 3) % m.Vocab
 			}
