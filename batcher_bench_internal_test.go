@@ -2,26 +2,39 @@ package qsf
 
 import (
 	"context"
+	"errors"
 	"os"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/qsf-llm/qsf/model"
+	"github.com/qsf-llm/qsf/plan"
 )
 
 // BenchmarkStep measures one decoding step of 4 sequences on the model
 // named by QSF_BATCH_MODEL at 2 threads, three ways: each sequence's
 // Forward in turn (solo), one model.ForwardMulti over the 4 (multi), and
 // a 4-token prompt chunk of one sequence (prefill, the bound for multi:
-// the same mat-muls of 4 rows). ns/op is per step of 4 tokens; cpu-ms/tok is the process's CPU time per
+// the same mat-muls of 4 rows); with QSF_BATCH_STREAM set, under the
+// smallest RAM budget (layer streaming; no prefill). ns/op is per step of 4 tokens; cpu-ms/tok is the process's CPU time per
 // token.
 func BenchmarkStep(b *testing.B) {
 	path := os.Getenv("QSF_BATCH_MODEL")
 	if path == "" {
 		b.Skip("set QSF_BATCH_MODEL to a model file")
 	}
-	m, err := Load(path, Config{Threads: 2, ContextLength: 1024})
+	cfg := Config{Threads: 2, ContextLength: 1024}
+	stream := os.Getenv("QSF_BATCH_STREAM") != ""
+	if stream { // the smallest budget: layer streaming
+		cfg.RAMBudget = 1
+		var be *plan.BudgetError
+		if _, err := PlanFile(path, cfg); !errors.As(err, &be) {
+			b.Fatalf("plan with a 1-byte budget: %v, want a BudgetError", err)
+		}
+		cfg.RAMBudget = be.Min
+	}
+	m, err := Load(path, cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -94,6 +107,9 @@ func BenchmarkStep(b *testing.B) {
 			}
 		}
 	})
+	if stream {
+		return // a prompt chunk streams token by token
+	}
 	b.Run("prefill", func(b *testing.B) {
 		st := states[0]
 		start(b)

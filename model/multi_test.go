@@ -92,3 +92,82 @@ func indexOf(states []*model.State, st *model.State) int {
 	}
 	return -1
 }
+
+// TestForwardChunksEqualsForward evaluates runs of several tokens (prompt
+// chunks) of some sequences in the same passes as single tokens of
+// others, a run longer than a pass split between passes, logits asked
+// for some runs and not others, and checks the logits and cache lengths
+// against states fed token after token with Forward, bit for bit.
+func TestForwardChunksEqualsForward(t *testing.T) {
+	dir := testfiles.Dir(t)
+	files := []string{"gguf/stories260K-Q4_0.gguf", "synthetic/synth-llama-f32.gguf", "synthetic/synth-qwen2-Q8_0.gguf",
+		"synthetic/synth-gpt2-Q8_0.gguf", "synthetic/synth-gemma-Q4_0.gguf"}
+	pool := kernels.NewPool(2)
+	defer pool.Close()
+	for _, file := range files {
+		m, done := load(t, filepath.Join(dir, "models", file))
+		const seqs = 3
+		chunked := make([]*model.State, seqs)
+		solo := make([]*model.State, seqs)
+		for i := range seqs {
+			var err error
+			if chunked[i], err = m.NewState(256, pool); err != nil {
+				t.Fatal(err)
+			}
+			if solo[i], err = m.NewState(256, pool); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// Runs per step and sequence (0: the sequence sits the step out)
+		// and whether logits are asked.
+		steps := []struct {
+			runs   [seqs]int
+			logits [seqs]bool
+		}{
+			{[seqs]int{5, model.MaxChunkRows + 6, 3}, [seqs]bool{true, true, false}}, // the second run spans passes
+			{[seqs]int{1, 1, 4}, [seqs]bool{true, true, true}},
+			{[seqs]int{1, 0, 2}, [seqs]bool{true, false, false}},
+			{[seqs]int{3, 1, 1}, [seqs]bool{false, true, true}},
+			{[seqs]int{1, 1, 1}, [seqs]bool{true, true, true}},
+		}
+		next := 0
+		for k, step := range steps {
+			var states []*model.State
+			var runs [][]int
+			var logits []bool
+			for i := range seqs {
+				if step.runs[i] == 0 {
+					continue
+				}
+				run := make([]int, step.runs[i])
+				for j := range run {
+					next++
+					run[j] = (next*37 + 11*i + 5) % m.Vocab
+					if err := solo[i].Forward(run[j], solo[i].KV.Len(), j == len(run)-1); err != nil {
+						t.Fatal(err)
+					}
+				}
+				states, runs, logits = append(states, chunked[i]), append(runs, run), append(logits, step.logits[i])
+			}
+			if err := model.ForwardChunks(states, runs, logits); err != nil {
+				t.Fatal(err)
+			}
+			for j, st := range states {
+				i := indexOf(chunked, st)
+				name := fmt.Sprintf("%s step %d seq %d", filepath.Base(file), k, i)
+				if st.KV.Len() != solo[i].KV.Len() {
+					t.Fatalf("%s: cache length %d, want %d", name, st.KV.Len(), solo[i].KV.Len())
+				}
+				if !logits[j] {
+					continue
+				}
+				for v := range st.Logits {
+					if math.Float32bits(st.Logits[v]) != math.Float32bits(solo[i].Logits[v]) {
+						t.Fatalf("%s: logit %d: chunked %g, alone %g", name, v, st.Logits[v], solo[i].Logits[v])
+					}
+				}
+			}
+		}
+		done()
+	}
+}
