@@ -137,10 +137,11 @@ func TestParallelEqualsSolo(t *testing.T) {
 	}
 	wg.Wait()
 	steps, toks := metricValue(t, ts, "qsf_batch_steps_total"), metricValue(t, ts, "qsf_batch_tokens_total")
+	prompt := metricValue(t, ts, "qsf_batch_prompt_tokens_total")
 	// Whether the requests overlap depends on timing, so how much was
 	// batched is logged, not required (TestBatcherEqualsSolo starts its
 	// sessions together); every answer must equal its solo run anyway.
-	t.Logf("batcher: %v tokens in %v steps (batched: %v)", toks, steps, toks > steps)
+	t.Logf("batcher: %v decoding and %v prompt tokens in %v steps", toks, prompt, steps)
 	s, _ := m.NewSession()
 	defer s.Close()
 	for i, p := range prompts {
