@@ -370,18 +370,12 @@ func (s *State) attendToken(ly *Block, l, pos int) error {
 	if err := s.prepareAttention(ly, l, pos); err != nil {
 		return err
 	}
-	if s.attentionWork() <= inlineAttention {
-		s.attend(0, s.m.Hparams.Heads) // less work than handing it out costs
-	} else {
-		s.pool.Parallel(s.m.Hparams.Heads, s.attend)
-	}
-	s.observeAttention(l)
+	s.attendCache(l, pos)
 	return nil
 }
 
-// prepareAttention is the part of attendToken before the heads attend:
-// biases, norms and rotation of q and k, and the store of this position's
-// key and value; it leaves the heads' attention to s.attend.
+// prepareAttention is attendToken up to the attention: the biases, norms
+// and rotation of q and k, and the store of the key and value at pos.
 func (s *State) prepareAttention(ly *Block, l, pos int) error {
 	hp := &s.m.Hparams
 	addBias(s.q, ly.QB)
@@ -419,25 +413,24 @@ func (s *State) prepareAttention(ly *Block, l, pos int) error {
 		return err
 	}
 	s.KV.Store(l, slot, s.k, s.v)
-
-	// Each query head attends to the cached positions of its KV head.
-	s.layer, s.pos, s.n = l, pos, s.KV.Used(l)
 	return nil
 }
 
-// attentionWork is the size of the attention prepareAttention set up: a
-// measure of its multiply-adds.
-func (s *State) attentionWork() int {
+// attendCache lets each query head of the token at pos attend to the
+// cached positions of layer l (whose key and value are stored), leaving
+// the output in s.att, and tells an eviction policy that tracks them the
+// attention weights.
+func (s *State) attendCache(l, pos int) {
 	hp := &s.m.Hparams
-	return hp.Heads * s.n * (hp.HeadDimK + hp.HeadDimV)
-}
-
-// observeAttention passes the attention scores to a cache that tracks
-// them.
-func (s *State) observeAttention(l int) {
+	s.layer, s.pos, s.n = l, pos, s.KV.Used(l)
+	if hp.Heads*s.n*(hp.HeadDimK+hp.HeadDimV) <= inlineAttention {
+		s.attend(0, hp.Heads) // less work than handing it out costs
+	} else {
+		s.pool.Parallel(hp.Heads, s.attend)
+	}
 	if s.KV.Tracks() {
 		c := s.KV.Capacity()
-		for h := range s.m.Hparams.Heads {
+		for h := range hp.Heads {
 			s.KV.Observe(l, s.scores[h*c:h*c+s.n])
 		}
 	}

@@ -214,7 +214,8 @@ func forwardChunks(states []*State, tokens [][]int, logits []bool, rows int) err
 			if err := st.prepareAttention(ly, l, pos[i]); err != nil {
 				return err
 			}
-			work += st.attentionWork()
+			st.layer, st.pos, st.n = l, pos[i], st.KV.Used(l) // as attendCache sets them
+			work += hp.Heads * st.n * (hp.HeadDimK + hp.HeadDimV)
 			ones = append(ones, st)
 		}
 		if work <= inlineAttention {
