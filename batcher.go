@@ -39,7 +39,8 @@ type Batcher struct {
 
 	steps, tokens, promptTokens atomic.Int64
 
-	// The loop's buffers for a step.
+	// The loop's buffers for a step, and the buffers of the passes.
+	mb     model.Batch
 	states []*model.State
 	runs   [][]int
 	logits []bool
@@ -221,7 +222,7 @@ func (b *Batcher) run(decode, prompts []*stepRequest) []*stepRequest {
 	}
 	err := b.m.acquire()
 	if err == nil {
-		err = model.ForwardChunks(b.states, b.runs, b.logits)
+		err = b.mb.ForwardChunks(b.states, b.runs, b.logits)
 		b.m.release()
 		if err != nil {
 			err = fmt.Errorf("qsf: %w", err)

@@ -24,10 +24,14 @@ type batch struct {
 	in                                []float32 // the rows the matrices read now
 	width                             int       // elements per row of in
 
-	// ForwardMulti's sequences while their heads attend, and the
-	// function of their parallel attention (made once: no allocation).
+	// ForwardChunks' one-token sequences while their heads attend, the
+	// function of their parallel attention (made once: no allocation),
+	// and its logits, a row per sequence that asks for them.
 	multi       []*State
 	attendMulti func(lo, hi int)
+	logits      []float32
+
+	hp *Hparams // the model's, whose sizes the buffers have
 }
 
 func newBatch(hp *Hparams) *batch {
@@ -44,6 +48,7 @@ func newBatch(hp *Hparams) *batch {
 		size, _ := quant.RowBytes(t, n)
 		b.acts[t] = make([]byte, maxBatch*size)
 	}
+	b.hp = hp
 	return b
 }
 

@@ -39,10 +39,9 @@ type State struct {
 
 	batch *batch // buffers of ForwardBatch, allocated on first use
 
-	multiLogits []float32 // ForwardMulti's logits, a row per sequence, allocated on first use
-	hb          []float32 // FFN hidden (gate, or fused gate+up)
-	hb2         []float32 // FFN hidden (up)
-	Logits      []float32
+	hb     []float32 // FFN hidden (gate, or fused gate+up)
+	hb2    []float32 // FFN hidden (up)
+	Logits []float32
 
 	acts  activations           // xb (or att, hb) quantized for the matrices that read it
 	tasks [3]kernels.MatVecTask // the products of one matVecs call

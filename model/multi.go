@@ -49,6 +49,20 @@ func ForwardMulti(states []*State, tokens []int, logits bool) error {
 // streaming and resident states are run one after another with Forward
 // (ForwardBatch).
 func ForwardChunks(states []*State, tokens [][]int, logits []bool) error {
+	return (*Batch)(nil).ForwardChunks(states, tokens, logits)
+}
+
+// A Batch holds the buffers of ForwardChunks passes (the rows of their
+// tokens, the logits), so that the passes of many sequences share one set
+// instead of allocating one in each pass's first state. The zero value is
+// ready to use; it allocates on first use. A Batch serves one pass at a
+// time.
+type Batch struct{ b *batch }
+
+// ForwardChunks is the function ForwardChunks with the buffers of bt (a
+// nil Batch: those of the pass's first state). A lone sequence's run of
+// several tokens is a pass too (no buffers of its own).
+func (bt *Batch) ForwardChunks(states []*State, tokens [][]int, logits []bool) error {
 	if len(states) != len(tokens) || len(states) != len(logits) {
 		return fmt.Errorf("model: ForwardChunks of %d states, %d token runs and %d logits flags", len(states), len(tokens), len(logits))
 	}
@@ -70,7 +84,7 @@ func ForwardChunks(states []*State, tokens [][]int, logits []bool) error {
 		}
 	}
 	single := m.isBitNet() || m.Hparams.MoE.Experts > 0 ||
-		len(states) == 1 && (len(tokens[0]) == 1 || states[0].Source == nil)
+		len(states) == 1 && (len(tokens[0]) == 1 || states[0].Source == nil && bt == nil)
 	for _, st := range states {
 		single = single || (st.Source == nil) != (states[0].Source == nil) || st.Experts != nil || st.KV.Evicts()
 	}
@@ -102,7 +116,7 @@ func ForwardChunks(states []*State, tokens [][]int, logits []bool) error {
 			}
 			i, done = i+1, 0
 		}
-		if err := forwardChunks(ps[:n], pt[:n], pl[:n], rows); err != nil {
+		if err := bt.forwardChunks(ps[:n], pt[:n], pl[:n], rows); err != nil {
 			return err
 		}
 	}
@@ -115,8 +129,8 @@ type vectors struct{ x, xb, q, k, v, att []float32 }
 
 // forwardChunks is one pass of ForwardChunks: rows tokens in all, at most
 // maxMulti states.
-func forwardChunks(states []*State, tokens [][]int, logits []bool, rows int) error {
-	d := states[0] // its batch buffers and worker pool serve every state
+func (bt *Batch) forwardChunks(states []*State, tokens [][]int, logits []bool, rows int) error {
+	d := states[0] // its worker pool (and Source) serve every state, its batch buffers without bt
 	m := d.m
 	hp := &m.Hparams
 	var pos, first [maxMulti]int // each state's first position and first row
@@ -134,6 +148,16 @@ func forwardChunks(states []*State, tokens [][]int, logits []bool, rows int) err
 		} else if hp.LearnedPos && end > m.PosEmbd.Rows {
 			return fmt.Errorf("%w: position %d beyond the %d learned positions", kvcache.ErrFull, end-1, m.PosEmbd.Rows)
 		}
+	}
+	if bt != nil {
+		// The driving state works on bt's buffers for the pass.
+		if bt.b == nil || bt.b.hp != hp {
+			bt.b = newBatch(hp)
+			bt.b.tier = d.tier
+		}
+		own := d.batch
+		d.batch = bt.b
+		defer func() { d.batch = own }()
 	}
 	if d.batch == nil {
 		d.batch = newBatch(hp)
@@ -251,7 +275,7 @@ func forwardChunks(states []*State, tokens [][]int, logits []bool, rows int) err
 	}
 	// The LM head as one mat-mul over the last token of each sequence
 	// that wants logits, into a buffer of a row of logits per sequence,
-	// kept by the driving state.
+	// kept with the batch buffers.
 	var want [maxMulti]*State
 	n := 0
 	for i, st := range states {
@@ -262,13 +286,13 @@ func forwardChunks(states []*State, tokens [][]int, logits []bool, rows int) err
 		}
 	}
 	b.input(b.xb, e)
-	if need := n * hp.Vocab; len(d.multiLogits) < need {
-		d.multiLogits = make([]float32, maxMulti*hp.Vocab)
+	if need := n * hp.Vocab; len(b.logits) < need {
+		b.logits = make([]float32, need)
 	}
 	if src == nil || src.HeadChunks() == 0 {
-		d.matMul(d.multiLogits, &m.Output, n)
+		d.matMul(b.logits, &m.Output, n)
 		for i, st := range want[:n] {
-			copy(st.Logits, row(d.multiLogits, i, hp.Vocab))
+			copy(st.Logits, row(b.logits, i, hp.Vocab))
 		}
 		return nil
 	}
@@ -277,10 +301,10 @@ func forwardChunks(states []*State, tokens [][]int, logits []bool, rows int) err
 		if err != nil {
 			return err
 		}
-		d.matMul(d.multiLogits, t, n)
+		d.matMul(b.logits, t, n)
 		src.ReleaseHead(c)
 		for i, st := range want[:n] {
-			copy(st.Logits[row0:row0+t.Rows], row(d.multiLogits, i, t.Rows))
+			copy(st.Logits[row0:row0+t.Rows], row(b.logits, i, t.Rows))
 		}
 	}
 	return nil

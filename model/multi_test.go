@@ -97,13 +97,21 @@ func indexOf(states []*model.State, st *model.State) int {
 // chunks) of some sequences in the same passes as single tokens of
 // others, a run longer than a pass split between passes, logits asked
 // for some runs and not others, and checks the logits and cache lengths
-// against states fed token after token with Forward, bit for bit.
+// against states fed token after token with Forward, bit for bit; with
+// the first state's buffers and with a Batch's.
 func TestForwardChunksEqualsForward(t *testing.T) {
+	for _, shared := range []bool{false, true} {
+		t.Run(fmt.Sprintf("batch=%v", shared), func(t *testing.T) { testForwardChunks(t, shared) })
+	}
+}
+
+func testForwardChunks(t *testing.T, shared bool) {
 	dir := testfiles.Dir(t)
 	files := []string{"gguf/stories260K-Q4_0.gguf", "synthetic/synth-llama-f32.gguf", "synthetic/synth-qwen2-Q8_0.gguf",
 		"synthetic/synth-gpt2-Q8_0.gguf", "synthetic/synth-gemma-Q4_0.gguf"}
 	pool := kernels.NewPool(2)
 	defer pool.Close()
+	var bt model.Batch // one for all the models: it must follow the model
 	for _, file := range files {
 		m, done := load(t, filepath.Join(dir, "models", file))
 		const seqs = 3
@@ -149,7 +157,13 @@ func TestForwardChunksEqualsForward(t *testing.T) {
 				}
 				states, runs, logits = append(states, chunked[i]), append(runs, run), append(logits, step.logits[i])
 			}
-			if err := model.ForwardChunks(states, runs, logits); err != nil {
+			var err error
+			if shared {
+				err = bt.ForwardChunks(states, runs, logits)
+			} else {
+				err = model.ForwardChunks(states, runs, logits)
+			}
+			if err != nil {
 				t.Fatal(err)
 			}
 			for j, st := range states {

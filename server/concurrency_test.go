@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/qsf-llm/qsf"
+	"github.com/qsf-llm/qsf/model"
 	"github.com/qsf-llm/qsf/server"
 )
 
@@ -197,7 +198,9 @@ func TestConversationReuse(t *testing.T) {
 // generated text must equal a lone session's answer to the same request.
 // The requests come in two halves; after the second the goroutines and
 // (without -short) the live heap must be back to their level after the
-// first (which allocated what the server allocates once). Latency
+// first (which, after a warm-up of prompts of every length, allocated
+// what the server allocates once): the live objects within 100 (a planted
+// leak of 16 bytes per request fails), the bytes within 512 KiB. Latency
 // percentiles are logged.
 func TestLoad(t *testing.T) {
 	clients, requests := 8, 50
@@ -221,8 +224,27 @@ func TestLoad(t *testing.T) {
 	}
 	defer solo.Close()
 
+	// Prompts of 1 to about 70 tokens, one after another: passes of
+	// every size, so that the buffers that grow to the largest pass of
+	// each size (the worker pool's packed activations) are full grown
+	// before the heap is compared.
+	for k := 1; k <= model.MaxChunkRows+6; k++ {
+		b, _ := json.Marshal(map[string]any{"prompt": strings.Repeat(" a", k), "max_tokens": 1})
+		req, _ := http.NewRequest("POST", ts.URL+"/v1/completions", bytes.NewReader(b))
+		req.Header.Set("Authorization", "Bearer "+key)
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("warm-up prompt of %d words: status %d", k, resp.StatusCode)
+		}
+	}
+
 	var goroutines int
-	var heap uint64
+	var heap heapLevel
 	ids := make(map[uint64]bool, clients*requests) // hashes, sized before: the map does not grow the heap
 	for half := range 2 {
 		base := lc.requestCounts(t)
@@ -241,18 +263,19 @@ func TestLoad(t *testing.T) {
 		results = nil
 		client.CloseIdleConnections()
 		if half == 0 {
-			goroutines, heap = settle(t, -1, 0)
+			goroutines, heap = settle(t, -1, heapLevel{})
 			continue
 		}
 		after, heapAfter := settle(t, goroutines, heap)
+		msg := fmt.Sprintf("after the second half: %d goroutines (%d after the first), live heap %d objects, %d KiB (%d, %d KiB)",
+			after, goroutines, heapAfter.objects, heapAfter.bytes>>10, heap.objects, heap.bytes>>10)
 		// With -short (-race in CI) too few requests for a leak to
 		// stand out of the noise: the heap is only logged.
-		if after > goroutines || heapAfter > heap+loadHeapSlack && !testing.Short() {
+		if after > goroutines || !heapAfter.within(heap) && !testing.Short() {
 			buf := make([]byte, 1<<20)
-			t.Errorf("after the second half: %d goroutines (%d after the first), live heap %d KiB (%d KiB)\n%s",
-				after, goroutines, heapAfter>>10, heap>>10, buf[:runtime.Stack(buf, true)])
+			t.Errorf("%s\n%s", msg, buf[:runtime.Stack(buf, true)])
 		} else {
-			t.Logf("after the second half: %d goroutines (%d after the first), live heap %d KiB (%d KiB)", after, goroutines, heapAfter>>10, heap>>10)
+			t.Log(msg)
 		}
 	}
 }
@@ -334,16 +357,24 @@ func (lc *loadClient) checkLoad(t *testing.T, solo *qsf.Session, results [][]loa
 
 var idSeed = maphash.MakeSeed()
 
-// loadHeapSlack is how much the live heap may grow from the first half of
-// the load test to the second: a leak of some hundreds of bytes per
-// request exceeds it (the noise is some tens of KiB).
-const loadHeapSlack = 128 << 10
+// heapLevel is the live heap: objects and bytes.
+type heapLevel struct{ objects, bytes uint64 }
+
+// The live heap may grow from the first half of the load test to the
+// second by loadObjectSlack objects and loadByteSlack bytes: a leak of an
+// object per 2 requests, or of 2.5 KB per request, exceeds them. The noise
+// is some tens of objects and up to about 200 KiB (buffers of the worker
+// pool that grow, and change roles, with the sizes of the passes).
+const (
+	loadObjectSlack = 100
+	loadByteSlack   = 512 << 10
+)
 
 // settle waits (up to 10 s) until the goroutines are at most goroutines
-// and the live heap at most heap+loadHeapSlack (with goroutines < 0: a
+// and the live heap within the slack of heap (with goroutines < 0: a
 // moment for closed connections' goroutines to end), and returns both
 // after a garbage collection.
-func settle(t *testing.T, goroutines int, heap uint64) (int, uint64) {
+func settle(t *testing.T, goroutines int, heap heapLevel) (int, heapLevel) {
 	t.Helper()
 	if goroutines < 0 {
 		time.Sleep(200 * time.Millisecond)
@@ -353,11 +384,16 @@ func settle(t *testing.T, goroutines int, heap uint64) (int, uint64) {
 		runtime.GC() // and what sync.Pools held until the first
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
-		n, live := runtime.NumGoroutine(), ms.HeapAlloc
-		if goroutines < 0 || n <= goroutines && live <= heap+loadHeapSlack || time.Now().After(deadline) {
+		n, live := runtime.NumGoroutine(), heapLevel{ms.HeapObjects, ms.HeapAlloc}
+		if goroutines < 0 || n <= goroutines && live.within(heap) || time.Now().After(deadline) {
 			return n, live
 		}
 	}
+}
+
+// within reports whether h is within the slack of base.
+func (h heapLevel) within(base heapLevel) bool {
+	return h.objects <= base.objects+loadObjectSlack && h.bytes <= base.bytes+loadByteSlack
 }
 
 // loadKinds are the kinds of request the load test sends.
