@@ -216,10 +216,11 @@ func (bt *Batch) forwardChunks(states []*State, tokens [][]int, logits []bool, r
 			d.matMul(b.v, &ly.V, rows)
 		}
 		d.release(l, StageQKV)
-		// The sequences of one token attend together, the heads of all
-		// of them in one parallel job; a run of several tokens attends
-		// token after token (each to the positions before it), as in
-		// ForwardBatch. Each head's arithmetic is that of Forward.
+		// The sequences of one token attend together: inline when each
+		// would alone (on average), else the heads of all of them in one
+		// parallel job; a run of several tokens attends token after
+		// token (each to the positions before it), as in ForwardBatch.
+		// Each head's arithmetic is that of Forward.
 		work, ones := 0, b.multi[:0]
 		for i, st := range states {
 			if len(tokens[i]) > 1 {
@@ -242,7 +243,7 @@ func (bt *Batch) forwardChunks(states []*State, tokens [][]int, logits []bool, r
 			work += hp.Heads * st.n * (hp.HeadDimK + hp.HeadDimV)
 			ones = append(ones, st)
 		}
-		if work <= inlineAttention {
+		if work <= len(ones)*inlineAttention {
 			for _, st := range ones {
 				st.attend(0, hp.Heads)
 			}

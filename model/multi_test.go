@@ -26,19 +26,23 @@ func TestForwardMultiEqualsForward(t *testing.T) {
 		const seqs, steps = 3, 12
 		multi := make([]*model.State, seqs)
 		solo := make([]*model.State, seqs)
+		capacity := 1024
+		if m.LearnedPos {
+			capacity = m.PosEmbd.Rows
+		}
 		for i := range seqs {
 			var err error
-			if multi[i], err = m.NewState(256, pool); err != nil {
+			if multi[i], err = m.NewState(capacity, pool); err != nil {
 				t.Fatal(err)
 			}
-			if solo[i], err = m.NewState(256, pool); err != nil {
+			if solo[i], err = m.NewState(capacity, pool); err != nil {
 				t.Fatal(err)
 			}
 			// Prompts of different lengths: the sequences sit at different
 			// positions; long enough that the heads of all three attend in
-			// one parallel job (the synthetic models), while two of them
-			// attend inline.
-			prompt := make([]int, 3+100*i)
+			// one parallel job (the synthetic llama-type models), while two
+			// of them attend inline.
+			prompt := make([]int, min(3+300*i, capacity-steps))
 			for j := range prompt {
 				prompt[j] = (j*31 + 7*i + 3) % m.Vocab
 			}
