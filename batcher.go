@@ -32,7 +32,8 @@ const batchWait = 2 * time.Millisecond
 type Batcher struct {
 	m      *Model
 	reqs   chan *stepRequest
-	active atomic.Int64 // sessions in their decoding loop
+	active atomic.Int64  // sessions in their decoding loop
+	left   chan struct{} // a session left its decoding loop (the wait for it ends)
 	quit   chan struct{}
 	done   chan struct{}
 	once   sync.Once
@@ -62,7 +63,7 @@ type stepRequest struct {
 
 // NewBatcher starts a Batcher for the sessions of m. Close it when done.
 func (m *Model) NewBatcher() *Batcher {
-	b := &Batcher{m: m, reqs: make(chan *stepRequest), quit: make(chan struct{}), done: make(chan struct{})}
+	b := &Batcher{m: m, reqs: make(chan *stepRequest), left: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{})}
 	go b.loop()
 	return b
 }
@@ -98,6 +99,20 @@ func (s *Session) SetBatcher(b *Batcher) error {
 	}
 	s.batcher = b
 	return nil
+}
+
+// join counts a session that enters its decoding loop: the steps wait a
+// moment for it.
+func (b *Batcher) join() { b.active.Add(1) }
+
+// leave counts a session that leaves its decoding loop, ending a step's
+// wait for it at once.
+func (b *Batcher) leave() {
+	b.active.Add(-1)
+	select {
+	case b.left <- struct{}{}:
+	default:
+	}
 }
 
 // step evaluates tok for s in the Batcher's next step; it returns once
@@ -167,6 +182,7 @@ func (b *Batcher) loop() {
 				select {
 				case r := <-b.reqs:
 					add(r)
+				case <-b.left:
 				case <-timer.C:
 					break gather
 				}

@@ -441,8 +441,8 @@ func (s *Session) generate(ctx context.Context, prompt []int, opts GenerateOptio
 		res.Text = text.String()
 	}()
 	if b := s.batcher; b != nil {
-		b.active.Add(1)
-		defer b.active.Add(-1)
+		b.join()
+		defer b.leave()
 	}
 	for {
 		if opts.MaxTokens > 0 && len(res.Tokens) >= opts.MaxTokens {
