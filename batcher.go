@@ -16,39 +16,54 @@ const batchWait = 2 * time.Millisecond
 
 // Batcher decodes the sessions attached to it together (continuous
 // batching): while several of them generate, each step is one forward
-// pass over the next token of every one (model.ForwardMulti), so each
+// pass over the next token of every one (model.ForwardChunks), so each
 // weight matrix is read once per step for all of them instead of once per
-// session. Sessions join when their prompt is evaluated and leave when
-// their generation ends; a step waits at most a couple of milliseconds
-// for a session that is late. The tokens of each session are those it
-// would generate alone, bit for bit. Under layer streaming a step reads
-// each layer once for all its sessions. Sessions that stream experts or
-// use an evicting cache are stepped one after another.
+// session. A session's prompt (Generate's, Forward's) is evaluated in the
+// same steps, in chunks of what room the step has (model.MaxChunkRows
+// tokens in all); sessions leave when their generation ends. A step waits
+// at most a couple of milliseconds for a decoding session that is late.
+// The tokens of each session are those it would generate alone, bit for
+// bit. Under layer streaming a step reads each layer once for all its
+// sessions and tokens. Sessions that stream experts or use an evicting
+// cache are stepped one after another.
 //
 // A Batcher belongs to one Model; attach sessions with
 // Session.SetBatcher. It is safe for concurrent use.
 type Batcher struct {
 	m      *Model
 	reqs   chan *stepRequest
-	active atomic.Int64 // sessions in their decoding loop
+	active atomic.Int64  // sessions in their decoding loop
+	left   chan struct{} // a session left its decoding loop (the wait for it ends)
 	quit   chan struct{}
 	done   chan struct{}
 	once   sync.Once
 
-	steps, tokens atomic.Int64
+	steps, tokens, promptTokens atomic.Int64
+
+	// The loop's buffers for a step, and the buffers of the passes.
+	mb     model.Batch
+	states []*model.State
+	runs   [][]int
+	logits []bool
+	live   []*stepRequest
 }
 
-// stepRequest asks for one token of s to be evaluated.
+// stepRequest asks for tokens of s to be evaluated: the next token of a
+// decoding step, or a prompt, which is evaluated in chunks over as many
+// steps as it takes.
 type stepRequest struct {
-	ctx context.Context
-	s   *Session
-	tok int
-	err chan error
+	ctx    context.Context
+	s      *Session
+	toks   []int
+	prompt bool
+	done   int // prompt tokens evaluated so far
+	take   int // prompt tokens in the step being run
+	err    chan error
 }
 
 // NewBatcher starts a Batcher for the sessions of m. Close it when done.
 func (m *Model) NewBatcher() *Batcher {
-	b := &Batcher{m: m, reqs: make(chan *stepRequest), quit: make(chan struct{}), done: make(chan struct{})}
+	b := &Batcher{m: m, reqs: make(chan *stepRequest), left: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{})}
 	go b.loop()
 	return b
 }
@@ -63,15 +78,16 @@ func (b *Batcher) Close() error {
 	return nil
 }
 
-// BatchStats counts a Batcher's decoding steps and the tokens they
-// evaluated: Tokens/Steps is the mean batch size.
+// BatchStats counts a Batcher's steps and the tokens they evaluated:
+// Tokens, decoding tokens (one per session and step), and PromptTokens,
+// prompt tokens evaluated in the same steps.
 type BatchStats struct {
-	Steps, Tokens int64
+	Steps, Tokens, PromptTokens int64
 }
 
 // Stats returns the Batcher's counters.
 func (b *Batcher) Stats() BatchStats {
-	return BatchStats{Steps: b.steps.Load(), Tokens: b.tokens.Load()}
+	return BatchStats{Steps: b.steps.Load(), Tokens: b.tokens.Load(), PromptTokens: b.promptTokens.Load()}
 }
 
 // SetBatcher attaches the session to b (nil detaches it): its decoding
@@ -85,11 +101,25 @@ func (s *Session) SetBatcher(b *Batcher) error {
 	return nil
 }
 
+// join counts a session that enters its decoding loop: the steps wait a
+// moment for it.
+func (b *Batcher) join() { b.active.Add(1) }
+
+// leave counts a session that leaves its decoding loop, ending a step's
+// wait for it at once.
+func (b *Batcher) leave() {
+	b.active.Add(-1)
+	select {
+	case b.left <- struct{}{}:
+	default:
+	}
+}
+
 // step evaluates tok for s in the Batcher's next step; it returns once
 // the step is done (or at once with ErrClosed when the Batcher is closed,
 // for the caller to evaluate alone).
 func (b *Batcher) step(ctx context.Context, s *Session, tok int) error {
-	r := &stepRequest{ctx: ctx, s: s, tok: tok, err: make(chan error, 1)}
+	r := &stepRequest{ctx: ctx, s: s, toks: []int{tok}, err: make(chan error, 1)}
 	select {
 	case b.reqs <- r:
 	case <-b.quit:
@@ -98,45 +128,84 @@ func (b *Batcher) step(ctx context.Context, s *Session, tok int) error {
 	return <-r.err
 }
 
+// prompt evaluates ids for s in the Batcher's steps, in chunks together
+// with the decoding steps of the other sessions, leaving the logits after
+// the last one in s's state. It returns how many of ids it evaluated, and
+// ErrClosed when the Batcher is closed before it accepts the prompt.
+func (b *Batcher) prompt(ctx context.Context, s *Session, ids []int) (int, error) {
+	r := &stepRequest{ctx: ctx, s: s, toks: ids, prompt: true, err: make(chan error, 1)}
+	select {
+	case b.reqs <- r:
+	case <-b.quit:
+		return 0, ErrClosed
+	}
+	err := <-r.err
+	return r.done, err
+}
+
 func (b *Batcher) loop() {
 	defer close(b.done)
-	var batch []*stepRequest
+	var decode, prompts []*stepRequest
+	add := func(r *stepRequest) {
+		if r.prompt {
+			prompts = append(prompts, r)
+		} else {
+			decode = append(decode, r)
+		}
+	}
 	timer := time.NewTimer(0)
 	<-timer.C
 	for {
-		batch = batch[:0]
-		select {
-		case r := <-b.reqs:
-			batch = append(batch, r)
-		case <-b.quit:
-			return
-		}
-		timer.Reset(batchWait)
-	gather:
-		for int64(len(batch)) < b.active.Load() {
+		decode = decode[:0]
+		if len(prompts) == 0 {
 			select {
 			case r := <-b.reqs:
-				batch = append(batch, r)
-			case <-timer.C:
-				break gather
+				add(r)
+			case <-b.quit:
+				return
 			}
 		}
-		if !timer.Stop() {
+	drain:
+		for {
 			select {
-			case <-timer.C:
+			case r := <-b.reqs:
+				add(r)
 			default:
+				break drain
 			}
 		}
-		b.run(batch)
+		// Wait a moment for the decoding sessions that are late.
+		if int64(len(decode)) < b.active.Load() {
+			timer.Reset(batchWait)
+		gather:
+			for int64(len(decode)) < b.active.Load() {
+				select {
+				case r := <-b.reqs:
+					add(r)
+				case <-b.left:
+				case <-timer.C:
+					break gather
+				}
+			}
+			if !timer.Stop() {
+				select {
+				case <-timer.C:
+				default:
+				}
+			}
+		}
+		prompts = b.run(decode, prompts)
 	}
 }
 
-// run evaluates one step of the requests' sessions.
-func (b *Batcher) run(batch []*stepRequest) {
-	states := make([]*model.State, 0, len(batch))
-	toks := make([]int, 0, len(batch))
-	live := batch[:0:0]
-	for _, r := range batch {
+// run evaluates one step: the decoding requests' tokens and the next
+// chunks of the prompts, as many as fit in a pass (model.MaxChunkRows
+// tokens). It answers the requests it completes and returns the prompts
+// still to be evaluated.
+func (b *Batcher) run(decode, prompts []*stepRequest) []*stepRequest {
+	b.states, b.runs, b.logits = b.states[:0], b.runs[:0], b.logits[:0]
+	live := b.live[:0]
+	for _, r := range decode {
 		if err := r.s.interrupted(r.ctx); err != nil {
 			r.err <- err
 			continue
@@ -145,23 +214,56 @@ func (b *Batcher) run(batch []*stepRequest) {
 			r.err <- fmt.Errorf("%w: %d tokens in context, room for %d", ErrContextFull, r.s.Pos(), r.s.state.KV.Capacity())
 			continue
 		}
-		states, toks, live = append(states, r.s.state), append(toks, r.tok), append(live, r)
+		b.states, b.runs, b.logits = append(b.states, r.s.state), append(b.runs, r.toks), append(b.logits, true)
+		live = append(live, r)
 	}
+	room := model.MaxChunkRows - len(live)
+	waiting := prompts[:0]
+	for _, r := range prompts {
+		if err := r.s.interrupted(r.ctx); err != nil {
+			r.err <- err
+			continue
+		}
+		waiting = append(waiting, r)
+		if r.take = min(len(r.toks)-r.done, room); r.take > 0 {
+			room -= r.take
+			end := r.done + r.take
+			b.states, b.runs, b.logits = append(b.states, r.s.state), append(b.runs, r.toks[r.done:end]), append(b.logits, end == len(r.toks))
+			live = append(live, r)
+		}
+	}
+	b.live = live
 	if len(live) == 0 {
-		return
+		return waiting
 	}
 	err := b.m.acquire()
 	if err == nil {
-		err = model.ForwardMulti(states, toks, true)
+		err = b.mb.ForwardChunks(b.states, b.runs, b.logits)
 		b.m.release()
 		if err != nil {
 			err = fmt.Errorf("qsf: %w", err)
 		}
 	}
 	b.steps.Add(1)
-	b.tokens.Add(int64(len(live)))
+	prompts = waiting[:0]
 	for _, r := range live {
-		r.s.record([]int{r.tok})
-		r.err <- err
+		if !r.prompt {
+			b.tokens.Add(1)
+			r.s.record(r.toks)
+			r.err <- err
+			continue
+		}
+		b.promptTokens.Add(int64(r.take))
+		r.done += r.take
+		r.take = 0
+		if err != nil || r.done == len(r.toks) {
+			r.err <- err
+		}
 	}
+	for _, r := range waiting {
+		if err == nil && r.done < len(r.toks) {
+			prompts = append(prompts, r)
+		}
+	}
+	return prompts
 }

@@ -77,6 +77,10 @@ func TestBatcherSpeed(t *testing.T) {
 		}
 		wg.Wait()
 		cpuPerToken[runs] = (cpu() - c0) / time.Duration(n*tokens)
+		if b != nil {
+			st := b.Stats()
+			t.Logf("batcher: %d decoding tokens in %d steps (%.2f a step), %d prompt tokens", st.Tokens, st.Steps, float64(st.Tokens)/float64(st.Steps), st.PromptTokens)
+		}
 		return float64(n*tokens) / decode.Seconds()
 	}
 	one := run(1, false)

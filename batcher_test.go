@@ -74,7 +74,7 @@ func TestBatcherEqualsSolo(t *testing.T) {
 		// batched is logged, not required; the tokens must equal the solo
 		// runs whatever it was.
 		batched := st.Steps > 0 && st.Tokens > st.Steps
-		t.Logf("%s: %d tokens in %d steps (batched: %v)", file, st.Tokens, st.Steps, batched)
+		t.Logf("%s: %d tokens and %d prompt tokens in %d steps (batched: %v)", file, st.Tokens, st.PromptTokens, st.Steps, batched)
 		var batchedRead, soloRead int64
 		for _, s := range sessions {
 			batchedRead += s.IOStats().BytesRead

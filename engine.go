@@ -252,14 +252,24 @@ func (s *Session) feed(ctx context.Context, ids []int, each func(i int, logits [
 	if s.closed {
 		return ErrClosed
 	}
+	if !s.state.KV.Evicts() && s.Pos()+len(ids) > s.state.KV.Capacity() {
+		return fmt.Errorf("%w: %d tokens in context, %d more, room for %d", ErrContextFull, s.Pos(), len(ids), s.state.KV.Capacity())
+	}
+	if b := s.batcher; b != nil && each == nil && len(ids) > 0 {
+		// In the Batcher's steps, together with the other sessions'
+		// decoding; alone for what is left if it closes meanwhile.
+		done, err := b.prompt(ctx, s, ids)
+		s.record(ids[:done])
+		if err != ErrClosed || done == len(ids) {
+			return err
+		}
+		ids = ids[done:]
+	}
 	if err := s.m.acquire(); err != nil {
 		return err
 	}
 	defer s.m.release()
 	defer s.record(ids)
-	if !s.state.KV.Evicts() && s.Pos()+len(ids) > s.state.KV.Capacity() {
-		return fmt.Errorf("%w: %d tokens in context, %d more, room for %d", ErrContextFull, s.Pos(), len(ids), s.state.KV.Capacity())
-	}
 	if each == nil && len(ids) > 1 {
 		// Prompt processing: batches of tokens, each weight read once per
 		// batch; the same bits as one token at a time.
@@ -431,8 +441,8 @@ func (s *Session) generate(ctx context.Context, prompt []int, opts GenerateOptio
 		res.Text = text.String()
 	}()
 	if b := s.batcher; b != nil {
-		b.active.Add(1)
-		defer b.active.Add(-1)
+		b.join()
+		defer b.leave()
 	}
 	for {
 		if opts.MaxTokens > 0 && len(res.Tokens) >= opts.MaxTokens {

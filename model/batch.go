@@ -24,6 +24,15 @@ type batch struct {
 	done                              [maxType]bool
 	in                                []float32 // the rows the matrices read now
 	width                             int       // elements per row of in
+
+	// ForwardChunks' one-token sequences while their heads attend, the
+	// function of their parallel attention (made once: no allocation),
+	// and its logits, a row per sequence that asks for them.
+	multi       []*State
+	attendMulti func(lo, hi int)
+	logits      []float32
+
+	hp *Hparams // the model's, whose sizes the buffers have
 }
 
 func newBatch(hp *Hparams) *batch {
@@ -40,6 +49,7 @@ func newBatch(hp *Hparams) *batch {
 		size, _ := quant.RowBytes(t, n)
 		b.acts[t] = make([]byte, maxBatch*size)
 	}
+	b.hp = hp
 	return b
 }
 

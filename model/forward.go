@@ -40,10 +40,9 @@ type State struct {
 
 	batch *batch // buffers of ForwardBatch, allocated on first use
 
-	multiLogits []float32 // ForwardMulti's logits, a row per sequence, allocated on first use
-	hb          []float32 // FFN hidden (gate, or fused gate+up)
-	hb2         []float32 // FFN hidden (up)
-	Logits      []float32
+	hb     []float32 // FFN hidden (gate, or fused gate+up)
+	hb2    []float32 // FFN hidden (up)
+	Logits []float32
 
 	acts  activations           // xb (or att, hb) quantized for the matrices that read it
 	tasks [3]kernels.MatVecTask // the products of one matVecs call
@@ -375,6 +374,16 @@ func (s *State) splitQKV(qkv []float32) {
 // adds the biases, normalizes and rotates them, stores the key and value
 // in the cache and leaves the attention output in s.att.
 func (s *State) attendToken(ly *Block, l, pos int) error {
+	if err := s.prepareAttention(ly, l, pos); err != nil {
+		return err
+	}
+	s.attendCache(l, pos)
+	return nil
+}
+
+// prepareAttention is attendToken up to the attention: the biases, norms
+// and rotation of q and k, and the store of the key and value at pos.
+func (s *State) prepareAttention(ly *Block, l, pos int) error {
 	hp := &s.m.Hparams
 	addBias(s.q, ly.QB)
 	addBias(s.k, ly.KB)
@@ -411,8 +420,15 @@ func (s *State) attendToken(ly *Block, l, pos int) error {
 		return err
 	}
 	s.KV.Store(l, slot, s.k, s.v)
+	return nil
+}
 
-	// Each query head attends to the cached positions of its KV head.
+// attendCache lets each query head of the token at pos attend to the
+// cached positions of layer l (whose key and value are stored), leaving
+// the output in s.att, and tells an eviction policy that tracks them the
+// attention weights.
+func (s *State) attendCache(l, pos int) {
+	hp := &s.m.Hparams
 	s.layer, s.pos, s.n = l, pos, s.KV.Used(l)
 	if hp.Heads*s.n*(hp.HeadDimK+hp.HeadDimV) <= inlineAttention {
 		s.attend(0, hp.Heads) // less work than handing it out costs
@@ -425,7 +441,6 @@ func (s *State) attendToken(ly *Block, l, pos int) error {
 			s.KV.Observe(l, s.scores[h*c:h*c+s.n])
 		}
 	}
-	return nil
 }
 
 // inlineAttention is the size of an attention (heads × positions × the

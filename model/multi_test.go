@@ -16,6 +16,7 @@ import (
 // late and one leaving early), and checks every state's logits against a
 // state of its own run with Forward, bit for bit.
 func TestForwardMultiEqualsForward(t *testing.T) {
+	const longPrompts = "synthetic/synth-llama-f32.gguf"
 	dir := testfiles.Dir(t)
 	files := []string{"gguf/stories260K-Q4_0.gguf", "synthetic/synth-qwen2-Q8_0.gguf", "synthetic/synth-qwen3-Q8_0.gguf",
 		"synthetic/synth-phi3-Q4_0.gguf", "synthetic/synth-gpt2-Q8_0.gguf", "synthetic/synth-gemma-Q4_0.gguf", "synthetic/synth-llama-f32.gguf"}
@@ -26,16 +27,27 @@ func TestForwardMultiEqualsForward(t *testing.T) {
 		const seqs, steps = 3, 12
 		multi := make([]*model.State, seqs)
 		solo := make([]*model.State, seqs)
+		capacity := 1024
+		if m.LearnedPos {
+			capacity = m.PosEmbd.Rows
+		}
 		for i := range seqs {
 			var err error
-			if multi[i], err = m.NewState(64, pool); err != nil {
+			if multi[i], err = m.NewState(capacity, pool); err != nil {
 				t.Fatal(err)
 			}
-			if solo[i], err = m.NewState(64, pool); err != nil {
+			if solo[i], err = m.NewState(capacity, pool); err != nil {
 				t.Fatal(err)
 			}
-			// Prompts of different lengths: the sequences sit at different positions.
-			prompt := make([]int, 3+5*i)
+			// Prompts of different lengths: the sequences sit at different
+			// positions; for one model long enough that the heads of all
+			// three attend in one parallel job, while two of them attend
+			// inline.
+			n := 3 + 5*i
+			if file == longPrompts {
+				n = min(3+300*i, capacity-steps)
+			}
+			prompt := make([]int, n)
 			for j := range prompt {
 				prompt[j] = (j*31 + 7*i + 3) % m.Vocab
 			}
@@ -88,4 +100,97 @@ func indexOf(states []*model.State, st *model.State) int {
 		}
 	}
 	return -1
+}
+
+// TestForwardChunksEqualsForward evaluates runs of several tokens (prompt
+// chunks) of some sequences in the same passes as single tokens of
+// others, a run longer than a pass split between passes, logits asked
+// for some runs and not others, and checks the logits and cache lengths
+// against states fed token after token with Forward, bit for bit; with
+// the first state's buffers and with a Batch's.
+func TestForwardChunksEqualsForward(t *testing.T) {
+	for _, shared := range []bool{false, true} {
+		t.Run(fmt.Sprintf("batch=%v", shared), func(t *testing.T) { testForwardChunks(t, shared) })
+	}
+}
+
+func testForwardChunks(t *testing.T, shared bool) {
+	dir := testfiles.Dir(t)
+	files := []string{"gguf/stories260K-Q4_0.gguf", "synthetic/synth-llama-f32.gguf", "synthetic/synth-qwen2-Q8_0.gguf",
+		"synthetic/synth-gpt2-Q8_0.gguf", "synthetic/synth-gemma-Q4_0.gguf"}
+	pool := kernels.NewPool(2)
+	defer pool.Close()
+	var bt model.Batch // one for all the models: it must follow the model
+	for _, file := range files {
+		m, done := load(t, filepath.Join(dir, "models", file))
+		const seqs = 3
+		chunked := make([]*model.State, seqs)
+		solo := make([]*model.State, seqs)
+		for i := range seqs {
+			var err error
+			if chunked[i], err = m.NewState(256, pool); err != nil {
+				t.Fatal(err)
+			}
+			if solo[i], err = m.NewState(256, pool); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// Runs per step and sequence (0: the sequence sits the step out)
+		// and whether logits are asked.
+		steps := []struct {
+			runs   [seqs]int
+			logits [seqs]bool
+		}{
+			{[seqs]int{5, model.MaxChunkRows + 6, 3}, [seqs]bool{true, true, false}}, // the second run spans passes
+			{[seqs]int{1, 1, 4}, [seqs]bool{true, true, true}},
+			{[seqs]int{1, 0, 2}, [seqs]bool{true, false, false}},
+			{[seqs]int{3, 1, 1}, [seqs]bool{false, true, true}},
+			{[seqs]int{1, 1, 1}, [seqs]bool{true, true, true}},
+		}
+		next := 0
+		for k, step := range steps {
+			var states []*model.State
+			var runs [][]int
+			var logits []bool
+			for i := range seqs {
+				if step.runs[i] == 0 {
+					continue
+				}
+				run := make([]int, step.runs[i])
+				for j := range run {
+					next++
+					run[j] = (next*37 + 11*i + 5) % m.Vocab
+					if err := solo[i].Forward(run[j], solo[i].KV.Len(), j == len(run)-1); err != nil {
+						t.Fatal(err)
+					}
+				}
+				states, runs, logits = append(states, chunked[i]), append(runs, run), append(logits, step.logits[i])
+			}
+			var err error
+			if shared {
+				err = bt.ForwardChunks(states, runs, logits)
+			} else {
+				err = model.ForwardChunks(states, runs, logits)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			for j, st := range states {
+				i := indexOf(chunked, st)
+				name := fmt.Sprintf("%s step %d seq %d", filepath.Base(file), k, i)
+				if st.KV.Len() != solo[i].KV.Len() {
+					t.Fatalf("%s: cache length %d, want %d", name, st.KV.Len(), solo[i].KV.Len())
+				}
+				if !logits[j] {
+					continue
+				}
+				for v := range st.Logits {
+					if math.Float32bits(st.Logits[v]) != math.Float32bits(solo[i].Logits[v]) {
+						t.Fatalf("%s: logit %d: chunked %g, alone %g", name, v, st.Logits[v], solo[i].Logits[v])
+					}
+				}
+			}
+		}
+		done()
+	}
 }

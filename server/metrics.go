@@ -97,7 +97,8 @@ func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
 	if b := s.pool.batcher; b != nil {
 		st := b.Stats()
 		counter("qsf_batch_steps_total", "Decoding steps of the batcher (one forward pass each).", st.Steps)
-		counter("qsf_batch_tokens_total", "Tokens the batcher's steps evaluated (over steps: the mean batch size).", st.Tokens)
+		counter("qsf_batch_tokens_total", "Decoding tokens the batcher's steps evaluated (over steps: the mean batch size).", st.Tokens)
+		counter("qsf_batch_prompt_tokens_total", "Prompt tokens the batcher's steps evaluated along with the decoding tokens.", st.PromptTokens)
 	}
 	gauge("qsf_queue_depth", "Requests waiting for a free session.", float64(s.pool.waiting.Load()))
 	gauge("qsf_sessions", "Sessions (--parallel).", float64(cap(s.pool.free)))

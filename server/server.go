@@ -13,8 +13,9 @@
 // so a conversation that continues an earlier one evaluates only its new
 // tokens. The sessions share the model's worker threads; while several
 // generate, their decoding steps run together, one forward pass over the
-// next token of each (continuous batching, qsf.Batcher), unless
-// Options.NoBatching. Prompts are evaluated by each session on its own.
+// next token of each (continuous batching, qsf.Batcher), and a new
+// request's prompt is evaluated in chunks within the same passes, unless
+// Options.NoBatching.
 package server
 
 import (
