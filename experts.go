@@ -4,32 +4,9 @@ import (
 	"fmt"
 
 	"github.com/qsf-llm/qsf/arena"
-	"github.com/qsf-llm/qsf/format"
 	"github.com/qsf-llm/qsf/kernels"
-	"github.com/qsf-llm/qsf/plan"
 	"github.com/qsf-llm/qsf/stream"
 )
-
-// newExpertModel loads a mixture-of-experts model for expert streaming
-// (plan.Experts): every weight but the routed experts mapped, as a
-// resident model's, and each session reading the experts its tokens
-// select into an expert cache of the planned size.
-func newExpertModel(f *format.File, path string, cfg Config, p *plan.Plan) (*Model, error) {
-	hp, err := hparams(f)
-	if err != nil {
-		return nil, err
-	}
-	el, err := stream.NewExpertLayout(f, &hp)
-	if err != nil {
-		return nil, err
-	}
-	m, err := reopenResident(f, path, cfg, p)
-	if err != nil {
-		return nil, err
-	}
-	m.experts = el
-	return m, nil
-}
 
 // newExpertSession gives a session of an expert-streaming model its
 // expert cache, KV cache and buffers, in an arena of its own.
