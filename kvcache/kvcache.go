@@ -16,8 +16,11 @@
 // side by side; see KeysF16 and ValuesF16) or, to
 // save memory, as 8-, 4- or 2-bit codes: keys with a scale and offset per
 // channel and group of KeyGroup slots (the group being written stays
-// exact), values with a scale and offset per position and head. The
-// attention dot products read the codes directly (DotKey, AddValue).
+// exact), values with a scale and offset per position and head. The cache
+// only stores: it hands out its rows as they are stored (Keys and Values,
+// KeysF16 and ValuesF16, KeyCodes and ValueCodes), and the attention
+// (package model) reads them; DecodeKey and DecodeValue give any entry as
+// float32.
 package kvcache
 
 import (
@@ -379,32 +382,85 @@ func (c *Cache) ValuesF16(layer int) (vt []uint16, stride int) {
 	return c.vals16[layer*n : (layer+1)*n], c.vStride
 }
 
-// DotKey returns q·K for KV head h of the key in slot of layer, reading
-// the stored codes directly. len(q) must be HeadDimK.
-func (c *Cache) DotKey(layer, slot, h int, q []float32) float32 {
-	if c.quantKeys() {
-		return c.dotKey(layer, slot, h, q)
+// KeyCodes returns the stored key of KV head h in slot of layer of a
+// quantized cache (Q8, Q4, Q2), for the attention to read without
+// decoding it: exact (HeadDimK float32 values) when the slot lies in the
+// group being written, which is kept exact; otherwise its codes, Bits each,
+// packed little-endian within a byte, with a float32 scale and offset per
+// channel (little-endian, 4 bytes each): element i is offset[i] +
+// scale[i]·code(i), rounded once in float32 after the product. It returns
+// nils for other types.
+func (c *Cache) KeyCodes(layer, slot, h int) (exact []float32, codes, scales, offsets []byte) {
+	if !c.quantKeys() {
+		return nil, nil, nil, nil
 	}
-	hb := c.typ.headBytes(c.sh.HeadDimK)
-	o := (layer*c.sh.Capacity+slot)*c.kRow + h*hb
-	if c.typ == F16 {
-		o = 2 * c.keyF16(layer, slot, h)
+	kl := c.kl
+	b, s := slot/kl.g, slot%kl.g
+	if int(c.stageBlk[layer]) == b {
+		o := s*kl.kd + h*kl.hd
+		return c.stageOf(layer)[o : o+kl.hd], nil, nil, nil
 	}
-	return dotHead(c.typ, c.kdata[o:o+hb], q)
+	blk := c.keyBlock(layer, b)
+	o := 8*kl.kd + s*kl.rowCode + h*kl.headCode
+	return nil, blk[o : o+kl.headCode], blk[4*h*kl.hd : 4*(h+1)*kl.hd], blk[4*(kl.kd+h*kl.hd) : 4*(kl.kd+(h+1)*kl.hd)]
 }
 
-// AddValue adds p times the value in slot of layer for KV head h to out
-// (len HeadDimV).
-func (c *Cache) AddValue(out []float32, layer, slot, h int, p float32) {
-	if c.typ == F16 {
-		vt, stride := c.ValuesF16(layer)
-		vt = vt[h*c.sh.HeadDimV*stride+slot:]
-		for d := range out {
-			out[d] += float32(p * quant.FP16ToFP32(vt[d*stride]))
-		}
-		return
+// ValueCodes returns the stored value of KV head h in slot of layer of a
+// quantized cache (Q8, Q4, Q2): its codes, Bits each, packed little-endian
+// within a byte (Q8: signed bytes), with one scale and offset: element i
+// is offset + scale·code(i) (Q8's offset is 0). It returns nil for other
+// types.
+func (c *Cache) ValueCodes(layer, slot, h int) (codes []byte, scale, offset float32) {
+	if c.typ < Q8 {
+		return nil, 0, 0
 	}
 	hb := c.typ.headBytes(c.sh.HeadDimV)
 	o := (layer*c.sh.Capacity+slot)*c.vRow + h*hb
-	axpyHead(c.typ, out, c.vdata[o:o+hb], p)
+	src := c.vdata[o : o+hb]
+	return src[headHeader:], getF32(src), getF32(src[4:])
+}
+
+// DecodeKey writes the key of KV head h in slot of layer, decoded to
+// float32, to dst (len HeadDimK), whatever the cache's type.
+func (c *Cache) DecodeKey(dst []float32, layer, slot, h int) {
+	d := c.sh.HeadDimK
+	dst = dst[:d]
+	switch {
+	case c.typ == F32:
+		copy(dst, c.Key(layer, slot)[h*d:])
+	case c.typ == F16:
+		o := c.keyF16(layer, slot, h)
+		for i, x := range c.keys16[o : o+d] {
+			dst[i] = quant.FP16ToFP32(x)
+		}
+	default:
+		kl := c.kl
+		b, s := slot/kl.g, slot%kl.g
+		if int(c.stageBlk[layer]) == b {
+			copy(dst, c.stageOf(layer)[s*kl.kd+h*kl.hd:])
+			return
+		}
+		c.decodeKey(dst, c.keyBlock(layer, b), s, h)
+	}
+}
+
+// DecodeValue writes the value of KV head h in slot of layer, decoded to
+// float32, to dst (len HeadDimV), whatever the cache's type.
+func (c *Cache) DecodeValue(dst []float32, layer, slot, h int) {
+	d := c.sh.HeadDimV
+	dst = dst[:d]
+	switch c.typ {
+	case F32:
+		copy(dst, c.Value(layer, slot)[h*d:])
+	case F16:
+		vt, stride := c.ValuesF16(layer)
+		vt = vt[h*d*stride+slot:]
+		for i := range dst {
+			dst[i] = quant.FP16ToFP32(vt[i*stride])
+		}
+	default:
+		hb := c.typ.headBytes(d)
+		o := (layer*c.sh.Capacity+slot)*c.vRow + h*hb
+		decodeHead(c.typ, dst, c.vdata[o:o+hb])
+	}
 }

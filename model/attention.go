@@ -1,57 +1,142 @@
 package model
 
-import "github.com/qsf-llm/qsf/kvcache"
+import (
+	"encoding/binary"
+	"math"
 
-// attendHeads computes softmax(q·K/√d)·V for query heads [lo, hi), in
-// the order llama.cpp's f32 mat-muls add (see exact.go).
-func (s *State) attendHeads(lo, hi int) {
-	switch s.KV.Type() {
+	"github.com/qsf-llm/qsf/kvcache"
+)
+
+// Attention over the cache: softmax(q·K/√d)·V for every query head, over
+// the positions the cache holds for its KV head. The cache (package
+// kvcache) stores the keys and values and hands them out in the type it
+// stores them in; the arithmetic is all here, one function per storage
+// type, chosen once when a State is made (attenderFor), each computing
+// what llama.cpp computes for such a cache (see exact.go).
+
+// attender computes the attention output (State.att) of query heads
+// [lo, hi) for layer State.layer over its State.n cached slots.
+type attender func(s *State, lo, hi int)
+
+// attenderFor returns the attention of a cache of type t.
+func attenderFor(t kvcache.Type) attender {
+	switch t {
 	case kvcache.F32:
+		return (*State).attendF32
 	case kvcache.F16:
-		s.attendF16(lo, hi)
-		return
-	default:
-		s.attendCoded(lo, hi)
+		return (*State).attendF16
+	}
+	return (*State).attendCoded
+}
+
+// attendCache lets each query head of the token at pos attend to the
+// cached positions of layer l (whose key and value are stored), leaving
+// the output in s.att, and tells an eviction policy that tracks them the
+// attention weights.
+func (s *State) attendCache(l, pos int) {
+	hp := &s.m.Hparams
+	s.layer, s.pos, s.n = l, pos, s.KV.Used(l)
+	if hp.Heads*s.n*(hp.HeadDimK+hp.HeadDimV) <= inlineAttention {
+		s.attend(0, hp.Heads) // less work than handing it out costs
+	} else {
+		s.pool.Parallel(hp.Heads, s.attend)
+	}
+	if s.KV.Tracks() {
+		for h := range hp.Heads {
+			s.KV.Observe(l, s.scoresOf(h))
+		}
+	}
+}
+
+// inlineAttention is the size of an attention (heads × positions × the
+// widths of a key and a value, about its multiply-adds) up to which the
+// calling thread does it alone: some tens of microseconds, not worth a
+// round trip through the pool's workers, which on a busy machine can cost
+// more than that whenever one of them is descheduled.
+const inlineAttention = 1 << 17
+
+// query returns query head h.
+func (s *State) query(h int) []float32 {
+	d := s.m.HeadDimK
+	return s.q[h*d : (h+1)*d]
+}
+
+// scoresOf returns the scores of query head h over the s.n cached slots.
+func (s *State) scoresOf(h int) []float32 {
+	c := s.KV.Capacity()
+	return s.scores[h*c : h*c+s.n]
+}
+
+// output returns the attention output of query head h.
+func (s *State) output(h int) []float32 {
+	d := s.m.HeadDimV
+	return s.att[h*d : (h+1)*d]
+}
+
+// softmaxScores scales the dot products sc by scoreScale and replaces
+// them by their softmax over llama.cpp's padded KV row.
+func (s *State) softmaxScores(sc []float32) {
+	scale := scoreScale(&s.m.Hparams)
+	for t := range sc {
+		sc[t] *= scale
+	}
+	softmaxPadded(s.tier, sc)
+}
+
+// attendF32 is the attention over an f32 cache in the order llama.cpp's
+// f32 mat-muls add for one token (ggml_vec_dot_f32), or with BatchOrder
+// in that of its batched evaluation (attendF32Batch).
+func (s *State) attendF32(lo, hi int) {
+	if s.BatchOrder {
+		s.attendF32Batch(lo, hi)
 		return
 	}
 	hp := &s.m.Hparams
-	n := s.n
-	keys := s.KV.Keys(s.layer, n)
-	values := s.KV.Values(s.layer, n)
+	keys := s.KV.Keys(s.layer, s.n)
+	values := s.KV.Values(s.layer, s.n)
 	kd, vd, hdk, hdv := hp.KDim(), hp.VDim(), hp.HeadDimK, hp.HeadDimV
 	group := hp.Heads / hp.KVHeads
-	scale := scoreScale(hp)
 	for h := lo; h < hi; h++ {
 		kvh := h / group
-		q := s.q[h*hdk : (h+1)*hdk]
-		sc := s.scores[h*s.KV.Capacity() : h*s.KV.Capacity()+n]
-		if s.BatchOrder && hdk%8 == 0 {
+		sc := s.scoresOf(h)
+		s.tier.DotF32Rows(sc, keys[kvh*hdk:], kd, s.query(h))
+		s.softmaxScores(sc)
+		// out[d] = Σ_t p[t]·V[t][d] over llama.cpp's KV row, which is padded
+		// with zero-probability positions to a multiple of 32: position t
+		// accumulates in lane t%32 of ggml_vec_dot_f32. lanes holds one
+		// vector of hdv accumulators per lane.
+		lanes := s.vlanes[h*hdv*32 : (h+1)*hdv*32]
+		s.tier.LanesF32(lanes, 32, values[kvh*hdv:], vd, sc)
+		s.tier.ReduceLanes32F32(s.output(h), lanes)
+	}
+}
+
+// attendF32Batch is attendF32 in the order llama.cpp adds when it
+// evaluates several tokens in one batch (llamafile's tinyBLAS,
+// State.BatchOrder): each score as dotLanes when the head width is a
+// multiple of 8 (else as for one token), and the outputs accumulated in 8
+// lanes (position t in lane t%8) added with hsum8.
+func (s *State) attendF32Batch(lo, hi int) {
+	hp := &s.m.Hparams
+	keys := s.KV.Keys(s.layer, s.n)
+	values := s.KV.Values(s.layer, s.n)
+	kd, vd, hdk, hdv := hp.KDim(), hp.VDim(), hp.HeadDimK, hp.HeadDimV
+	group := hp.Heads / hp.KVHeads
+	for h := lo; h < hi; h++ {
+		kvh := h / group
+		q := s.query(h)
+		sc := s.scoresOf(h)
+		if hdk%8 == 0 {
 			for t := range sc {
 				sc[t] = dotLanes(q, keys[t*kd+kvh*hdk:t*kd+(kvh+1)*hdk])
 			}
 		} else {
 			s.tier.DotF32Rows(sc, keys[kvh*hdk:], kd, q)
 		}
-		for t := range sc {
-			sc[t] *= scale
-		}
-		softmaxPadded(s.tier, sc)
-
-		// out[d] = Σ_t p[t]·V[t][d] over llama.cpp's KV row, which is padded
-		// with zero-probability positions to a multiple of 32: position t
-		// accumulates in lane t%32 of ggml_vec_dot_f32 (t%8 of tinyBLAS in
-		// batch order). lanes holds one vector of hdv accumulators per lane.
-		width := 32
-		if s.BatchOrder {
-			width = 8
-		}
-		lanes := s.vlanes[h*hdv*32 : h*hdv*32+hdv*width]
-		s.tier.LanesF32(lanes, width, values[kvh*hdv:], vd, sc)
-		out := s.att[h*hdv : (h+1)*hdv]
-		if !s.BatchOrder {
-			s.tier.ReduceLanes32F32(out, lanes)
-			continue
-		}
+		s.softmaxScores(sc)
+		lanes := s.vlanes[h*hdv*32 : h*hdv*32+hdv*8]
+		s.tier.LanesF32(lanes, 8, values[kvh*hdv:], vd, sc)
+		out := s.output(h)
 		var acc [8]float32
 		for d := range out {
 			for l := range acc {
@@ -62,59 +147,107 @@ func (s *State) attendHeads(lo, hi int) {
 	}
 }
 
-// attendF16 is attendHeads for an f16 cache, as llama.cpp computes
-// attention with its default f16 cache (flash attention off, one token per
-// call): the query is rounded to f16 (the vec_dot_type of an f16 matrix)
-// and each score is ggml_vec_dot_f16 of it with a cached key; after the
-// scale and the softmax, the probabilities are rounded to f16 and output
-// dimension d is ggml_vec_dot_f16 of them with row d of the transposed
-// values, over the KV row padded to a multiple of 32 positions. With GQA
-// the query heads of a group share their KV head, as ggml_mul_mat
-// broadcasts it. The query and the scores are rounded in place, so
-// Observe sees the probabilities the values were weighted with. Batch
-// order (llama.cpp's tinyBLAS) is not reproduced for f16.
+// attendF16 is the attention over an f16 cache, as llama.cpp computes it
+// with its default f16 cache (flash attention off, one token per call):
+// the query is rounded to f16 (the vec_dot_type of an f16 matrix) and each
+// score is ggml_vec_dot_f16 of it with a cached key; after the scale and
+// the softmax, the probabilities are rounded to f16 and output dimension d
+// is ggml_vec_dot_f16 of them with row d of the transposed values, over
+// the KV row padded to a multiple of 32 positions. With GQA the query
+// heads of a group share their KV head, as ggml_mul_mat broadcasts it.
+// The query and the scores are rounded in place, so Observe sees the
+// probabilities the values were weighted with. Batch order (llama.cpp's
+// tinyBLAS) is not reproduced for f16.
 func (s *State) attendF16(lo, hi int) {
 	hp := &s.m.Hparams
-	n := s.n
 	vt, stride := s.KV.ValuesF16(s.layer)
 	hdk, hdv := hp.HeadDimK, hp.HeadDimV
 	group := hp.Heads / hp.KVHeads
-	scale := scoreScale(hp)
 	for h := lo; h < hi; h++ {
 		kvh := h / group
-		q := s.q[h*hdk : (h+1)*hdk]
+		q := s.query(h)
 		s.tier.RoundF16(q)
-		sc := s.scores[h*s.KV.Capacity() : h*s.KV.Capacity()+n]
-		s.tier.DotF16Rows(sc, s.KV.KeysF16(s.layer, kvh, n), hdk, q)
-		for t := range sc {
-			sc[t] *= scale
-		}
-		softmaxPadded(s.tier, sc)
+		sc := s.scoresOf(h)
+		s.tier.DotF16Rows(sc, s.KV.KeysF16(s.layer, kvh, s.n), hdk, q)
+		s.softmaxScores(sc)
 		s.tier.RoundF16(sc)
-		s.tier.DotF16RowsPadded(s.att[h*hdv:(h+1)*hdv], vt[kvh*hdv*stride:], stride, sc)
+		s.tier.DotF16RowsPadded(s.output(h), vt[kvh*hdv*stride:], stride, sc)
 	}
 }
 
-// attendCoded is attendHeads for a cache of quantized entries: the dot
-// products read the stored codes directly.
+// attendCoded is the attention over a cache of quantized entries (Q8,
+// Q4, Q2): the dot products read the stored codes directly (dotCodedKey,
+// addCodedValue), one cached position after another.
 func (s *State) attendCoded(lo, hi int) {
 	hp := &s.m.Hparams
-	n, l := s.n, s.layer
-	hdk, hdv := hp.HeadDimK, hp.HeadDimV
+	l, typ := s.layer, s.KV.Type()
 	group := hp.Heads / hp.KVHeads
-	scale := scoreScale(hp)
 	for h := lo; h < hi; h++ {
 		kvh := h / group
-		q := s.q[h*hdk : (h+1)*hdk]
-		sc := s.scores[h*s.KV.Capacity() : h*s.KV.Capacity()+n]
+		q := s.query(h)
+		sc := s.scoresOf(h)
 		for t := range sc {
-			sc[t] = s.KV.DotKey(l, t, kvh, q) * scale
+			exact, codes, scales, offsets := s.KV.KeyCodes(l, t, kvh)
+			sc[t] = dotCodedKey(typ, q, exact, codes, scales, offsets)
 		}
-		softmaxPadded(s.tier, sc)
-		out := s.att[h*hdv : (h+1)*hdv]
+		s.softmaxScores(sc)
+		out := s.output(h)
 		clear(out)
 		for t, p := range sc {
-			s.KV.AddValue(out, l, t, kvh, p)
+			codes, scale, offset := s.KV.ValueCodes(l, t, kvh)
+			addCodedValue(typ, out, codes, p*scale, float32(p*offset))
 		}
 	}
 }
+
+// dotCodedKey returns q·k for a key of a quantized cache as
+// kvcache.Cache.KeyCodes hands it out: exact, or codes with a scale and
+// offset per channel (element i is offset[i] + scale[i]·code(i)).
+func dotCodedKey(t kvcache.Type, q, exact []float32, codes, scales, offsets []byte) float32 {
+	var dot float32
+	if exact != nil {
+		for i, v := range q {
+			dot += float32(v * exact[i])
+		}
+		return dot
+	}
+	switch t {
+	case kvcache.Q8:
+		for i, v := range q {
+			dot += float32(v * (getF32(offsets[4*i:]) + float32(getF32(scales[4*i:])*float32(codes[i]))))
+		}
+	case kvcache.Q4:
+		for i, v := range q {
+			dot += float32(v * (getF32(offsets[4*i:]) + float32(getF32(scales[4*i:])*float32(codes[i/2]>>(4*(i%2))&15))))
+		}
+	case kvcache.Q2:
+		for i, v := range q {
+			dot += float32(v * (getF32(offsets[4*i:]) + float32(getF32(scales[4*i:])*float32(codes[i/4]>>(2*(i%4))&3))))
+		}
+	}
+	return dot
+}
+
+// addCodedValue adds p times a value of a quantized cache, as
+// kvcache.Cache.ValueCodes hands it out, to out: scale and offset are the
+// value's, already multiplied by p.
+func addCodedValue(t kvcache.Type, out []float32, codes []byte, scale, offset float32) {
+	switch t {
+	case kvcache.Q8:
+		codes = codes[:len(out)]
+		for i := range out {
+			out[i] += float32(scale * float32(int8(codes[i])))
+		}
+	case kvcache.Q4:
+		for i := range out {
+			out[i] += float32(scale*float32(codes[i/2]>>(4*(i%2))&15)) + offset
+		}
+	case kvcache.Q2:
+		for i := range out {
+			out[i] += float32(scale*float32(codes[i/4]>>(2*(i%4))&3)) + offset
+		}
+	}
+}
+
+// getF32 reads a little-endian float32.
+func getF32(b []byte) float32 { return math.Float32frombits(binary.LittleEndian.Uint32(b)) }

@@ -208,7 +208,8 @@ func (m *Model) NewStateWith(pool *kernels.Pool, opts StateOptions) (*State, err
 	if err := s.initMoE(alloc); err != nil {
 		return nil, err
 	}
-	s.attend = s.attendHeads
+	att := attenderFor(kv.Type())
+	s.attend = func(lo, hi int) { att(s, lo, hi) }
 	return s, nil
 }
 
@@ -404,28 +405,9 @@ func (s *State) attendToken(ly *Block, l, pos int) error {
 	}
 	s.KV.Store(l, slot, s.k, s.v)
 
-	// Each query head attends to the cached positions of its KV head.
-	s.layer, s.pos, s.n = l, pos, s.KV.Used(l)
-	if hp.Heads*s.n*(hp.HeadDimK+hp.HeadDimV) <= inlineAttention {
-		s.attend(0, hp.Heads) // less work than handing it out costs
-	} else {
-		s.pool.Parallel(hp.Heads, s.attend)
-	}
-	if s.KV.Tracks() {
-		c := s.KV.Capacity()
-		for h := range hp.Heads {
-			s.KV.Observe(l, s.scores[h*c:h*c+s.n])
-		}
-	}
+	s.attendCache(l, pos)
 	return nil
 }
-
-// inlineAttention is the size of an attention (heads × positions × the
-// widths of a key and a value, about its multiply-adds) up to which the
-// calling thread does it alone: some tens of microseconds, not worth a
-// round trip through the pool's workers, which on a busy machine can cost
-// more than that whenever one of them is descheduled.
-const inlineAttention = 1 << 17
 
 // feedForward is the second half of block l: x += FFN(norm(x)).
 func (s *State) feedForward(l int) error {
