@@ -130,7 +130,7 @@ func (cfg *Config) clampThreads() {
 
 // DefaultContextLength caps the context of a session when
 // Config.ContextLength is 0.
-const DefaultContextLength = load.DefaultContextLength
+const DefaultContextLength = 4096
 
 // threads is the number of threads sessions compute with.
 func (cfg *Config) threads() int { return cmp.Or(max(cfg.Threads, 0), defaultThreads()) }
@@ -138,7 +138,7 @@ func (cfg *Config) threads() int { return cmp.Or(max(cfg.Threads, 0), defaultThr
 // loadOptions are the settings loading reads, resolved.
 func (cfg *Config) loadOptions() load.Options {
 	return load.Options{
-		Threads: cfg.threads(), ContextLength: cfg.ContextLength, NoMmap: cfg.NoMmap, NoRepack: cfg.NoRepack,
+		Threads: cfg.threads(), ContextLength: cfg.ContextLength, DefaultContext: DefaultContextLength, NoMmap: cfg.NoMmap, NoRepack: cfg.NoRepack,
 		RAMBudget: cfg.RAMBudget, KVType: cfg.KVType, KVEviction: cfg.KVEviction, KVRecent: cfg.KVRecent,
 		NoPrefetch: cfg.NoPrefetch, Logger: cfg.logger(), Progress: cfg.LoadProgress,
 	}

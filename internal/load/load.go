@@ -26,23 +26,21 @@ import (
 // tensor type); the message names what is unsupported.
 var ErrUnsupported = errors.New("qsf: unsupported model")
 
-// DefaultContextLength caps the context when Options.ContextLength is 0.
-const DefaultContextLength = 4096
-
 // Options are the settings loading reads (qsf.Config's, resolved: Threads
 // is at least 1 and Logger is not nil).
 type Options struct {
-	Threads       int // the threads a session computes with (the plan counts their buffers)
-	ContextLength int // 0: the model's trained context, capped at DefaultContextLength
-	NoMmap        bool
-	NoRepack      bool
-	RAMBudget     int64
-	KVType        string
-	KVEviction    string
-	KVRecent      int
-	NoPrefetch    bool
-	Logger        *slog.Logger
-	Progress      func(done, total int64) // repacking progress, or nil
+	Threads        int // the threads a session computes with (the plan counts their buffers)
+	ContextLength  int // 0: the model's trained context, capped at DefaultContext
+	DefaultContext int
+	NoMmap         bool
+	NoRepack       bool
+	RAMBudget      int64
+	KVType         string
+	KVEviction     string
+	KVRecent       int
+	NoPrefetch     bool
+	Logger         *slog.Logger
+	Progress       func(done, total int64) // repacking progress, or nil
 }
 
 // Model is a loaded model: the file, the network, the tokenizer and how
@@ -159,7 +157,7 @@ func newRequest(f *format.File, o Options) (*request, error) {
 	}
 	r.ctx = o.ContextLength
 	if r.ctx <= 0 {
-		r.ctx = min(r.hp.CtxLen, DefaultContextLength)
+		r.ctx = min(r.hp.CtxLen, o.DefaultContext)
 	}
 	return r, nil
 }
