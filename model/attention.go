@@ -29,32 +29,6 @@ func attenderFor(t kvcache.Type) attender {
 	return (*State).attendCoded
 }
 
-// attendCache lets each query head of the token at pos attend to the
-// cached positions of layer l (whose key and value are stored), leaving
-// the output in s.att, and tells an eviction policy that tracks them the
-// attention weights.
-func (s *State) attendCache(l, pos int) {
-	hp := &s.m.Hparams
-	s.layer, s.pos, s.n = l, pos, s.KV.Used(l)
-	if hp.Heads*s.n*(hp.HeadDimK+hp.HeadDimV) <= inlineAttention {
-		s.attend(0, hp.Heads) // less work than handing it out costs
-	} else {
-		s.pool.Parallel(hp.Heads, s.attend)
-	}
-	if s.KV.Tracks() {
-		for h := range hp.Heads {
-			s.KV.Observe(l, s.scoresOf(h))
-		}
-	}
-}
-
-// inlineAttention is the size of an attention (heads × positions × the
-// widths of a key and a value, about its multiply-adds) up to which the
-// calling thread does it alone: some tens of microseconds, not worth a
-// round trip through the pool's workers, which on a busy machine can cost
-// more than that whenever one of them is descheduled.
-const inlineAttention = 1 << 17
-
 // query returns query head h.
 func (s *State) query(h int) []float32 {
 	d := s.m.HeadDimK

@@ -368,6 +368,16 @@ func (s *State) splitQKV(qkv []float32) {
 // adds the biases, normalizes and rotates them, stores the key and value
 // in the cache and leaves the attention output in s.att.
 func (s *State) attendToken(ly *Block, l, pos int) error {
+	if err := s.prepareAttention(ly, l, pos); err != nil {
+		return err
+	}
+	s.attendCache(l, pos)
+	return nil
+}
+
+// prepareAttention is attendToken up to the attention: the biases, norms
+// and rotation of q and k, and the store of the key and value at pos.
+func (s *State) prepareAttention(ly *Block, l, pos int) error {
 	hp := &s.m.Hparams
 	addBias(s.q, ly.QB)
 	addBias(s.k, ly.KB)
@@ -404,10 +414,35 @@ func (s *State) attendToken(ly *Block, l, pos int) error {
 		return err
 	}
 	s.KV.Store(l, slot, s.k, s.v)
-
-	s.attendCache(l, pos)
 	return nil
 }
+
+// attendCache lets each query head of the token at pos attend to the
+// cached positions of layer l (whose key and value are stored), leaving
+// the output in s.att, and tells an eviction policy that tracks them the
+// attention weights.
+func (s *State) attendCache(l, pos int) {
+	hp := &s.m.Hparams
+	s.layer, s.pos, s.n = l, pos, s.KV.Used(l)
+	if hp.Heads*s.n*(hp.HeadDimK+hp.HeadDimV) <= inlineAttention {
+		s.attend(0, hp.Heads) // less work than handing it out costs
+	} else {
+		s.pool.Parallel(hp.Heads, s.attend)
+	}
+	if s.KV.Tracks() {
+		c := s.KV.Capacity()
+		for h := range hp.Heads {
+			s.KV.Observe(l, s.scores[h*c:h*c+s.n])
+		}
+	}
+}
+
+// inlineAttention is the size of an attention (heads × positions × the
+// widths of a key and a value, about its multiply-adds) up to which the
+// calling thread does it alone: some tens of microseconds, not worth a
+// round trip through the pool's workers, which on a busy machine can cost
+// more than that whenever one of them is descheduled.
+const inlineAttention = 1 << 17
 
 // feedForward is the second half of block l: x += FFN(norm(x)).
 func (s *State) feedForward(l int) error {
