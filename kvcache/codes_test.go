@@ -44,16 +44,20 @@ func TestCodesDecode(t *testing.T) {
 			for s := range c.Used(l) {
 				for h := range sh.KVHeads {
 					c.DecodeKey(dk, l, s, h)
-					exact, codes, scales, offsets := c.KeyCodes(l, s, h)
-					if exact != nil {
+					ck := c.KeyCodes(l, s, h)
+					if ck.First > s || s >= ck.First+ck.Slots || ck.First%KeyGroup != 0 {
+						t.Fatalf("%v: slot %d in a group of slots [%d, %d)", typ, s, ck.First, ck.First+ck.Slots)
+					}
+					j := s - ck.First
+					if ck.Exact != nil {
 						staged++
 					}
 					for i, want := range dk {
 						var got float32
-						if exact != nil {
-							got = exact[i]
+						if ck.Exact != nil {
+							got = ck.Exact[j*ck.Stride+i]
 						} else {
-							got = getF32(offsets[4*i:]) + float32(getF32(scales[4*i:])*float32(code(codes, i)))
+							got = getF32(ck.Offsets[4*i:]) + float32(getF32(ck.Scales[4*i:])*float32(code(ck.Codes[j*ck.Stride:], i)))
 						}
 						if got != want {
 							t.Fatalf("%v layer %d slot %d head %d key %d: codes give %v, DecodeKey %v", typ, l, s, h, i, got, want)
@@ -80,7 +84,7 @@ func TestCodesDecode(t *testing.T) {
 		}
 	}
 	c, _ := New(1, 4, 2, 2)
-	if e, codes, _, _ := c.KeyCodes(0, 0, 0); e != nil || codes != nil {
+	if ck := c.KeyCodes(0, 0, 0); ck.Exact != nil || ck.Codes != nil {
 		t.Error("KeyCodes of an F32 cache is not nil")
 	}
 	if codes, _, _ := c.ValueCodes(0, 0, 0); codes != nil {

@@ -382,27 +382,44 @@ func (c *Cache) ValuesF16(layer int) (vt []uint16, stride int) {
 	return c.vals16[layer*n : (layer+1)*n], c.vStride
 }
 
-// KeyCodes returns the stored key of KV head h in slot of layer of a
-// quantized cache (Q8, Q4, Q2), for the attention to read without
-// decoding it: exact (HeadDimK float32 values) when the slot lies in the
-// group being written, which is kept exact; otherwise its codes, Bits each,
-// packed little-endian within a byte, with a float32 scale and offset per
-// channel (little-endian, 4 bytes each): element i is offset[i] +
-// scale[i]·code(i), rounded once in float32 after the product. It returns
-// nils for other types.
-func (c *Cache) KeyCodes(layer, slot, h int) (exact []float32, codes, scales, offsets []byte) {
+// CodedKeys are the keys of one KV head in one group of slots of a
+// quantized cache (Q8, Q4, Q2) as the cache stores them, for the attention
+// to read without decoding them (see KeyCodes).
+type CodedKeys struct {
+	First, Slots int // the group's slots: [First, First+Slots)
+	// Exact holds the keys of the group being written, which is kept
+	// exact: slot First+j at Exact[j*Stride:], HeadDimK values. It is nil
+	// for a coded group.
+	Exact []float32
+	// Codes holds slot First+j's codes at Codes[j*Stride:], Bits each,
+	// packed little-endian within a byte; element i of the key is
+	// Offsets[i] + Scales[i]·code(i), the product rounded to float32
+	// before the sum. Scales and Offsets are little-endian float32s, one
+	// per channel of the head, shared by the group.
+	Codes           []byte
+	Scales, Offsets []byte
+	Stride          int // from one slot to the next: elements of Exact, or bytes of Codes
+}
+
+// KeyCodes returns the keys of KV head h in the group of slots of layer
+// that holds slot, as stored (see CodedKeys). It returns the zero
+// CodedKeys for a cache of another type.
+func (c *Cache) KeyCodes(layer, slot, h int) CodedKeys {
 	if !c.quantKeys() {
-		return nil, nil, nil, nil
+		return CodedKeys{}
 	}
-	kl := c.kl
-	b, s := slot/kl.g, slot%kl.g
+	kl := &c.kl
+	b := slot / kl.g
+	ck := CodedKeys{First: b * kl.g, Slots: min(kl.g, c.sh.Capacity-b*kl.g)}
 	if int(c.stageBlk[layer]) == b {
-		o := s*kl.kd + h*kl.hd
-		return c.stageOf(layer)[o : o+kl.hd], nil, nil, nil
+		ck.Exact, ck.Stride = c.stageOf(layer)[h*kl.hd:], kl.kd
+		return ck
 	}
 	blk := c.keyBlock(layer, b)
-	o := 8*kl.kd + s*kl.rowCode + h*kl.headCode
-	return nil, blk[o : o+kl.headCode], blk[4*h*kl.hd : 4*(h+1)*kl.hd], blk[4*(kl.kd+h*kl.hd) : 4*(kl.kd+(h+1)*kl.hd)]
+	ck.Codes, ck.Stride = blk[8*kl.kd+h*kl.headCode:], kl.rowCode
+	ck.Scales = blk[4*h*kl.hd : 4*(h+1)*kl.hd]
+	ck.Offsets = blk[4*(kl.kd+h*kl.hd) : 4*(kl.kd+(h+1)*kl.hd)]
+	return ck
 }
 
 // ValueCodes returns the stored value of KV head h in slot of layer of a

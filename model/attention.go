@@ -160,9 +160,11 @@ func (s *State) attendCoded(lo, hi int) {
 		kvh := h / group
 		q := s.query(h)
 		sc := s.scoresOf(h)
-		for t := range sc {
-			exact, codes, scales, offsets := s.KV.KeyCodes(l, t, kvh)
-			sc[t] = dotCodedKey(typ, q, exact, codes, scales, offsets)
+		for t := 0; t < len(sc); {
+			ck := s.KV.KeyCodes(l, t, kvh)
+			for end := min(ck.First+ck.Slots, len(sc)); t < end; t++ {
+				sc[t] = dotCodedKey(typ, q, &ck, t-ck.First)
+			}
 		}
 		s.softmaxScores(sc)
 		out := s.output(h)
@@ -174,29 +176,32 @@ func (s *State) attendCoded(lo, hi int) {
 	}
 }
 
-// dotCodedKey returns q·k for a key of a quantized cache as
-// kvcache.Cache.KeyCodes hands it out: exact, or codes with a scale and
-// offset per channel (element i is offset[i] + scale[i]·code(i)).
-func dotCodedKey(t kvcache.Type, q, exact []float32, codes, scales, offsets []byte) float32 {
+// dotCodedKey returns q·k for the key of slot ck.First+j of a quantized
+// cache as kvcache.Cache.KeyCodes hands it out: exact, or codes with a
+// scale and offset per channel (element i is offset[i] + scale[i]·code(i)).
+func dotCodedKey(t kvcache.Type, q []float32, ck *kvcache.CodedKeys, j int) float32 {
 	var dot float32
-	if exact != nil {
+	if ck.Exact != nil {
+		k := ck.Exact[j*ck.Stride:]
+		k = k[:len(q)]
 		for i, v := range q {
-			dot += float32(v * exact[i])
+			dot += float32(v * k[i])
 		}
 		return dot
 	}
+	codes, sc, mn := ck.Codes[j*ck.Stride:], ck.Scales, ck.Offsets
 	switch t {
 	case kvcache.Q8:
 		for i, v := range q {
-			dot += float32(v * (getF32(offsets[4*i:]) + float32(getF32(scales[4*i:])*float32(codes[i]))))
+			dot += float32(v * (getF32(mn[4*i:]) + float32(getF32(sc[4*i:])*float32(codes[i]))))
 		}
 	case kvcache.Q4:
 		for i, v := range q {
-			dot += float32(v * (getF32(offsets[4*i:]) + float32(getF32(scales[4*i:])*float32(codes[i/2]>>(4*(i%2))&15))))
+			dot += float32(v * (getF32(mn[4*i:]) + float32(getF32(sc[4*i:])*float32(codes[i/2]>>(4*(i%2))&15))))
 		}
 	case kvcache.Q2:
 		for i, v := range q {
-			dot += float32(v * (getF32(offsets[4*i:]) + float32(getF32(scales[4*i:])*float32(codes[i/4]>>(2*(i%4))&3))))
+			dot += float32(v * (getF32(mn[4*i:]) + float32(getF32(sc[4*i:])*float32(codes[i/4]>>(2*(i%4))&3))))
 		}
 	}
 	return dot
