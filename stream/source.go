@@ -193,7 +193,7 @@ func Open(lay *Layout, path string, a *arena.Arena, opts Options) (*Source, erro
 	if err != nil {
 		return nil, err
 	}
-	s := &Source{lay: lay, opts: opts, file: f, fd: int(f.Fd()), minSplit: cmp.Or(opts.SplitBytes, defaultSplit), crcTable: castagnoli}
+	s := &Source{lay: lay, opts: opts, file: f, fd: int(f.Fd()), crcTable: castagnoli}
 	if !opts.Copy && lay.maxStored == 0 {
 		s.mapped = mapFile(f)
 	}
@@ -209,6 +209,7 @@ func Open(lay *Layout, path string, a *arena.Arena, opts Options) (*Source, erro
 	}
 	s.blocks = make([]model.Block, len(lay.layers))
 	copy(s.blocks, lay.Weights.Blocks)
+	s.minSplit = cmp.Or(opts.SplitBytes, defaultSplit)
 	if opts.VerifyCRC {
 		s.matCRC = make([][]uint32, len(lay.layers))
 		s.crcRead = make([]uint32, len(lay.layers))
