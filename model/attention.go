@@ -47,10 +47,9 @@ func (s *State) output(h int) []float32 {
 	return s.att[h*d : (h+1)*d]
 }
 
-// softmaxScores scales the dot products sc by scoreScale and replaces
-// them by their softmax over llama.cpp's padded KV row.
-func (s *State) softmaxScores(sc []float32) {
-	scale := scoreScale(&s.m.Hparams)
+// softmaxScores scales the dot products sc by scale (scoreScale) and
+// replaces them by their softmax over llama.cpp's padded KV row.
+func (s *State) softmaxScores(sc []float32, scale float32) {
 	for t := range sc {
 		sc[t] *= scale
 	}
@@ -70,11 +69,12 @@ func (s *State) attendF32(lo, hi int) {
 	values := s.KV.Values(s.layer, s.n)
 	kd, vd, hdk, hdv := hp.KDim(), hp.VDim(), hp.HeadDimK, hp.HeadDimV
 	group := hp.Heads / hp.KVHeads
+	scale := scoreScale(hp)
 	for h := lo; h < hi; h++ {
 		kvh := h / group
 		sc := s.scoresOf(h)
 		s.tier.DotF32Rows(sc, keys[kvh*hdk:], kd, s.query(h))
-		s.softmaxScores(sc)
+		s.softmaxScores(sc, scale)
 		// out[d] = Σ_t p[t]·V[t][d] over llama.cpp's KV row, which is padded
 		// with zero-probability positions to a multiple of 32: position t
 		// accumulates in lane t%32 of ggml_vec_dot_f32. lanes holds one
@@ -96,6 +96,7 @@ func (s *State) attendF32Batch(lo, hi int) {
 	values := s.KV.Values(s.layer, s.n)
 	kd, vd, hdk, hdv := hp.KDim(), hp.VDim(), hp.HeadDimK, hp.HeadDimV
 	group := hp.Heads / hp.KVHeads
+	scale := scoreScale(hp)
 	for h := lo; h < hi; h++ {
 		kvh := h / group
 		q := s.query(h)
@@ -107,7 +108,7 @@ func (s *State) attendF32Batch(lo, hi int) {
 		} else {
 			s.tier.DotF32Rows(sc, keys[kvh*hdk:], kd, q)
 		}
-		s.softmaxScores(sc)
+		s.softmaxScores(sc, scale)
 		lanes := s.vlanes[h*hdv*32 : h*hdv*32+hdv*8]
 		s.tier.LanesF32(lanes, 8, values[kvh*hdv:], vd, sc)
 		out := s.output(h)
@@ -137,13 +138,14 @@ func (s *State) attendF16(lo, hi int) {
 	vt, stride := s.KV.ValuesF16(s.layer)
 	hdk, hdv := hp.HeadDimK, hp.HeadDimV
 	group := hp.Heads / hp.KVHeads
+	scale := scoreScale(hp)
 	for h := lo; h < hi; h++ {
 		kvh := h / group
 		q := s.query(h)
 		s.tier.RoundF16(q)
 		sc := s.scoresOf(h)
 		s.tier.DotF16Rows(sc, s.KV.KeysF16(s.layer, kvh, s.n), hdk, q)
-		s.softmaxScores(sc)
+		s.softmaxScores(sc, scale)
 		s.tier.RoundF16(sc)
 		s.tier.DotF16RowsPadded(s.output(h), vt[kvh*hdv*stride:], stride, sc)
 	}
@@ -156,6 +158,7 @@ func (s *State) attendCoded(lo, hi int) {
 	hp := &s.m.Hparams
 	l, typ := s.layer, s.KV.Type()
 	group := hp.Heads / hp.KVHeads
+	scale := scoreScale(hp)
 	for h := lo; h < hi; h++ {
 		kvh := h / group
 		q := s.query(h)
@@ -166,7 +169,7 @@ func (s *State) attendCoded(lo, hi int) {
 				sc[t] = dotCodedKey(typ, q, &ck, t-ck.First)
 			}
 		}
-		s.softmaxScores(sc)
+		s.softmaxScores(sc, scale)
 		out := s.output(h)
 		clear(out)
 		for t, p := range sc {
