@@ -1,9 +1,12 @@
 package qsf
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
 	"runtime"
+
+	"github.com/qsf-llm/qsf/internal/load"
 )
 
 // Config controls how a model is loaded and run. The zero value is a good
@@ -128,3 +131,15 @@ func (cfg *Config) clampThreads() {
 // DefaultContextLength caps the context of a session when
 // Config.ContextLength is 0.
 const DefaultContextLength = 4096
+
+// threads is the number of threads sessions compute with.
+func (cfg *Config) threads() int { return cmp.Or(max(cfg.Threads, 0), defaultThreads()) }
+
+// loadOptions are the settings loading reads, resolved.
+func (cfg *Config) loadOptions() load.Options {
+	return load.Options{
+		Threads: cfg.threads(), ContextLength: cfg.ContextLength, DefaultContext: DefaultContextLength, NoMmap: cfg.NoMmap, NoRepack: cfg.NoRepack,
+		RAMBudget: cfg.RAMBudget, KVType: cfg.KVType, KVEviction: cfg.KVEviction, KVRecent: cfg.KVRecent,
+		NoPrefetch: cfg.NoPrefetch, Logger: cfg.logger(), Progress: cfg.LoadProgress,
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/qsf-llm/qsf/arena"
-	"github.com/qsf-llm/qsf/format"
 	"github.com/qsf-llm/qsf/kernels"
 	"github.com/qsf-llm/qsf/plan"
 	"github.com/qsf-llm/qsf/stream"
@@ -24,19 +23,10 @@ func (x *expertStreaming) close() {
 	x.arena.Close()
 }
 
-// newExpertModel loads a mixture-of-experts model for expert streaming
-// (plan.Experts): every weight but the routed experts mapped, as a
-// resident model's, and an expert cache of the planned size, shared by
-// the sessions, into which they read the experts their tokens select.
-func newExpertModel(f *format.File, path string, cfg Config, p *plan.Plan) (*Model, error) {
-	hp, err := hparams(f)
-	if err != nil {
-		return nil, err
-	}
-	el, err := stream.NewExpertLayout(f, &hp)
-	if err != nil {
-		return nil, err
-	}
+// openExperts gives an expert-streaming model (load.Model.Experts) the
+// expert cache of the planned size its sessions share, in an arena of
+// its own, into which they read the experts their tokens select.
+func openExperts(el *stream.ExpertLayout, path string, p *plan.Plan) (*expertStreaming, error) {
 	a, err := arena.New(int(stream.ExpertCacheBytes(el, p.ExpertSlots)))
 	if err != nil {
 		return nil, errExpertSession(err)
@@ -46,14 +36,7 @@ func newExpertModel(f *format.File, path string, cfg Config, p *plan.Plan) (*Mod
 		a.Close()
 		return nil, errExpertSession(err)
 	}
-	x := &expertStreaming{layout: el, cache: cache, arena: a}
-	m, err := reopenResident(f, path, cfg, p)
-	if err != nil {
-		x.close()
-		return nil, err
-	}
-	m.experts = x
-	return m, nil
+	return &expertStreaming{layout: el, cache: cache, arena: a}, nil
 }
 
 // newExpertSession gives a session of an expert-streaming model its KV

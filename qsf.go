@@ -18,25 +18,22 @@
 package qsf
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"os"
 	"runtime"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/klauspost/cpuid/v2"
-	"github.com/qsf-llm/qsf/arena"
 	"github.com/qsf-llm/qsf/format"
 	"github.com/qsf-llm/qsf/grammar"
+	"github.com/qsf-llm/qsf/internal/load"
 	"github.com/qsf-llm/qsf/kernels"
 	"github.com/qsf-llm/qsf/kvcache"
 	"github.com/qsf-llm/qsf/model"
 	"github.com/qsf-llm/qsf/plan"
-	"github.com/qsf-llm/qsf/quant"
 	"github.com/qsf-llm/qsf/stream"
 	"github.com/qsf-llm/qsf/tokenizer"
 )
@@ -51,7 +48,7 @@ var (
 	ErrContextFull = errors.New("qsf: context is full")
 	// ErrUnsupported is returned for a model QSF cannot run (architecture,
 	// tensor type); the message names what is unsupported.
-	ErrUnsupported = errors.New("qsf: unsupported model")
+	ErrUnsupported = load.ErrUnsupported
 	// ErrBudget is returned by Load when the model cannot run within
 	// Config.RAMBudget; the message states the smallest budget that works.
 	ErrBudget = plan.ErrBudget
@@ -75,9 +72,11 @@ type Model struct {
 	use    sync.RWMutex
 	closed atomic.Bool
 
+	// loaded is what Load prepared (load.Model): the fields below are
+	// its, kept under the names the rest of the package uses.
+	loaded   *load.Model
 	memLimit int64 // suggested Go memory limit in streaming mode, or 0
 
-	packed  *arena.Arena     // the weights repacked at load (resident mode), or nil
 	plan    *plan.Plan       // the memory plan
 	layout  *stream.Layout   // non-nil in streaming mode
 	experts *expertStreaming // non-nil in expert streaming mode
@@ -104,40 +103,25 @@ func Load(path string, cfg Config) (*Model, error) {
 		return nil, fmt.Errorf("qsf: %w", err)
 	}
 	start := time.Now()
-	m, err := load(path, cfg)
+	lm, err := load.Open(path, cfg.loadOptions())
 	if err != nil {
 		return nil, err
 	}
-	threads := cmp.Or(max(cfg.Threads, 0), defaultThreads())
+	m := &Model{cfg: cfg, loaded: lm, file: lm.File, net: lm.Net, tok: lm.Tok, ctx: lm.Ctx, kv: lm.KV,
+		plan: lm.Plan, layout: lm.Layout, memLimit: lm.MemoryLimit}
+	if lm.Experts != nil {
+		if m.experts, err = openExperts(lm.Experts, path, lm.Plan); err != nil {
+			lm.Close()
+			return nil, err
+		}
+	}
+	threads := cfg.threads()
 	m.tier = tier
 	m.pool = kernels.NewPoolTier(tier, threads)
 	// A Model dropped without Close still stops its workers.
 	runtime.AddCleanup(m, func(p *kernels.Pool) { p.Close() }, m.pool)
 	cfg.logger().Debug("loaded", "path", path, "mode", m.plan.Mode, "context", m.ctx, "kv", m.kv.Type.String(),
-		"threads", threads, "kernel", tier.Name(), "repacked", m.packed != nil, "elapsed", time.Since(start))
-	return m, nil
-}
-
-// load opens the file and prepares the weights: resident, or as the plan
-// for Config.RAMBudget says.
-func load(path string, cfg Config) (*Model, error) {
-	if cfg.RAMBudget > 0 {
-		return loadBudget(path, cfg)
-	}
-	return loadResident(path, cfg)
-}
-
-// loadResident loads a model whose weights stay mapped (or in memory).
-func loadResident(path string, cfg Config) (*Model, error) {
-	f, err := format.OpenWith(path, format.OpenOptions{NoMmap: cfg.NoMmap})
-	if err != nil {
-		return nil, fmt.Errorf("qsf: load %s: %w", path, err)
-	}
-	m, err := newModel(f, cfg, nil)
-	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("qsf: load %s: %w", path, err)
-	}
+		"threads", threads, "kernel", tier.Name(), "repacked", lm.Packed != nil, "elapsed", time.Since(start))
 	return m, nil
 }
 
@@ -154,255 +138,11 @@ func (m *Model) acquire() error {
 
 func (m *Model) release() { m.use.RUnlock() }
 
-// hparams reads a model's hyperparameters from f's metadata.
-func hparams(f *format.File) (model.Hparams, error) {
-	md := &f.Metadata
-	arch, _ := md.String("general.architecture")
-	if !model.Supported(arch) {
-		return model.Hparams{}, fmt.Errorf("%w: architecture %q", ErrUnsupported, arch)
-	}
-	embd, ok := f.Tensor("token_embd.weight")
-	if !ok {
-		return model.Hparams{}, fmt.Errorf("%w: token_embd.weight", model.ErrMissingTensor)
-	}
-	return model.ParseHparams(md, embd.Rows())
-}
-
-// newModel prepares a resident model; p is the memory plan when there is a
-// budget.
-func newModel(f *format.File, cfg Config, p *plan.Plan) (*Model, error) {
-	hp, err := hparams(f)
-	if err != nil {
-		return nil, err
-	}
-	weights, err := model.LoadWeights(&hp, func(name string) (model.Tensor, bool, error) {
-		ti, ok := f.Tensor(name)
-		if !ok {
-			return model.Tensor{}, false, nil
-		}
-		data, err := f.TensorData(ti)
-		if err != nil {
-			return model.Tensor{}, false, err
-		}
-		if ti.Type == quant.I2_S {
-			t, err := i2sTensor(f, ti, data)
-			return t, err == nil, err
-		}
-		return model.Tensor{Name: name, Type: ti.Type, Rows: ti.Rows(), Cols: ti.Cols(), Data: data}, true, nil
-	})
-	if err != nil {
-		if errors.Is(err, quant.ErrUnsupported) {
-			return nil, fmt.Errorf("%w: %w", ErrUnsupported, err)
-		}
-		return nil, err
-	}
-	tok, err := tokenizer.FromGGUF(&f.Metadata)
-	if err != nil {
-		return nil, err
-	}
-	var packed *arena.Arena
-	if !cfg.NoRepack {
-		// Streamed experts are read from the file as they are needed:
-		// repacking them would read them all.
-		streamed := p != nil && p.Mode == plan.Experts
-		if packed, err = repackWeights(weights, f, !streamed, cfg.LoadProgress); err != nil {
-			return nil, err
-		}
-	}
-	m := &Model{cfg: cfg, file: f, net: &model.Model{Hparams: hp, Weights: weights}, tok: tok, plan: p, packed: packed}
-	if err := m.setKV(p); err != nil {
-		if packed != nil {
-			packed.Close()
-		}
-		return nil, err
-	}
-	return m, nil
-}
-
-// wantCtx is the context a config asks for.
-func wantCtx(cfg Config, hp *model.Hparams) int {
-	ctx := cfg.ContextLength
-	if ctx <= 0 {
-		ctx = min(hp.CtxLen, DefaultContextLength)
-	}
-	return ctx
-}
-
-// setKV sets the context length and KV cache options from the config and
-// the plan (nil without a budget).
-func (m *Model) setKV(p *plan.Plan) error {
-	hp := &m.net.Hparams
-	cfg := m.cfg
-	m.ctx = wantCtx(cfg, hp)
-	typ, err := kvcache.ParseType(cfg.KVType)
-	if err != nil {
-		return err
-	}
-	if p != nil {
-		m.warnDegraded(p, typ)
-		m.ctx, typ = p.Ctx, p.KV()
-	}
-	if hp.LearnedPos && m.net.PosEmbd.Rows > 0 && m.ctx > m.net.PosEmbd.Rows {
-		if cfg.ContextLength > 0 {
-			cfg.logger().Warn(fmt.Sprintf("context %d is longer than the model's %d learned positions: using %d", m.ctx, m.net.PosEmbd.Rows, m.net.PosEmbd.Rows))
-		}
-		m.ctx = m.net.PosEmbd.Rows
-	} else if hp.CtxLen > 0 && m.ctx > hp.CtxLen {
-		cfg.logger().Warn(fmt.Sprintf("context %d is longer than the %d tokens the model was trained on: output past %d tokens may be poor", m.ctx, hp.CtxLen, hp.CtxLen))
-	}
-	m.kv = kvcache.Options{Type: typ}
-	switch cfg.KVEviction {
-	case "", "none":
-	case "window":
-		m.kv.Policy = kvcache.Window{}
-	case "h2o", "heavy-hitter":
-		recent := cfg.KVRecent
-		if recent <= 0 {
-			recent = m.ctx / 2
-		}
-		m.kv.Policy = kvcache.HeavyHitter{Recent: recent}
-	default:
-		return fmt.Errorf("qsf: unknown KV eviction %q (want window or h2o)", cfg.KVEviction)
-	}
-	if p == nil {
-		threads := cfg.Threads
-		if threads <= 0 {
-			threads = defaultThreads()
-		}
-		m.plan, _ = plan.Compute(m.file, hp, nil, plan.Request{Ctx: m.ctx, KV: typ, Threads: threads})
-	}
-	return nil
-}
-
-// warnDegraded logs one warning when the plan p shortened the context or
-// lowered the KV cache type the config asked for (kv) to fit the budget.
-func (m *Model) warnDegraded(p *plan.Plan, kv kvcache.Type) {
-	var changes []string
-	if want := wantCtx(m.cfg, &m.net.Hparams); p.Ctx < want {
-		changes = append(changes, fmt.Sprintf("context %d tokens (instead of %d)", p.Ctx, want))
-	}
-	if p.KV() != kv {
-		changes = append(changes, fmt.Sprintf("KV cache %s (instead of %s)", p.KV(), kv))
-	}
-	if len(changes) > 0 {
-		m.cfg.logger().Warn(fmt.Sprintf("to fit the RAM budget of %s: %s; set the context length or KV type to choose",
-			plan.FormatBytes(m.cfg.RAMBudget), strings.Join(changes, ", ")))
-	}
-}
-
-// loadBudget plans the memory of a model from its metadata, then loads it
-// resident or streaming as the plan says.
-func loadBudget(path string, cfg Config) (*Model, error) {
-	f, err := format.OpenWith(path, format.OpenOptions{NoMmap: true})
-	if err != nil {
-		return nil, fmt.Errorf("qsf: load %s: %w", path, err)
-	}
-	m, err := newBudgetModel(f, path, cfg)
-	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("qsf: load %s: %w", path, err)
-	}
-	return m, nil
-}
-
 // PlanFile computes the memory plan Load would follow for the file at
 // path under cfg, reading only its metadata.
 func PlanFile(path string, cfg Config) (*plan.Plan, error) {
 	cfg.clampThreads()
-	f, err := format.OpenWith(path, format.OpenOptions{NoMmap: true})
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	hp, err := hparams(f)
-	if err != nil {
-		return nil, err
-	}
-	if err := noI2SExperts(f, &hp); err != nil {
-		return nil, err
-	}
-	lay, err := streamLayout(f, &hp)
-	if err != nil {
-		return nil, err
-	}
-	return computePlan(f, &hp, lay, cfg)
-}
-
-// streamLayout is the layer-streaming layout of f, or nil for a mixture
-// of experts, which streams its experts instead (plan.Experts).
-func streamLayout(f *format.File, hp *model.Hparams) (*stream.Layout, error) {
-	if hp.MoE.Experts > 0 {
-		return nil, nil
-	}
-	return stream.NewLayout(f, hp)
-}
-
-func computePlan(f *format.File, hp *model.Hparams, lay *stream.Layout, cfg Config) (*plan.Plan, error) {
-	typ, err := kvcache.ParseType(cfg.KVType)
-	if err != nil {
-		return nil, err
-	}
-	threads := cfg.Threads
-	if threads <= 0 {
-		threads = defaultThreads()
-	}
-	return plan.Compute(f, hp, lay, plan.Request{Budget: cfg.RAMBudget, Ctx: wantCtx(cfg, hp), CtxFixed: cfg.ContextLength > 0,
-		KV: typ, KVFixed: cfg.KVType != "", Threads: threads, NoPrefetch: cfg.NoPrefetch})
-}
-
-func newBudgetModel(f *format.File, path string, cfg Config) (*Model, error) {
-	hp, err := hparams(f)
-	if err != nil {
-		return nil, err
-	}
-	if err := noI2SExperts(f, &hp); err != nil {
-		return nil, err
-	}
-	lay, err := streamLayout(f, &hp)
-	if err != nil {
-		return nil, err
-	}
-	p, err := computePlan(f, &hp, lay, cfg)
-	if err != nil {
-		return nil, err
-	}
-	if p.Mode == plan.Experts {
-		return newExpertModel(f, path, cfg, p)
-	}
-	if p.Mode == plan.Resident {
-		return reopenResident(f, path, cfg, p)
-	}
-	tok, err := tokenizer.FromGGUF(&f.Metadata)
-	if err != nil {
-		return nil, err
-	}
-	m := &Model{cfg: cfg, file: f, net: &model.Model{Hparams: hp, Weights: lay.Weights}, tok: tok, plan: p, layout: lay}
-	if err := m.setKV(p); err != nil {
-		return nil, err
-	}
-	// The Go heap (tokenizer, metadata) is all that is left outside the
-	// arena: the collector should stay within the budget's remainder.
-	if limit := cfg.RAMBudget - p.ArenaBytes - plan.RuntimeBytes/2; limit > 0 {
-		m.memLimit = max(limit, 8<<20)
-	}
-	return m, nil
-}
-
-// reopenResident closes f, which was opened to read metadata only, and
-// loads the model from path mapped (or read, with Config.NoMmap) as the
-// plan p says.
-func reopenResident(f *format.File, path string, cfg Config, p *plan.Plan) (*Model, error) {
-	f.Close()
-	rf, err := format.OpenWith(path, format.OpenOptions{NoMmap: cfg.NoMmap})
-	if err != nil {
-		return nil, err
-	}
-	m, err := newModel(rf, cfg, p)
-	if err != nil {
-		rf.Close()
-		return nil, err
-	}
-	return m, nil
+	return load.Plan(path, cfg.loadOptions())
 }
 
 // MemoryLimit returns the Go memory limit (runtime/debug.SetMemoryLimit)
@@ -432,13 +172,10 @@ func (m *Model) Close() error {
 	m.use.Lock()
 	defer m.use.Unlock()
 	m.pool.Close()
-	if m.packed != nil {
-		m.packed.Close()
-	}
 	if m.experts != nil {
 		m.experts.close()
 	}
-	return m.file.Close()
+	return m.loaded.Close()
 }
 
 // Info describes a loaded model.
@@ -501,6 +238,7 @@ func (m *Model) IsEndOfGeneration(id int) bool { return m.tok.IsEOG(id) }
 // BOS returns the beginning-of-sequence token id, or -1.
 func (m *Model) BOS() int { return m.tok.BOS() }
 
+// defaultThreads is one thread per physical core.
 func defaultThreads() int {
 	if n := cpuid.CPU.PhysicalCores; n > 0 {
 		return min(n, runtime.NumCPU())

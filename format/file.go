@@ -2,6 +2,7 @@ package format
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -93,6 +94,36 @@ func OpenWith(path string, opts OpenOptions) (*File, error) {
 		file.f = nil
 	}
 	return file, nil
+}
+
+// Map memory-maps a file opened with OpenOptions.NoMmap, as OpenWith
+// would have, so that TensorData hands out slices of the mapping from then
+// on: a caller can read a file's metadata before it decides whether to map
+// it. Call it before any tensor data is read. It does nothing when the
+// file is mapped already; when the file cannot be mapped it returns the
+// error and the file stays readable with ReadAt.
+func (f *File) Map() error {
+	if f.data != nil {
+		return nil
+	}
+	if f.closed {
+		return os.ErrClosed
+	}
+	if f.size == 0 {
+		return errors.New("gguf: an empty file cannot be mapped")
+	}
+	data, err := mmap(f.f, f.size)
+	if err != nil {
+		return err
+	}
+	f.data = data
+	if f.qsf != nil {
+		f.qsf.r, f.qsf.data = bytes.NewReader(data), data
+	}
+	// The mapping outlives the descriptor.
+	err = f.f.Close()
+	f.f = nil
+	return err
 }
 
 // IsMapped reports whether b lies in the file's memory mapping, as the

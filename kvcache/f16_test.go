@@ -67,11 +67,13 @@ func TestF16Layout(t *testing.T) {
 							t.Fatalf("capacity %d layer %d slot %d head %d key %d: %#04x, want %#04x", tc.capacity, l, s, h, i, got, quant.FP32ToFP16(x))
 						}
 					}
-					// DotKey reads the same layout.
-					q := make([]float32, sh.HeadDimK)
-					q[1] = 1
-					if got, want := c.DotKey(l, s, h, q), quant.FP16ToFP32(quant.FP32ToFP16(e[0][h*sh.HeadDimK+1])); got != want {
-						t.Fatalf("DotKey slot %d head %d: %v, want %v", s, h, got, want)
+					// DecodeKey reads the same layout.
+					k := make([]float32, sh.HeadDimK)
+					c.DecodeKey(k, l, s, h)
+					for i, x := range e[0][h*sh.HeadDimK : (h+1)*sh.HeadDimK] {
+						if want := quant.FP16ToFP32(quant.FP32ToFP16(x)); k[i] != want {
+							t.Fatalf("DecodeKey slot %d head %d: %v, want %v", s, h, k[i], want)
+						}
 					}
 				}
 				for r, x := range e[1] {
@@ -79,12 +81,12 @@ func TestF16Layout(t *testing.T) {
 						t.Fatalf("capacity %d layer %d slot %d value %d: %#04x, want %#04x", tc.capacity, l, s, r, got, quant.FP32ToFP16(x))
 					}
 				}
-				// AddValue reads the transposed layout.
+				// DecodeValue reads the transposed layout.
 				out := make([]float32, sh.HeadDimV)
-				c.AddValue(out, l, s, 1, 2)
+				c.DecodeValue(out, l, s, 1)
 				for d, o := range out {
-					if w := 2 * quant.FP16ToFP32(quant.FP32ToFP16(e[1][sh.HeadDimV+d])); o != w {
-						t.Fatalf("AddValue slot %d dim %d: %v, want %v", s, d, o, w)
+					if w := quant.FP16ToFP32(quant.FP32ToFP16(e[1][sh.HeadDimV+d])); o != w {
+						t.Fatalf("DecodeValue slot %d dim %d: %v, want %v", s, d, o, w)
 					}
 				}
 			}

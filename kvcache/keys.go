@@ -158,38 +158,3 @@ func (c *Cache) decodeKey(dst []float32, blk []byte, s, h int) {
 		dst[i] = getF32(blk[4*(kl.kd+ch):]) + float32(getF32(blk[4*ch:])*float32(q))
 	}
 }
-
-// dotKey returns q·K for head h of the quantized key in slot of layer.
-func (c *Cache) dotKey(layer, slot, h int, q []float32) float32 {
-	kl := c.kl
-	b, s := slot/kl.g, slot%kl.g
-	if int(c.stageBlk[layer]) == b {
-		k := c.stageOf(layer)[s*kl.kd+h*kl.hd:]
-		var dot float32
-		for i, v := range q {
-			dot += float32(v * k[i])
-		}
-		return dot
-	}
-	blk := c.keyBlock(layer, b)
-	sc := blk[4*h*kl.hd : 4*(h+1)*kl.hd]
-	mn := blk[4*(kl.kd+h*kl.hd) : 4*(kl.kd+(h+1)*kl.hd)]
-	codes := blk[8*kl.kd+s*kl.rowCode+h*kl.headCode:]
-	codes = codes[:kl.headCode]
-	var dot float32
-	switch c.typ {
-	case Q8:
-		for i, v := range q {
-			dot += float32(v * (getF32(mn[4*i:]) + float32(getF32(sc[4*i:])*float32(codes[i]))))
-		}
-	case Q4:
-		for i, v := range q {
-			dot += float32(v * (getF32(mn[4*i:]) + float32(getF32(sc[4*i:])*float32(codes[i/2]>>(4*(i%2))&15))))
-		}
-	case Q2:
-		for i, v := range q {
-			dot += float32(v * (getF32(mn[4*i:]) + float32(getF32(sc[4*i:])*float32(codes[i/4]>>(2*(i%4))&3))))
-		}
-	}
-	return dot
-}

@@ -9,7 +9,7 @@ import (
 
 // TestQuantizedKeys stores keys with an outlier channel (a large offset,
 // as rotary key channels have) and checks every element read back through
-// DotKey against the per-channel quantization bound: half a step of the
+// DecodeKey against the per-channel quantization bound: half a step of the
 // channel's range, exact for the group being written.
 func TestQuantizedKeys(t *testing.T) {
 	for _, typ := range []Type{Q8, Q4, Q2} {
@@ -74,18 +74,17 @@ func testQuantizedKeys(t *testing.T, typ Type, policy Policy, n int, slack float
 			t.Fatal(err)
 		}
 	}
-	q := make([]float32, sh.HeadDimK)
+	k := make([]float32, sh.HeadDimK)
 	levels := float64(typ.levels())
 	for l := range sh.Layers {
 		staged := int(c.stageBlk[l])
 		for s := range c.Used(l) {
 			p := c.Position(l, s)
 			for h := range sh.KVHeads {
+				c.DecodeKey(k, l, s, h)
 				for i := range sh.HeadDimK {
-					clear(q)
-					q[i] = 1
 					ch := h*sh.HeadDimK + i
-					got, want := c.DotKey(l, s, h, q), keys[p][ch]
+					got, want := k[i], keys[p][ch]
 					tol := slack*float64(hi[ch]-lo[ch])/levels + 1e-5
 					if s/KeyGroup == staged && p == n-1 {
 						tol = 0 // the last key written is exact

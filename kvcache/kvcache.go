@@ -16,8 +16,11 @@
 // side by side; see KeysF16 and ValuesF16) or, to
 // save memory, as 8-, 4- or 2-bit codes: keys with a scale and offset per
 // channel and group of KeyGroup slots (the group being written stays
-// exact), values with a scale and offset per position and head. The
-// attention dot products read the codes directly (DotKey, AddValue).
+// exact), values with a scale and offset per position and head. The cache
+// only stores: it hands out its rows as they are stored (Keys and Values,
+// KeysF16 and ValuesF16, KeyCodes and ValueCodes), and the attention
+// (package model) reads them; DecodeKey and DecodeValue give any entry as
+// float32.
 package kvcache
 
 import (
@@ -379,32 +382,102 @@ func (c *Cache) ValuesF16(layer int) (vt []uint16, stride int) {
 	return c.vals16[layer*n : (layer+1)*n], c.vStride
 }
 
-// DotKey returns q·K for KV head h of the key in slot of layer, reading
-// the stored codes directly. len(q) must be HeadDimK.
-func (c *Cache) DotKey(layer, slot, h int, q []float32) float32 {
-	if c.quantKeys() {
-		return c.dotKey(layer, slot, h, q)
-	}
-	hb := c.typ.headBytes(c.sh.HeadDimK)
-	o := (layer*c.sh.Capacity+slot)*c.kRow + h*hb
-	if c.typ == F16 {
-		o = 2 * c.keyF16(layer, slot, h)
-	}
-	return dotHead(c.typ, c.kdata[o:o+hb], q)
+// CodedKeys are the keys of one KV head in one group of slots of a
+// quantized cache (Q8, Q4, Q2) as the cache stores them, for the attention
+// to read without decoding them (see KeyCodes).
+type CodedKeys struct {
+	First, Slots int // the group's slots: [First, First+Slots)
+	// Exact holds the keys of the group being written, which is kept
+	// exact: slot First+j at Exact[j*Stride:], HeadDimK values. It is nil
+	// for a coded group.
+	Exact []float32
+	// Codes holds slot First+j's codes at Codes[j*Stride:], Bits each,
+	// packed little-endian within a byte; element i of the key is
+	// Offsets[i] + Scales[i]·code(i), the product rounded to float32
+	// before the sum. Scales and Offsets are little-endian float32s, one
+	// per channel of the head, shared by the group.
+	Codes           []byte
+	Scales, Offsets []byte
+	Stride          int // from one slot to the next: elements of Exact, or bytes of Codes
 }
 
-// AddValue adds p times the value in slot of layer for KV head h to out
-// (len HeadDimV).
-func (c *Cache) AddValue(out []float32, layer, slot, h int, p float32) {
-	if c.typ == F16 {
-		vt, stride := c.ValuesF16(layer)
-		vt = vt[h*c.sh.HeadDimV*stride+slot:]
-		for d := range out {
-			out[d] += float32(p * quant.FP16ToFP32(vt[d*stride]))
-		}
-		return
+// KeyCodes returns the keys of KV head h in the group of slots of layer
+// that holds slot, as stored (see CodedKeys). It returns the zero
+// CodedKeys for a cache of another type.
+func (c *Cache) KeyCodes(layer, slot, h int) CodedKeys {
+	if !c.quantKeys() {
+		return CodedKeys{}
+	}
+	kl := &c.kl
+	b := slot / kl.g
+	ck := CodedKeys{First: b * kl.g, Slots: min(kl.g, c.sh.Capacity-b*kl.g)}
+	if int(c.stageBlk[layer]) == b {
+		ck.Exact, ck.Stride = c.stageOf(layer)[h*kl.hd:], kl.kd
+		return ck
+	}
+	blk := c.keyBlock(layer, b)
+	ck.Codes, ck.Stride = blk[8*kl.kd+h*kl.headCode:], kl.rowCode
+	ck.Scales = blk[4*h*kl.hd : 4*(h+1)*kl.hd]
+	ck.Offsets = blk[4*(kl.kd+h*kl.hd) : 4*(kl.kd+(h+1)*kl.hd)]
+	return ck
+}
+
+// ValueCodes returns the stored value of KV head h in slot of layer of a
+// quantized cache (Q8, Q4, Q2): its codes, Bits each, packed little-endian
+// within a byte (Q8: signed bytes), with one scale and offset: element i
+// is offset + scale·code(i) (Q8's offset is 0). It returns nil for other
+// types.
+func (c *Cache) ValueCodes(layer, slot, h int) (codes []byte, scale, offset float32) {
+	if c.typ < Q8 {
+		return nil, 0, 0
 	}
 	hb := c.typ.headBytes(c.sh.HeadDimV)
 	o := (layer*c.sh.Capacity+slot)*c.vRow + h*hb
-	axpyHead(c.typ, out, c.vdata[o:o+hb], p)
+	src := c.vdata[o : o+hb]
+	return src[headHeader:], getF32(src), getF32(src[4:])
+}
+
+// DecodeKey writes the key of KV head h in slot of layer, decoded to
+// float32, to dst (len HeadDimK), whatever the cache's type.
+func (c *Cache) DecodeKey(dst []float32, layer, slot, h int) {
+	d := c.sh.HeadDimK
+	dst = dst[:d]
+	switch {
+	case c.typ == F32:
+		copy(dst, c.Key(layer, slot)[h*d:])
+	case c.typ == F16:
+		o := c.keyF16(layer, slot, h)
+		for i, x := range c.keys16[o : o+d] {
+			dst[i] = quant.FP16ToFP32(x)
+		}
+	default:
+		kl := c.kl
+		b, s := slot/kl.g, slot%kl.g
+		if int(c.stageBlk[layer]) == b {
+			copy(dst, c.stageOf(layer)[s*kl.kd+h*kl.hd:])
+			return
+		}
+		c.decodeKey(dst, c.keyBlock(layer, b), s, h)
+	}
+}
+
+// DecodeValue writes the value of KV head h in slot of layer, decoded to
+// float32, to dst (len HeadDimV), whatever the cache's type.
+func (c *Cache) DecodeValue(dst []float32, layer, slot, h int) {
+	d := c.sh.HeadDimV
+	dst = dst[:d]
+	switch c.typ {
+	case F32:
+		copy(dst, c.Value(layer, slot)[h*d:])
+	case F16:
+		vt, stride := c.ValuesF16(layer)
+		vt = vt[h*d*stride+slot:]
+		for i := range dst {
+			dst[i] = quant.FP16ToFP32(vt[i*stride])
+		}
+	default:
+		hb := c.typ.headBytes(d)
+		o := (layer*c.sh.Capacity+slot)*c.vRow + h*hb
+		decodeHead(c.typ, dst, c.vdata[o:o+hb])
+	}
 }

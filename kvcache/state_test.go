@@ -80,19 +80,23 @@ func same(t *testing.T, typ Type, a, b *Cache) {
 	if a.Len() != b.Len() || a.Used(1) != b.Used(1) {
 		t.Fatalf("%v: len %d/%d used %d/%d", typ, a.Len(), b.Len(), a.Used(1), b.Used(1))
 	}
-	q := []float32{0.5, -1, 2, 0.25, 1, -0.5, 0.75, 3}
 	for l := range a.sh.Layers {
 		for s := range a.Used(l) {
 			if a.Position(l, s) != b.Position(l, s) {
 				t.Fatalf("%v: layer %d slot %d position %d/%d", typ, l, s, a.Position(l, s), b.Position(l, s))
 			}
 			for h := range a.sh.KVHeads {
-				if x, y := a.DotKey(l, s, h, q), b.DotKey(l, s, h, q); x != y {
-					t.Fatalf("%v: layer %d slot %d head %d key dot %v != %v", typ, l, s, h, x, y)
+				kx, ky := make([]float32, a.sh.HeadDimK), make([]float32, a.sh.HeadDimK)
+				a.DecodeKey(kx, l, s, h)
+				b.DecodeKey(ky, l, s, h)
+				for i := range kx {
+					if kx[i] != ky[i] {
+						t.Fatalf("%v: layer %d slot %d head %d key %v != %v", typ, l, s, h, kx, ky)
+					}
 				}
 				ox, oy := make([]float32, 8), make([]float32, 8)
-				a.AddValue(ox, l, s, h, 1)
-				b.AddValue(oy, l, s, h, 1)
+				a.DecodeValue(ox, l, s, h)
+				b.DecodeValue(oy, l, s, h)
 				for i := range ox {
 					if ox[i] != oy[i] {
 						t.Fatalf("%v: layer %d slot %d head %d value %v != %v", typ, l, s, h, ox, oy)

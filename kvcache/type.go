@@ -155,87 +155,32 @@ func roundClamp(x, lo, hi float32) float32 {
 
 // decodeHead writes the d stored elements of one head to dst.
 func decodeHead(t Type, dst []float32, src []byte) {
-	for i := range dst {
-		dst[i] = 0
-	}
-	axpyHead(t, dst, src, 1)
-}
-
-// dotHead returns q·x for the stored head x.
-func dotHead(t Type, src []byte, q []float32) float32 {
 	switch t {
 	case F32:
-		var s float32
-		for i, v := range q {
-			s += float32(v * getF32(src[4*i:]))
+		for i := range dst {
+			dst[i] = getF32(src[4*i:])
 		}
-		return s
+		return
 	case F16:
-		var s float32
-		for i, v := range q {
-			s += float32(v * float16.Frombits(binary.LittleEndian.Uint16(src[2*i:])).Float32())
+		for i := range dst {
+			dst[i] = float16.Frombits(binary.LittleEndian.Uint16(src[2*i:])).Float32()
 		}
-		return s
+		return
 	}
 	scale, off := getF32(src), getF32(src[4:])
 	codes := src[headHeader:]
-	var dot, sum float32
 	switch t {
 	case Q8:
-		codes = codes[:len(q)]
-		for i, v := range q {
-			dot += float32(v * float32(int8(codes[i])))
-		}
-		return scale * dot
-	case Q4:
-		for i := 0; i+1 < len(q); i += 2 {
-			b := codes[i/2]
-			dot += float32(q[i]*float32(b&15)) + float32(q[i+1]*float32(b>>4))
-			sum += q[i] + q[i+1]
-		}
-		if len(q)%2 == 1 {
-			i := len(q) - 1
-			dot += float32(q[i] * float32(codes[i/2]&15))
-			sum += q[i]
-		}
-	case Q2:
-		for i, v := range q {
-			dot += float32(v * float32(codes[i/4]>>(2*(i%4))&3))
-			sum += v
-		}
-	}
-	return float32(scale*dot) + float32(off*sum)
-}
-
-// axpyHead adds p times the stored head to out.
-func axpyHead(t Type, out []float32, src []byte, p float32) {
-	switch t {
-	case F32:
-		for i := range out {
-			out[i] += float32(p * getF32(src[4*i:]))
-		}
-		return
-	case F16:
-		for i := range out {
-			out[i] += float32(p * float16.Frombits(binary.LittleEndian.Uint16(src[2*i:])).Float32())
-		}
-		return
-	}
-	scale, off := p*getF32(src), float32(p*getF32(src[4:]))
-	codes := src[headHeader:]
-	switch t {
-	case Q8:
-		codes = codes[:len(out)]
-		for i := range out {
-			out[i] += float32(scale * float32(int8(codes[i])))
+		for i := range dst {
+			dst[i] = float32(scale * float32(int8(codes[i])))
 		}
 	case Q4:
-		for i := range out {
-			out[i] += float32(scale*float32(codes[i/2]>>(4*(i%2))&15)) + off
+		for i := range dst {
+			dst[i] = float32(scale*float32(codes[i/2]>>(4*(i%2))&15)) + off
 		}
 	case Q2:
-		for i := range out {
-			out[i] += float32(scale*float32(codes[i/4]>>(2*(i%4))&3)) + off
+		for i := range dst {
+			dst[i] = float32(scale*float32(codes[i/4]>>(2*(i%4))&3)) + off
 		}
 	}
 }

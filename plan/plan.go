@@ -152,7 +152,7 @@ func Compute(f *format.File, hp *model.Hparams, lay *stream.Layout, req Request)
 	for _, t := range f.Tensors {
 		weights += int64(t.Size)
 	}
-	meta := metadataBytes(f)
+	meta := f.MetadataBytes()
 	fixed := []Region{
 		{"runtime and binary", RuntimeBytes},
 		{"index and metadata", meta * MetadataFactor},
@@ -470,21 +470,6 @@ func (p *Plan) finish() *Plan {
 	p.PeakBytes = sum + margin
 	p.MinBudgetBytes = p.PeakBytes
 	return p
-}
-
-// metadataBytes is the size of a file's header and metadata (what is
-// parsed into the heap).
-func metadataBytes(f *format.File) int64 {
-	if f.QSF() == nil {
-		return f.DataOffset
-	}
-	var n int64
-	for _, s := range f.QSF().Sections() {
-		if s.Name != "embedding" && s.Name != "final" {
-			n += int64(s.Length)
-		}
-	}
-	return n
 }
 
 // normBytes is the float32 memory of the norms and biases (every

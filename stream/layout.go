@@ -124,13 +124,6 @@ func NewLayout(f *format.File, hp *model.Hparams) (*Layout, error) {
 		return nil, fmt.Errorf("%w: a mixture of experts streams its experts (NewExpertLayout), not its layers", ErrLayout)
 	}
 	lay := &Layout{Hparams: *hp, layers: make([]layerUnit, hp.Layers)}
-	q := f.QSF()
-	abs := func(t *format.TensorInfo) int64 {
-		if q != nil {
-			return int64(t.Offset)
-		}
-		return f.DataOffset + int64(t.Offset)
-	}
 	var zero []byte
 	for _, t := range f.Tensors {
 		if len(t.Shape) < 2 || t.Shape[1] <= 1 {
@@ -146,10 +139,10 @@ func NewLayout(f *format.File, hp *model.Hparams) (*Layout, error) {
 		}
 		t := model.Tensor{Name: name, Type: ti.Type, Rows: ti.Rows(), Cols: ti.Cols()}
 		if ti.Type == quant.I2_S {
-			if l := layerOf(name); q != nil && l >= 0 && l < len(q.Layers) && q.Layers[l].Compression != format.CompressNone {
+			if rec, ok := f.LayerRecord(layerOf(name)); ok && rec.Compression != format.CompressNone {
 				return t, false, fmt.Errorf("%w: %s is I2_S in a compressed QSF layer, which does not stream (an uncompressed one does)", quant.ErrUnsupported, name)
 			}
-			c, err := planI2S(f, ti, abs(ti), abs)
+			c, err := planI2S(f, ti, f.TensorOffset(ti), f.TensorOffset)
 			if err != nil {
 				return t, false, err
 			}
@@ -181,40 +174,27 @@ func NewLayout(f *format.File, hp *model.Hparams) (*Layout, error) {
 	lay.Weights = w
 
 	embd, _ := f.Tensor("token_embd.weight")
-	lay.embdOff = abs(embd)
+	lay.embdOff = f.TensorOffset(embd)
 	lay.embdRowBytes = int(embd.Size) / embd.Rows()
 	lay.headOff, lay.headRowBytes = lay.embdOff, lay.embdRowBytes
 	if out, ok := f.Tensor("output.weight"); ok && !w.TiedOutput {
-		lay.headOff = abs(out)
+		lay.headOff = f.TensorOffset(out)
 		lay.headRowBytes = int(out.Size) / out.Rows()
 	}
 
-	// The tensors of each layer, by name.
+	// The tensors of each layer: off is from the start of the layer's
+	// QSF record, or of a GGUF file.
 	type tensor struct {
 		name   string
 		typ    quant.Type
-		off    int64 // file offset (GGUF) or payload offset (QSF)
+		off    int64
 		size   int
 		vector bool
 	}
 	perLayer := make([][]tensor, hp.Layers)
-	if q != nil {
-		for i, ts := range q.LayerTensors {
-			if i >= hp.Layers {
-				break
-			}
-			for _, t := range ts {
-				perLayer[i] = append(perLayer[i], tensor{t.Name, t.Type, int64(t.DataOffset), int(t.Size), t.Rows() <= 1})
-			}
-		}
-	} else {
-		for i := range f.Tensors {
-			t := &f.Tensors[i]
-			l := layerOf(t.Name)
-			if l < 0 || l >= hp.Layers {
-				continue
-			}
-			perLayer[l] = append(perLayer[l], tensor{t.Name, t.Type, abs(t), int(t.Size), t.Rows() <= 1})
+	for l, ts := range f.LayerTensors(hp.Layers) {
+		for _, t := range ts {
+			perLayer[l] = append(perLayer[l], tensor{t.Name, t.Type, t.At, int(t.Size), t.Rows() <= 1})
 		}
 	}
 
@@ -230,9 +210,10 @@ func NewLayout(f *format.File, hp *model.Hparams) (*Layout, error) {
 			byName[t.name] = t
 		}
 		blk := &w.Blocks[l]
-		if q != nil && q.Layers[l].Compression != format.CompressNone {
+		rec, isQSF := f.LayerRecord(l)
+		if isQSF && rec.Compression != format.CompressNone {
 			// One piece: the record, decompressed into the ring.
-			u.record, u.entry = true, q.Layers[l]
+			u.record, u.entry = true, rec
 			size := int(u.entry.Size)
 			lay.maxStored = max(lay.maxStored, int(u.entry.StoredSize))
 			pc := piece{spans: []span{{off: int64(u.entry.Offset), size: int(u.entry.StoredSize)}}, bytes: alignUp(size),
@@ -262,11 +243,11 @@ func NewLayout(f *format.File, hp *model.Hparams) (*Layout, error) {
 			// The vectors are read now and stay resident; the matrices are
 			// read per stage, each at its own file offset.
 			base := int64(0)
-			if q != nil {
-				base = int64(q.Layers[l].Offset)
+			if isQSF {
+				base = int64(rec.Offset)
 			}
 			for _, t := range ts {
-				if q != nil && int(t.off)+t.size > int(q.Layers[l].Size) {
+				if isQSF && int(t.off)+t.size > int(rec.Size) {
 					return nil, fmt.Errorf("%w: %s lies outside its layer", ErrLayout, t.name)
 				}
 				v, ok := vectors[t.name]
@@ -317,10 +298,10 @@ func NewLayout(f *format.File, hp *model.Hparams) (*Layout, error) {
 			if len(u.pieces) == 0 {
 				return nil, fmt.Errorf("%w: layer %d has no matrices", ErrLayout, l)
 			}
-			if q != nil {
+			if isQSF {
 				var err error
-				u.entry = q.Layers[l]
-				if u.crcSegs, err = recordSegments(f, q.Layers[l], u.pieces); err != nil {
+				u.entry = rec
+				if u.crcSegs, err = recordSegments(f, rec, u.pieces); err != nil {
 					return nil, fmt.Errorf("stream: layer %d: %w", l, err)
 				}
 			}

@@ -17,12 +17,13 @@ type readJob struct {
 	lo, hi int
 }
 
-// Parallel reads: a piece of at least 2*minSplit bytes whose pages are in
-// the page cache is read by the I/O goroutine and the read helper at
-// once, each taking half of its bytes (a page-cache copy is bound by one
-// core's copy speed). A piece on the disk is read with sequential preads,
-// which the kernel's readahead serves best.
-var minSplit = 1 << 20
+// Parallel reads: a piece of at least twice Options.SplitBytes (by
+// default defaultSplit) whose pages are in the page cache is read by the
+// I/O goroutine and the read helper at once, each taking half of its bytes
+// (a page-cache copy is bound by one core's copy speed). A piece on the
+// disk is read with sequential preads, which the kernel's readahead serves
+// best.
+const defaultSplit = 1 << 20
 
 // load reads piece p of unit u into dst, its slot of the ring (on the I/O
 // goroutine).
@@ -131,7 +132,7 @@ func (s *Source) readUnit(dst []byte, spans []span) error {
 		total += sp.size
 	}
 	half := (total / 2) &^ 4095
-	if total < 2*minSplit || !s.cached(spans, total) {
+	if total < 2*s.minSplit || !s.cached(spans, total) {
 		return s.readSpans(dst, spans, 0, total)
 	}
 	s.jobs <- readJob{dst: dst, spans: spans, lo: half, hi: total}

@@ -21,7 +21,6 @@ func TestReadUnit(t *testing.T) {
 	if err := os.WriteFile(path, file, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	defer func(v int) { minSplit = v }(minSplit)
 	for _, tc := range []struct {
 		name     string
 		minSplit int
@@ -33,12 +32,11 @@ func TestReadUnit(t *testing.T) {
 		{"split on a span boundary", 1024, []span{{off: 0, size: 8192}, {off: 40000, size: 8192, bufOff: 8192}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			minSplit = tc.minSplit
 			f, err := os.Open(path)
 			if err != nil {
 				t.Fatal(err)
 			}
-			s := &Source{file: f, fd: int(f.Fd()), jobs: make(chan readJob, 1), jobDone: make(chan error, 1)}
+			s := &Source{file: f, fd: int(f.Fd()), minSplit: tc.minSplit, jobs: make(chan readJob, 1), jobDone: make(chan error, 1)}
 			s.wg.Add(1)
 			go s.helper()
 			defer func() { close(s.jobs); s.wg.Wait(); f.Close() }()

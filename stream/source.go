@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"hash/crc32"
@@ -44,6 +45,10 @@ type Options struct {
 	// could be mapped instead (an uncompressed file on Linux 5.14 or
 	// later; see mapped_linux.go).
 	Copy bool
+	// SplitBytes is the size above which (twice it) a copied piece whose
+	// pages are in the page cache is read in two halves at once, by the
+	// I/O goroutine and a helper. 0 means 1 MiB.
+	SplitBytes int
 }
 
 // Ring returns the ring capacity a Source opened with o on lay uses.
@@ -77,10 +82,11 @@ type Stats struct {
 // (written W, released R, W−R ≤ capacity) and publish them with atomics;
 // a side blocks on a channel only when it must wait.
 type Source struct {
-	lay  *Layout
-	opts Options
-	file *os.File
-	fd   int
+	lay      *Layout
+	opts     Options
+	file     *os.File
+	fd       int
+	minSplit int // Options.SplitBytes, or its default
 
 	ring    []byte
 	chunks  int // head chunks streamed (0 when resident)
@@ -204,6 +210,7 @@ func Open(lay *Layout, path string, a *arena.Arena, opts Options) (*Source, erro
 	}
 	s.blocks = make([]model.Block, len(lay.layers))
 	copy(s.blocks, lay.Weights.Blocks)
+	s.minSplit = cmp.Or(opts.SplitBytes, defaultSplit)
 	if opts.VerifyCRC {
 		s.matCRC = make([][]uint32, len(lay.layers))
 		s.crcRead = make([]uint32, len(lay.layers))

@@ -62,20 +62,10 @@ func TestStreamingMatchesResident(t *testing.T) {
 		return out
 	}
 	want := logits(qsf.Config{ContextLength: 64, Threads: 2})
-	for _, tc := range []struct {
-		cfg      qsf.Config
-		minSplit int // read units above twice this in parallel halves (0: default)
-	}{
-		{qsf.Config{ContextLength: 64, Threads: 2, RAMBudget: 8_000_000}, 0},
-		{qsf.Config{ContextLength: 64, Threads: 2, RAMBudget: 8_000_000, NoPrefetch: true}, 0},
-		{qsf.Config{ContextLength: 64, Threads: 2, RAMBudget: 8_000_000}, 4096},
-		{qsf.Config{ContextLength: 64, Threads: 2, RAMBudget: 8_000_000, NoPrefetch: true}, 4096},
+	for _, cfg := range []qsf.Config{
+		{ContextLength: 64, Threads: 2, RAMBudget: 8_000_000},
+		{ContextLength: 64, Threads: 2, RAMBudget: 8_000_000, NoPrefetch: true},
 	} {
-		cfg := tc.cfg
-		if tc.minSplit > 0 {
-			restore := stream.SetMinSplit(tc.minSplit)
-			defer restore()
-		}
 		got := logits(cfg)
 		for i := range want {
 			for j := range want[i] {
@@ -83,6 +73,25 @@ func TestStreamingMatchesResident(t *testing.T) {
 					t.Fatalf("%+v: token %d logit %d: streaming %v, resident %v", cfg, i, j, got[i][j], want[i][j])
 				}
 			}
+		}
+	}
+	// Copied pieces above twice SplitBytes are read in two halves at once.
+	for _, ring := range []int{0, 1} {
+		st, src := streamingState(t, path, func(*stream.Layout) stream.Options {
+			return stream.Options{RingBytes: ring, EmbedRows: 4, Copy: true, SplitBytes: 4096}
+		})
+		for i, id := range ids {
+			if err := st.Forward(id, i, true); err != nil {
+				t.Fatal(err)
+			}
+			for j := range want[i] {
+				if st.Logits[j] != want[i][j] {
+					t.Fatalf("ring %d, split reads: token %d logit %d: streaming %v, resident %v", ring, i, j, st.Logits[j], want[i][j])
+				}
+			}
+		}
+		if src.Stats().BytesRead == 0 {
+			t.Fatalf("ring %d: nothing read", ring)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package qsf
+package load
 
 import (
 	"fmt"

@@ -1,0 +1,235 @@
+package model
+
+import (
+	"encoding/binary"
+	"math"
+
+	"github.com/qsf-llm/qsf/kvcache"
+)
+
+// Attention over the cache: softmax(q·K/√d)·V for every query head, over
+// the positions the cache holds for its KV head. The cache (package
+// kvcache) stores the keys and values and hands them out in the type it
+// stores them in; the arithmetic is all here, one function per storage
+// type, chosen once when a State is made (attenderFor), each computing
+// what llama.cpp computes for such a cache (see exact.go).
+
+// attender computes the attention output (State.att) of query heads
+// [lo, hi) for layer State.layer over its State.n cached slots.
+type attender func(s *State, lo, hi int)
+
+// attenderFor returns the attention of a cache of type t.
+func attenderFor(t kvcache.Type) attender {
+	switch t {
+	case kvcache.F32:
+		return (*State).attendF32
+	case kvcache.F16:
+		return (*State).attendF16
+	}
+	return (*State).attendCoded
+}
+
+// query returns query head h.
+func (s *State) query(h int) []float32 {
+	d := s.m.HeadDimK
+	return s.q[h*d : (h+1)*d]
+}
+
+// scoresOf returns the scores of query head h over the s.n cached slots.
+func (s *State) scoresOf(h int) []float32 {
+	c := s.KV.Capacity()
+	return s.scores[h*c : h*c+s.n]
+}
+
+// output returns the attention output of query head h.
+func (s *State) output(h int) []float32 {
+	d := s.m.HeadDimV
+	return s.att[h*d : (h+1)*d]
+}
+
+// softmaxScores scales the dot products sc by scale (scoreScale) and
+// replaces them by their softmax over llama.cpp's padded KV row.
+func (s *State) softmaxScores(sc []float32, scale float32) {
+	for t := range sc {
+		sc[t] *= scale
+	}
+	softmaxPadded(s.tier, sc)
+}
+
+// attendF32 is the attention over an f32 cache in the order llama.cpp's
+// f32 mat-muls add for one token (ggml_vec_dot_f32), or with BatchOrder
+// in that of its batched evaluation (attendF32Batch).
+func (s *State) attendF32(lo, hi int) {
+	if s.BatchOrder {
+		s.attendF32Batch(lo, hi)
+		return
+	}
+	hp := &s.m.Hparams
+	keys := s.KV.Keys(s.layer, s.n)
+	values := s.KV.Values(s.layer, s.n)
+	kd, vd, hdk, hdv := hp.KDim(), hp.VDim(), hp.HeadDimK, hp.HeadDimV
+	group := hp.Heads / hp.KVHeads
+	scale := scoreScale(hp)
+	for h := lo; h < hi; h++ {
+		kvh := h / group
+		sc := s.scoresOf(h)
+		s.tier.DotF32Rows(sc, keys[kvh*hdk:], kd, s.query(h))
+		s.softmaxScores(sc, scale)
+		// out[d] = Σ_t p[t]·V[t][d] over llama.cpp's KV row, which is padded
+		// with zero-probability positions to a multiple of 32: position t
+		// accumulates in lane t%32 of ggml_vec_dot_f32. lanes holds one
+		// vector of hdv accumulators per lane.
+		lanes := s.vlanes[h*hdv*32 : (h+1)*hdv*32]
+		s.tier.LanesF32(lanes, 32, values[kvh*hdv:], vd, sc)
+		s.tier.ReduceLanes32F32(s.output(h), lanes)
+	}
+}
+
+// attendF32Batch is attendF32 in the order llama.cpp adds when it
+// evaluates several tokens in one batch (llamafile's tinyBLAS,
+// State.BatchOrder): each score as dotLanes when the head width is a
+// multiple of 8 (else as for one token), and the outputs accumulated in 8
+// lanes (position t in lane t%8) added with hsum8.
+func (s *State) attendF32Batch(lo, hi int) {
+	hp := &s.m.Hparams
+	keys := s.KV.Keys(s.layer, s.n)
+	values := s.KV.Values(s.layer, s.n)
+	kd, vd, hdk, hdv := hp.KDim(), hp.VDim(), hp.HeadDimK, hp.HeadDimV
+	group := hp.Heads / hp.KVHeads
+	scale := scoreScale(hp)
+	for h := lo; h < hi; h++ {
+		kvh := h / group
+		q := s.query(h)
+		sc := s.scoresOf(h)
+		if hdk%8 == 0 {
+			for t := range sc {
+				sc[t] = dotLanes(q, keys[t*kd+kvh*hdk:t*kd+(kvh+1)*hdk])
+			}
+		} else {
+			s.tier.DotF32Rows(sc, keys[kvh*hdk:], kd, q)
+		}
+		s.softmaxScores(sc, scale)
+		lanes := s.vlanes[h*hdv*32 : h*hdv*32+hdv*8]
+		s.tier.LanesF32(lanes, 8, values[kvh*hdv:], vd, sc)
+		out := s.output(h)
+		var acc [8]float32
+		for d := range out {
+			for l := range acc {
+				acc[l] = lanes[l*hdv+d]
+			}
+			out[d] = hsum8(&acc)
+		}
+	}
+}
+
+// attendF16 is the attention over an f16 cache, as llama.cpp computes it
+// with its default f16 cache (flash attention off, one token per call):
+// the query is rounded to f16 (the vec_dot_type of an f16 matrix) and each
+// score is ggml_vec_dot_f16 of it with a cached key; after the scale and
+// the softmax, the probabilities are rounded to f16 and output dimension d
+// is ggml_vec_dot_f16 of them with row d of the transposed values, over
+// the KV row padded to a multiple of 32 positions. With GQA the query
+// heads of a group share their KV head, as ggml_mul_mat broadcasts it.
+// The query and the scores are rounded in place, so Observe sees the
+// probabilities the values were weighted with. Batch order (llama.cpp's
+// tinyBLAS) is not reproduced for f16.
+func (s *State) attendF16(lo, hi int) {
+	hp := &s.m.Hparams
+	vt, stride := s.KV.ValuesF16(s.layer)
+	hdk, hdv := hp.HeadDimK, hp.HeadDimV
+	group := hp.Heads / hp.KVHeads
+	scale := scoreScale(hp)
+	for h := lo; h < hi; h++ {
+		kvh := h / group
+		q := s.query(h)
+		s.tier.RoundF16(q)
+		sc := s.scoresOf(h)
+		s.tier.DotF16Rows(sc, s.KV.KeysF16(s.layer, kvh, s.n), hdk, q)
+		s.softmaxScores(sc, scale)
+		s.tier.RoundF16(sc)
+		s.tier.DotF16RowsPadded(s.output(h), vt[kvh*hdv*stride:], stride, sc)
+	}
+}
+
+// attendCoded is the attention over a cache of quantized entries (Q8,
+// Q4, Q2): the dot products read the stored codes directly (dotCodedKey,
+// addCodedValue), one cached position after another.
+func (s *State) attendCoded(lo, hi int) {
+	hp := &s.m.Hparams
+	l, typ := s.layer, s.KV.Type()
+	group := hp.Heads / hp.KVHeads
+	scale := scoreScale(hp)
+	for h := lo; h < hi; h++ {
+		kvh := h / group
+		q := s.query(h)
+		sc := s.scoresOf(h)
+		for t := 0; t < len(sc); {
+			ck := s.KV.KeyCodes(l, t, kvh)
+			for end := min(ck.First+ck.Slots, len(sc)); t < end; t++ {
+				sc[t] = dotCodedKey(typ, q, &ck, t-ck.First)
+			}
+		}
+		s.softmaxScores(sc, scale)
+		out := s.output(h)
+		clear(out)
+		for t, p := range sc {
+			codes, scale, offset := s.KV.ValueCodes(l, t, kvh)
+			addCodedValue(typ, out, codes, p*scale, float32(p*offset))
+		}
+	}
+}
+
+// dotCodedKey returns q·k for the key of slot ck.First+j of a quantized
+// cache as kvcache.Cache.KeyCodes hands it out: exact, or codes with a
+// scale and offset per channel (element i is offset[i] + scale[i]·code(i)).
+func dotCodedKey(t kvcache.Type, q []float32, ck *kvcache.CodedKeys, j int) float32 {
+	var dot float32
+	if ck.Exact != nil {
+		k := ck.Exact[j*ck.Stride:]
+		k = k[:len(q)]
+		for i, v := range q {
+			dot += float32(v * k[i])
+		}
+		return dot
+	}
+	codes, sc, mn := ck.Codes[j*ck.Stride:], ck.Scales, ck.Offsets
+	switch t {
+	case kvcache.Q8:
+		for i, v := range q {
+			dot += float32(v * (getF32(mn[4*i:]) + float32(getF32(sc[4*i:])*float32(codes[i]))))
+		}
+	case kvcache.Q4:
+		for i, v := range q {
+			dot += float32(v * (getF32(mn[4*i:]) + float32(getF32(sc[4*i:])*float32(codes[i/2]>>(4*(i%2))&15))))
+		}
+	case kvcache.Q2:
+		for i, v := range q {
+			dot += float32(v * (getF32(mn[4*i:]) + float32(getF32(sc[4*i:])*float32(codes[i/4]>>(2*(i%4))&3))))
+		}
+	}
+	return dot
+}
+
+// addCodedValue adds p times a value of a quantized cache, as
+// kvcache.Cache.ValueCodes hands it out, to out: scale and offset are the
+// value's, already multiplied by p.
+func addCodedValue(t kvcache.Type, out []float32, codes []byte, scale, offset float32) {
+	switch t {
+	case kvcache.Q8:
+		codes = codes[:len(out)]
+		for i := range out {
+			out[i] += float32(scale * float32(int8(codes[i])))
+		}
+	case kvcache.Q4:
+		for i := range out {
+			out[i] += float32(scale*float32(codes[i/2]>>(4*(i%2))&15)) + offset
+		}
+	case kvcache.Q2:
+		for i := range out {
+			out[i] += float32(scale*float32(codes[i/4]>>(2*(i%4))&3)) + offset
+		}
+	}
+}
+
+// getF32 reads a little-endian float32.
+func getF32(b []byte) float32 { return math.Float32frombits(binary.LittleEndian.Uint32(b)) }
