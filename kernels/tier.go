@@ -46,7 +46,8 @@ type Tier struct {
 
 	// q4_0x8 and q4_0x8Prep are the kernel for Q4_0x8 matrices and its
 	// activation preparation, q8_0x4 and q8_0x4Prep those for Q8_0x4. nil
-	// means q4_0x8Generic or q8_0x4Generic, which need none.
+	// means the generic tier's (q4_0x8SWAR with prepQ4_0x8SWAR,
+	// q8_0x4Generic).
 	q4_0x8, q8_0x4         rowsFunc
 	q4_0x8Prep, q8_0x4Prep prepFunc
 
@@ -60,6 +61,9 @@ type Tier struct {
 func (tr *Tier) prepFor(t quant.Type) prepFunc {
 	switch t {
 	case Q4_0x8:
+		if tr.q4_0x8 == nil {
+			return prepQ4_0x8SWAR
+		}
 		return tr.q4_0x8Prep
 	case Q8_0x4:
 		return tr.q8_0x4Prep
@@ -92,7 +96,7 @@ func (tr *Tier) run(tt *quant.Traits, out []float32, w []byte, rowBytes, cols in
 		if tr.q4_0x8 != nil {
 			tr.q4_0x8(out, w, rowBytes, cols, act, aux)
 		} else {
-			q4_0x8Generic(out, w, rowBytes, cols, act)
+			q4_0x8SWAR(out, w, rowBytes, cols, act, aux)
 		}
 		return
 	case q8_0x4Traits:
@@ -121,7 +125,7 @@ func (tr *Tier) run(tt *quant.Traits, out []float32, w []byte, rowBytes, cols in
 }
 
 var (
-	genericTier = &Tier{name: "generic"}
+	genericTier = newGenericTier()
 
 	// available lists the tiers this CPU and build can run, slowest
 	// first. Architecture-specific files append to it in their init.
