@@ -21,14 +21,14 @@ import (
 // B = E·U_b + O·U_b' has e₄y₄+…+e₇y₇ in its lane 3. Each lane below the one
 // read holds at most two products, so |lower lanes| < 2¹⁵ (lane 1) or
 // < 2⁴⁷ (lane 3) and the reads int16((A+2¹⁵)>>16) and (B+2⁴⁷)>>48 are
-// exact while the sum itself is below 2¹⁵ in magnitude (4·63·128 for
-// Q6_K's unsigned 6-bit quants).
+// exact while the sum itself is below 2¹⁵ in magnitude: Q6_K's quants
+// minus 32 enter the lanes as signed values (|x| ≤ 32, so 4·32·128).
 
 // q6_KPrepBlock is the number of uint64 words per block of the generic
 // Q6_K kernel's prepared Q8_K activation: per group of eight elements
-// (32 of them, in the kernel's order) Uₐ, Uₐ', U_b, U_b' and the two
-// groups' 32·Σy as int32; then the block's float32 scale.
-const q6_KPrepBlock = 32*5 + 1
+// (32 of them, in the kernel's order) Uₐ, Uₐ', U_b, U_b'; then the
+// block's float32 scale.
+const q6_KPrepBlock = 32*4 + 1
 
 // q6_KGroupStart returns the first element of the k-th group of eight of
 // a Q6_K block in the order the kernel walks them: half h, then l (0, 8,
@@ -51,38 +51,34 @@ func prepQ6_KSWAR(buf, act []byte, cols int) []byte {
 		a := (*[292]byte)(act[292*b:])
 		o := (*[q6_KPrepBlock]uint64)(u[q6_KPrepBlock*b:])
 		for k := 0; k < 32; k++ {
-			putGroupU((*[5]uint64)(o[5*k:]), (*[8]byte)(a[4+q6_KGroupStart(k):]), 32)
+			putGroupU((*[4]uint64)(o[4*k:]), (*[8]byte)(a[4+q6_KGroupStart(k):]))
 		}
-		o[160] = uint64(binary.LittleEndian.Uint32(a[:4]))
+		o[128] = uint64(binary.LittleEndian.Uint32(a[:4]))
 	}
 	return buf
 }
 
 // putGroupU writes the SWAR multipliers Uₐ, Uₐ', U_b, U_b' of eight
-// activation quants y and the bias words bias·Σy of its two halves.
-func putGroupU(o *[5]uint64, y *[8]byte, bias int32) {
+// activation quants y.
+func putGroupU(o *[4]uint64, y *[8]byte) {
 	v := func(i int) uint64 { return uint64(int64(int8(y[i]))) }
 	o[0] = v(2) + v(0)<<16
 	o[1] = v(3) + v(1)<<16
 	o[2] = v(6) + v(4)<<16
 	o[3] = v(7) + v(5)<<16
-	var s0, s1 int32
-	for i := 0; i < 4; i++ {
-		s0 += int32(int8(y[i]))
-		s1 += int32(int8(y[4+i]))
-	}
-	o[4] = uint64(uint32(bias*s0)) | uint64(uint32(bias*s1))<<32
 }
 
 // swarPair returns the integer dot products of the two groups of four
-// quants in the bytes of q (each below 64) with the activation quants
-// whose multipliers are u, minus the bias words in u[4].
-func swarPair(q uint64, u *[5]uint64) (int32, int32) {
+// quants in the bytes of q, each minus bias (the quants are below 64),
+// with the activation quants whose multipliers are u. The lanes of E and
+// O hold the quants minus bias as signed 16-bit values (the SWAR sums are
+// taken modulo 2⁶⁴, so negative lanes are exact).
+func swarPair(q, bias uint64, u *[4]uint64) (int32, int32) {
 	const m = 0x00FF00FF00FF00FF
-	e, o := q&m, q>>8&m
+	e, o := q&m-bias, q>>8&m-bias
 	a := e*u[0] + o*u[1]
 	b := e*u[2] + o*u[3]
-	return int32(int16((a+1<<15)>>16)) - int32(u[4]), int32(int64(b+1<<47)>>48) - int32(u[4]>>32)
+	return int32(int16((a + 1<<15) >> 16)), int32(int64(b+1<<47) >> 48)
 }
 
 // q6_KSWAR is the generic tier's Q6_K kernel (quant's Q6_K dot product);
@@ -100,23 +96,23 @@ func q6_KSWAR(out []float32, w []byte, rowBytes, cols int, _, aux []byte) {
 			for h := 0; h < 2; h++ {
 				sc := (*[8]byte)(bl[192+8*h:])
 				for l := 0; l < 32; l += 8 {
-					const lo, hb = 0x0F0F0F0F0F0F0F0F, 0x0303030303030303
+					const lo, hb, q6Bias = 0x0F0F0F0F0F0F0F0F, 0x0303030303030303, 0x0020002000200020
 					l0 := binary.LittleEndian.Uint64(bl[64*h+l:])
 					l1 := binary.LittleEndian.Uint64(bl[64*h+32+l:])
 					qh := binary.LittleEndian.Uint64(bl[128+32*h+l:])
-					g := (*[20]uint64)(p[5*(16*h+l/2):])
+					g := (*[16]uint64)(p[4*(16*h+l/2):])
 					sj := l / 16 // sub-block j = 8h + 2c + sj for range c
-					a0, a1 := swarPair(l0&lo|(qh&hb)<<4, (*[5]uint64)(g[0:]))
-					b0, b1 := swarPair(l1&lo|(qh>>2&hb)<<4, (*[5]uint64)(g[5:]))
-					c0, c1 := swarPair(l0>>4&lo|(qh>>4&hb)<<4, (*[5]uint64)(g[10:]))
-					d0, d1 := swarPair(l1>>4&lo|(qh>>6&hb)<<4, (*[5]uint64)(g[15:]))
+					a0, a1 := swarPair(l0&lo|(qh&hb)<<4, q6Bias, (*[4]uint64)(g[0:]))
+					b0, b1 := swarPair(l1&lo|(qh>>2&hb)<<4, q6Bias, (*[4]uint64)(g[4:]))
+					c0, c1 := swarPair(l0>>4&lo|(qh>>4&hb)<<4, q6Bias, (*[4]uint64)(g[8:]))
+					d0, d1 := swarPair(l1>>4&lo|(qh>>6&hb)<<4, q6Bias, (*[4]uint64)(g[12:]))
 					k := l / 4
 					sa, sb, scc, sd := int32(int8(sc[sj])), int32(int8(sc[2+sj])), int32(int8(sc[4+sj])), int32(int8(sc[6+sj]))
 					s[k] += sa*a0 + sb*b0 + scc*c0 + sd*d0
 					s[k+1] += sa*a1 + sb*b1 + scc*c1 + sd*d1
 				}
 			}
-			d := math.Float32frombits(uint32(p[160])) * quant.FP16ToFP32(uint16(bl[208])|uint16(bl[209])<<8)
+			d := math.Float32frombits(uint32(p[128])) * quant.FP16ToFP32(uint16(bl[208])|uint16(bl[209])<<8)
 			fmaLanes(&acc, d, &s)
 		}
 		out[r] = hsumLanes(&acc)
@@ -147,5 +143,88 @@ func newGenericTier() *Tier {
 	t := &Tier{name: "generic"}
 	t.kernels[quant.Q6_K] = q6_KSWAR
 	t.preps[quant.Q6_K] = prepQ6_KSWAR
+	t.kernels[quant.Q4_K] = q4_KSWAR
+	t.preps[quant.Q4_K] = prepQ4_KSWAR
 	return t
+}
+
+// q4_KPrepBlock is the number of uint64 words per block of the generic
+// Q4_K kernel's prepared Q8_K activation: Uₐ, Uₐ', U_b, U_b' per group of
+// eight elements in the kernel's order (chunk c, then l = 0, 8, 16, 24,
+// then the low and the high nibbles: elements 64c+l and 64c+32+l), then
+// the block's float32 scale.
+const q4_KPrepBlock = 32*4 + 1
+
+// prepQ4_KSWAR builds the generic Q4_K kernel's prepared activation.
+func prepQ4_KSWAR(buf, act []byte, cols int) []byte {
+	nb := cols / 256
+	need := nb * q4_KPrepBlock * 8
+	if cap(buf) < need {
+		buf = make([]byte, need)
+	}
+	buf = buf[:need]
+	u := words(buf)
+	for b := 0; b < nb; b++ {
+		a := (*[292]byte)(act[292*b:])
+		o := (*[q4_KPrepBlock]uint64)(u[q4_KPrepBlock*b:])
+		for k := 0; k < 32; k++ {
+			c, l, half := k/8, k/2%4*8, k%2
+			putGroupU((*[4]uint64)(o[4*k:]), (*[8]byte)(a[4+64*c+32*half+l:]))
+		}
+		o[128] = uint64(binary.LittleEndian.Uint32(a[:4]))
+	}
+	return buf
+}
+
+// q4_KSWAR is the generic tier's Q4_K kernel (quant's Q4_K dot product:
+// the lanes of the scaled sums and a four-lane accumulator of the mins);
+// aux is prepQ4_KSWAR's.
+func q4_KSWAR(out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
+	nb := cols / 256
+	u := words(aux)[:nb*q4_KPrepBlock]
+	act = act[:292*nb]
+	for r := range out {
+		row := w[r*rowBytes : (r+1)*rowBytes]
+		var acc [8]float32
+		var accM [4]float32
+		for i := 0; i < nb; i++ {
+			bl := (*[144]byte)(row[144*i:])
+			p := (*[q4_KPrepBlock]uint64)(u[q4_KPrepBlock*i:])
+			a := (*[292]byte)(act[292*i:])
+			yd := math.Float32frombits(uint32(p[128]))
+			dmin := -yd * quant.FP16ToFP32(uint16(bl[2])|uint16(bl[3])<<8)
+			q := (*[12]byte)(bl[4:])
+			var sc, mn [8]int32
+			for j := 0; j < 4; j++ {
+				sc[j], mn[j] = int32(q[j]&63), int32(q[j+4]&63)
+				sc[j+4] = int32(q[j+8]&0xF | (q[j]>>6)<<4)
+				mn[j+4] = int32(q[j+8]>>4 | (q[j+4]>>6)<<4)
+			}
+			for k := range accM {
+				bs := func(j int) int32 { return int32(int16(uint16(a[260+2*j]) | uint16(a[261+2*j])<<8)) }
+				m := mn[2*k]*(bs(4*k)+bs(4*k+1)) + mn[2*k+1]*(bs(4*k+2)+bs(4*k+3))
+				if v, ok := fma32Try(dmin, float32(m), accM[k]); ok {
+					accM[k] = v
+				} else {
+					accM[k] = quant.FMA32(dmin, float32(m), accM[k])
+				}
+			}
+			var s [8]int32
+			for c := 0; c < 4; c++ {
+				slo, shi := sc[2*c], sc[2*c+1]
+				for l := 0; l < 32; l += 8 {
+					const lo = 0x0F0F0F0F0F0F0F0F
+					v := binary.LittleEndian.Uint64(bl[16+32*c+l:])
+					g := (*[8]uint64)(p[4*(8*c+l/4):])
+					a0, a1 := swarPair(v&lo, 0, (*[4]uint64)(g[0:]))
+					b0, b1 := swarPair(v>>4&lo, 0, (*[4]uint64)(g[4:]))
+					k := l / 4
+					s[k] += slo*a0 + shi*b0
+					s[k+1] += slo*a1 + shi*b1
+				}
+			}
+			fmaLanes(&acc, yd*quant.FP16ToFP32(uint16(bl[0])|uint16(bl[1])<<8), &s)
+		}
+		out[r] = hsumLanes(&acc) + ((accM[0] + accM[2]) + (accM[1] + accM[3]))
+	}
 }

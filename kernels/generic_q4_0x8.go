@@ -81,7 +81,7 @@ func q4_0x8SWAR(out []float32, w []byte, rowBytes, cols int, _, aux []byte) {
 		for b := 0; b < nb; b++ {
 			o := (*[q4_0x8Block]byte)(grp[b*q4_0x8Block:])
 			p := (*[q4_0x8PrepBlock]uint64)(u[q4_0x8PrepBlock*b:])
-			da := math.Float32frombits(uint32(p[16]))
+			var s [8]int32
 			sy8 := int32(p[16] >> 32)
 			for r := 0; r < 8; r += 2 {
 				const m = 0x000F000F000F000F
@@ -93,19 +93,23 @@ func q4_0x8SWAR(out []float32, w []byte, rowBytes, cols int, _, aux []byte) {
 					v2&m*p[8] + v2>>8&m*p[9] + v3&m*p[12] + v3>>8&m*p[13]
 				hi := v0>>4&m*p[2] + v0>>12&m*p[3] + v1>>4&m*p[6] + v1>>12&m*p[7] +
 					v2>>4&m*p[10] + v2>>12&m*p[11] + v3>>4&m*p[14] + v3>>12&m*p[15]
-				s0 := int32(int16((lo+1<<15)>>16)) + int32(int16((hi+1<<15)>>16)) - sy8
-				s1 := int32(int64(lo+1<<47)>>48) + int32(int64(hi+1<<47)>>48) - sy8
-				d0 := quant.FP16ToFP32(uint16(o[2*r])|uint16(o[2*r+1])<<8) * da
-				d1 := quant.FP16ToFP32(uint16(o[2*r+2])|uint16(o[2*r+3])<<8) * da
-				if v, ok := fma32Try(float32(s0), d0, acc[r]); ok {
+				s[r] = int32(int16((lo+1<<15)>>16)) + int32(int16((hi+1<<15)>>16)) - sy8
+				s[r+1] = int32(int64(lo+1<<47)>>48) + int32(int64(hi+1<<47)>>48) - sy8
+			}
+			da := math.Float32frombits(uint32(p[16]))
+			for r := range acc {
+				h := uint16(o[2*r]) | uint16(o[2*r+1])<<8
+				var dw float32
+				if e := h >> 10 & 0x1f; e-1 < 30 { // normal: fp16's conversion inlined
+					dw = math.Float32frombits(uint32(h&0x8000)<<16 | (uint32(h&0x7fff)<<13 + 112<<23))
+				} else {
+					dw = quant.FP16ToFP32(h)
+				}
+				d := dw * da
+				if v, ok := fma32Try(float32(s[r]), d, acc[r]); ok {
 					acc[r] = v
 				} else {
-					acc[r] = quant.FMA32(float32(s0), d0, acc[r])
-				}
-				if v, ok := fma32Try(float32(s1), d1, acc[r+1]); ok {
-					acc[r+1] = v
-				} else {
-					acc[r+1] = quant.FMA32(float32(s1), d1, acc[r+1])
+					acc[r] = quant.FMA32(float32(s[r]), d, acc[r])
 				}
 			}
 		}

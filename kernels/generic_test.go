@@ -20,6 +20,7 @@ var genericCases = []struct {
 }{
 	{quant.Q4_0, Q4_0x8, 8, quant.DotQ4_0Gemv},
 	{quant.Q6_K, quant.Q6_K, 1, traitsDot(quant.Q6_K)},
+	{quant.Q4_K, quant.Q4_K, 1, traitsDot(quant.Q4_K)},
 }
 
 func traitsDot(t quant.Type) func(n int, w, act []byte) float32 {
