@@ -19,6 +19,7 @@ var genericCases = []struct {
 	dot       func(n int, w, act []byte) float32
 }{
 	{quant.Q4_0, Q4_0x8, 8, quant.DotQ4_0Gemv},
+	{quant.Q8_0, Q8_0x4, 4, traitsDot(quant.Q8_0)},
 	{quant.Q6_K, quant.Q6_K, 1, traitsDot(quant.Q6_K)},
 	{quant.Q4_K, quant.Q4_K, 1, traitsDot(quant.Q4_K)},
 }
