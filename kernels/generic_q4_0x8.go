@@ -106,10 +106,15 @@ func q4_0x8SWAR(out []float32, w []byte, rowBytes, cols int, _, aux []byte) {
 					dw = quant.FP16ToFP32(h)
 				}
 				d := dw * da
-				if v, ok := fma32Try(float32(s[r]), d, acc[r]); ok {
-					acc[r] = v
+				// fma(float32(s), d, acc) as quant.FMA32 computes it; s
+				// converts exactly (|s| ≤ 2¹⁵).
+				pr := float64(float64(s[r]) * float64(d))
+				c := float64(acc[r])
+				sum := float64(pr + c)
+				if bits := math.Float64bits(sum); bits&(1<<29-1) != 1<<28 && bits>>52&0x7ff >= 1023-126 {
+					acc[r] = float32(sum)
 				} else {
-					acc[r] = quant.FMA32(float32(s[r]), d, acc[r])
+					acc[r] = fma32Finish(pr, c, sum)
 				}
 			}
 		}

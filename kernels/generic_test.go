@@ -156,3 +156,68 @@ func TestGenericSWAR(t *testing.T) {
 		}
 	}
 }
+
+// TestFMA32Finish checks fma32Try with fma32Finish against quant.FMA32 on
+// random operands, on sums that are float32 rounding midpoints (where the
+// float64 sum may round the wrong way for float32), and on zeros,
+// subnormals, infinities and NaNs.
+func TestFMA32Finish(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 33))
+	specials := []float32{0, float32(math.Copysign(0, -1)), 1e-45, -1e-45, 1e-38, math.MaxFloat32,
+		float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN()), 1, -1}
+	slow := 0
+	for i := 0; i < 1_000_000; i++ {
+		a := float32(r.NormFloat64() * math.Ldexp(1, r.IntN(40)-20))
+		b := float32(r.NormFloat64() * math.Ldexp(1, r.IntN(40)-20))
+		var c float32
+		switch i % 5 {
+		case 0:
+			c = float32(r.NormFloat64() * math.Ldexp(1, r.IntN(60)-30))
+		case 1:
+			// c + a·b = c + 2⁻²⁴·(1 − 2⁻²ᵏ) times a power of two, with c in
+			// [1, 2): the float64 sum rounds onto the float32 midpoint
+			// c + 2⁻²⁴ although the exact sum lies below (or above) it.
+			k := 15 + r.IntN(9)
+			sc := math.Ldexp(1, r.IntN(40)-20)
+			a = float32(1 + math.Ldexp(1, -k))
+			b = float32((1 - math.Ldexp(1, -k)) * math.Ldexp(1, -24) * sc)
+			c = float32((1 + float64(r.IntN(1<<23))*math.Ldexp(1, -23)) * sc)
+			if r.IntN(2) == 0 {
+				b, c = -b, -c
+			}
+			if r.IntN(2) == 0 {
+				a = float32(1 - math.Ldexp(1, -k)) // below 1: the sum lies above the midpoint's twin
+				b = float32(-(1 + math.Ldexp(1, -k)) * math.Ldexp(1, -24) * sc)
+			}
+		case 2:
+			a, b = float32(r.IntN(1<<15)-1<<14), specials[r.IntN(len(specials))]
+			c = specials[r.IntN(len(specials))]
+		case 3:
+			c = float32(math.Ldexp(r.Float64(), -126-r.IntN(24)))
+		case 4:
+			// a·b = 1 + 2⁻ʲ + 2⁻²⁴⁺ʲ + 2⁻²⁴ is a float32 midpoint and c a
+			// tiny nudge lost in the float64 sum.
+			j := 1 + r.IntN(23)
+			sc := math.Ldexp(1, r.IntN(40)-20)
+			a = float32(1 + math.Ldexp(1, -j))
+			b = float32((1 + math.Ldexp(1, j-24)) * sc)
+			c = float32(math.Ldexp(sc, -40-r.IntN(40)))
+			if r.IntN(2) == 0 {
+				c = -c
+			}
+		}
+		v, ok := fma32Try(a, b, c)
+		if !ok {
+			slow++
+			p := float64(float64(a) * float64(b))
+			v = fma32Finish(p, float64(c), float64(p+float64(c)))
+		}
+		if w := quant.FMA32(a, b, c); math.Float32bits(v) != math.Float32bits(w) && !(v != v && w != w) {
+			t.Fatalf("fma(%g, %g, %g) = %g (%#x), quant.FMA32 %g (%#x)", a, b, c, v, math.Float32bits(v), w, math.Float32bits(w))
+		}
+	}
+	if slow < 1000 {
+		t.Errorf("only %d of the cases took the slow path", slow)
+	}
+	t.Logf("%d slow paths", slow)
+}

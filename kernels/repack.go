@@ -167,6 +167,27 @@ func fma32Try(a, b, c float32) (float32, bool) {
 	return float32(s), bits&(1<<29-1) != 1<<28 && bits>>52&0x7ff >= 1023-126
 }
 
+// fma32Finish completes fma32Try's computation when it returns false:
+// given the exact product p, the addend c and their float64 sum s, it
+// returns p+c rounded once to float32 as quant.FMA32 does (the exact sum
+// rounded to float64 with round-to-odd through TwoSum, then to float32).
+func fma32Finish(p, c, s float64) float32 {
+	if s-s != 0 { // an infinity or a NaN
+		return float32(s)
+	}
+	bb := float64(s - p)
+	e := float64(p-float64(s-bb)) + float64(c-bb)
+	if bits := math.Float64bits(s); e != 0 && bits&1 == 0 {
+		if (e > 0) == (s > 0) {
+			bits++
+		} else {
+			bits--
+		}
+		s = math.Float64frombits(bits)
+	}
+	return float32(s)
+}
+
 // q4_0x8TokBlock is the size of one Q8_0 block of one activation in the
 // packed form of packQ4_0x8x4: the 32 quants, da as float32, 8·Σa as
 // int32.
