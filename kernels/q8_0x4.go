@@ -47,21 +47,29 @@ func q8_0x4Generic(out []float32, w []byte, rowBytes, cols int, act []byte) {
 	act = act[:34*nb]
 	for g := 0; g < len(out)/4; g++ {
 		grp := w[g*4*rowBytes : (g+1)*4*rowBytes]
-		for r := 0; r < 4; r++ {
-			var acc [8]float32
-			for b := 0; b < nb; b++ {
-				o := (*[q8_0x4Block]byte)(grp[b*q8_0x4Block:])
-				q, a := (*[32]byte)(o[8+32*r:]), (*[34]byte)(act[34*b:])
-				d := fp16(uint16(o[2*r])|uint16(o[2*r+1])<<8) * fp16(uint16(a[0])|uint16(a[1])<<8)
-				y := (*[32]byte)(a[2:])
-				var s [8]int32
-				for l := range s {
-					s[l] = int32(int8(q[4*l]))*int32(int8(y[4*l])) + int32(int8(q[4*l+1]))*int32(int8(y[4*l+1])) +
-						int32(int8(q[4*l+2]))*int32(int8(y[4*l+2])) + int32(int8(q[4*l+3]))*int32(int8(y[4*l+3]))
-				}
-				fmaLanes(&acc, d, &s)
+		var acc [4][8]float32
+		for b := 0; b < nb; b++ {
+			o := (*[q8_0x4Block]byte)(grp[b*q8_0x4Block:])
+			a := (*[34]byte)(act[34*b:])
+			da := fp16(uint16(a[0]) | uint16(a[1])<<8)
+			q0, q1 := (*[32]byte)(o[8:]), (*[32]byte)(o[40:])
+			q2, q3 := (*[32]byte)(o[72:]), (*[32]byte)(o[104:])
+			y := (*[32]byte)(a[2:])
+			// The four rows share each activation quant, loaded once.
+			var s [4][8]int32
+			for l := 0; l < 8; l++ {
+				y0, y1, y2, y3 := int32(int8(y[4*l])), int32(int8(y[4*l+1])), int32(int8(y[4*l+2])), int32(int8(y[4*l+3]))
+				s[0][l] = int32(int8(q0[4*l]))*y0 + int32(int8(q0[4*l+1]))*y1 + int32(int8(q0[4*l+2]))*y2 + int32(int8(q0[4*l+3]))*y3
+				s[1][l] = int32(int8(q1[4*l]))*y0 + int32(int8(q1[4*l+1]))*y1 + int32(int8(q1[4*l+2]))*y2 + int32(int8(q1[4*l+3]))*y3
+				s[2][l] = int32(int8(q2[4*l]))*y0 + int32(int8(q2[4*l+1]))*y1 + int32(int8(q2[4*l+2]))*y2 + int32(int8(q2[4*l+3]))*y3
+				s[3][l] = int32(int8(q3[4*l]))*y0 + int32(int8(q3[4*l+1]))*y1 + int32(int8(q3[4*l+2]))*y2 + int32(int8(q3[4*l+3]))*y3
 			}
-			out[4*g+r] = ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]))
+			for r := range acc {
+				fmaLanes(&acc[r], fp16(uint16(o[2*r])|uint16(o[2*r+1])<<8)*da, &s[r])
+			}
+		}
+		for r, a := range acc {
+			out[4*g+r] = ((a[0] + a[4]) + (a[2] + a[6])) + ((a[1] + a[5]) + (a[3] + a[7]))
 		}
 	}
 }
