@@ -221,3 +221,29 @@ func TestFMA32Finish(t *testing.T) {
 	}
 	t.Logf("%d slow paths", slow)
 }
+
+// TestBareTierFallsBack checks that a tier without kernels of its own (as
+// a new architecture's tier starts out) runs the generic tier's kernels
+// with their own activation preparation, and so gives its bits.
+func TestBareTierFallsBack(t *testing.T) {
+	bare := &Tier{name: "bare"}
+	r := rand.New(rand.NewPCG(9, 10))
+	for _, c := range genericCases {
+		rows, cols := 16, 3*c.file.BlockSize()
+		w := randomRows(r, c.file, rows, cols)
+		act := randomRows(r, vecDotType[c.file], 1, cols)
+		if c.typ != c.file {
+			if _, err := Repack(c.file, w, w, rows, cols); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got, want := make([]float32, rows), make([]float32, rows)
+		bare.MatVec(c.typ, got, w, cols, act)
+		genericTier.MatVec(c.typ, want, w, cols, act)
+		for i := range want {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("%v row %d: bare tier %g, generic %g", typeName(c.typ), i, got[i], want[i])
+			}
+		}
+	}
+}

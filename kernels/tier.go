@@ -69,6 +69,9 @@ func (tr *Tier) prepFor(t quant.Type) prepFunc {
 		return tr.q8_0x4Prep
 	}
 	if int(t) < maxType {
+		if tr.kernels[t] == nil { // run falls back on the generic tier's kernel
+			return genericTier.preps[t]
+		}
 		return tr.preps[t]
 	}
 	return nil
@@ -117,6 +120,10 @@ func (tr *Tier) run(tt *quant.Traits, out []float32, w []byte, rowBytes, cols in
 	}
 	if t := tt.Type; int(t) < maxType {
 		if f := tr.kernels[t]; f != nil {
+			f(out, w, rowBytes, cols, act, aux)
+			return
+		}
+		if f := genericTier.kernels[t]; f != nil { // a tier without its own: the generic tier's
 			f(out, w, rowBytes, cols, act, aux)
 			return
 		}
