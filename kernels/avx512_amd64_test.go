@@ -80,7 +80,7 @@ func TestAVX512Kernels(t *testing.T) {
 				avx2Tier.run(mustLookup(rc.packed), want, packed, rowBytes, sh.cols, act, aux)
 				equalBits(t, name+"/decode vs avx2", got, want)
 				if !arbitrary {
-					genericTier.run(mustLookup(rc.packed), want, packed, rowBytes, sh.cols, act, nil)
+					genericTier.run(mustLookup(rc.packed), want, packed, rowBytes, sh.cols, act, genericTier.prepare(rc.packed, nil, act, sh.cols))
 					equalBits(t, name+"/decode vs generic", got, want)
 				}
 
@@ -106,7 +106,7 @@ func TestAVX512Kernels(t *testing.T) {
 				for tok := 0; tok < tileTokens && !arbitrary; tok++ {
 					one := make([]float32, sh.rows)
 					a := acts[tok*actBytes : (tok+1)*actBytes]
-					genericTier.run(tt, one, packed, rowBytes, sh.cols, a, nil)
+					genericTier.run(tt, one, packed, rowBytes, sh.cols, a, genericTier.prepare(tt.Type, nil, a, sh.cols))
 					equalBits(t, fmt.Sprintf("%s/tile token %d vs generic", name, tok), got[tok*ostride:tok*ostride+sh.rows], one)
 				}
 			}

@@ -2,8 +2,12 @@
 // row of quantized weights times an activation vector that has already been
 // quantized to the weight type's vec-dot type (quant.Traits.VecDot).
 //
-// Kernels come in tiers. The generic tier is portable Go and calls the
-// scalar reference quant.Traits.Dot for each row; the avx2 tier (AVX2, FMA,
+// Kernels come in tiers. The generic tier is portable Go: quant.Traits.Dot
+// for each row, except for the repacked Q4_0x8 and Q8_0x4 matrices, Q4_K
+// and Q6_K, which have kernels here in quant's arithmetic, bit for bit
+// (those for Q4_0x8, Q4_K and Q6_K take the integer sums of quant's lanes
+// with SWAR products: several 16-bit lanes per 64-bit multiplication, the
+// activation's multipliers prepared once per matrix); the avx2 tier (AVX2, FMA,
 // F16C) has hand-written amd64 assembly for every type: F32, F16, BF16,
 // Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL and Q2_K to Q6_K. Each assembly call
 // computes a whole range of rows, and activation data that every row would

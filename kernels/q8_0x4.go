@@ -1,6 +1,10 @@
 package kernels
 
-import "github.com/qsf-llm/qsf/quant"
+import (
+	"math"
+
+	"github.com/qsf-llm/qsf/quant"
+)
 
 // Q8_0x4 is the element type of a Q8_0 matrix that Repack has
 // rearranged at load time, as Q4_0x8 is for Q4_0: never stored in a file,
@@ -40,23 +44,40 @@ func packQ8_0x4Block(o, grp []byte, rb, b int) {
 // hsum_float_8. len(out) is a multiple of 4.
 func q8_0x4Generic(out []float32, w []byte, rowBytes, cols int, act []byte) {
 	nb := cols / 32
+	act = act[:34*nb]
 	for g := 0; g < len(out)/4; g++ {
 		grp := w[g*4*rowBytes : (g+1)*4*rowBytes]
-		for r := 0; r < 4; r++ {
-			var acc [8]float32
-			for b := 0; b < nb; b++ {
-				o := grp[b*q8_0x4Block : (b+1)*q8_0x4Block]
-				q, a := o[8+32*r:8+32*r+32], act[34*b+2:34*b+34]
-				d := f16le(o[2*r:]) * f16le(act[34*b:])
-				for l := range acc {
-					var isum int32
-					for t := 4 * l; t < 4*l+4; t++ {
-						isum += int32(int8(q[t])) * int32(int8(a[t]))
-					}
-					acc[l] = quant.FMA32(d, float32(isum), acc[l])
-				}
+		var acc [4][8]float32
+		for b := 0; b < nb; b++ {
+			o := (*[q8_0x4Block]byte)(grp[b*q8_0x4Block:])
+			a := (*[34]byte)(act[34*b:])
+			da := fp16(uint16(a[0]) | uint16(a[1])<<8)
+			q0, q1 := (*[32]byte)(o[8:]), (*[32]byte)(o[40:])
+			q2, q3 := (*[32]byte)(o[72:]), (*[32]byte)(o[104:])
+			y := (*[32]byte)(a[2:])
+			// The four rows share each activation quant, loaded once.
+			var s [4][8]int32
+			for l := 0; l < 8; l++ {
+				y0, y1, y2, y3 := int32(int8(y[4*l])), int32(int8(y[4*l+1])), int32(int8(y[4*l+2])), int32(int8(y[4*l+3]))
+				s[0][l] = int32(int8(q0[4*l]))*y0 + int32(int8(q0[4*l+1]))*y1 + int32(int8(q0[4*l+2]))*y2 + int32(int8(q0[4*l+3]))*y3
+				s[1][l] = int32(int8(q1[4*l]))*y0 + int32(int8(q1[4*l+1]))*y1 + int32(int8(q1[4*l+2]))*y2 + int32(int8(q1[4*l+3]))*y3
+				s[2][l] = int32(int8(q2[4*l]))*y0 + int32(int8(q2[4*l+1]))*y1 + int32(int8(q2[4*l+2]))*y2 + int32(int8(q2[4*l+3]))*y3
+				s[3][l] = int32(int8(q3[4*l]))*y0 + int32(int8(q3[4*l+1]))*y1 + int32(int8(q3[4*l+2]))*y2 + int32(int8(q3[4*l+3]))*y3
 			}
-			out[4*g+r] = ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]))
+			for r := range acc {
+				fmaLanes(&acc[r], fp16(uint16(o[2*r])|uint16(o[2*r+1])<<8)*da, &s[r])
+			}
+		}
+		for r, a := range acc {
+			out[4*g+r] = ((a[0] + a[4]) + (a[2] + a[6])) + ((a[1] + a[5]) + (a[3] + a[7]))
 		}
 	}
+}
+
+// fp16 is quant.FP16ToFP32 with the conversion of normal numbers inline.
+func fp16(h uint16) float32 {
+	if e := h >> 10 & 0x1f; e-1 < 30 {
+		return math.Float32frombits(uint32(h&0x8000)<<16 | (uint32(h&0x7fff)<<13 + 112<<23))
+	}
+	return quant.FP16ToFP32(h)
 }

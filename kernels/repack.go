@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"math/bits"
 
 	"github.com/qsf-llm/qsf/quant"
 )
@@ -38,7 +37,7 @@ func f16le(b []byte) float32 { return quant.FP16ToFP32(binary.LittleEndian.Uint1
 
 // q4_0x8Traits is the traits row check returns for Q4_0x8. Its Dot is
 // nil: a row of the layout is not contiguous, so tier.run sends these
-// matrices to q4_0x8Generic or the tier's kernel.
+// matrices to q4_0x8SWAR or the tier's kernel.
 var q4_0x8Traits = repackedTraits(quant.Q4_0, Q4_0x8)
 
 // repackKind is one row of the table of repacked types.
@@ -158,61 +157,6 @@ func packQ4_0x8Block(o, grp []byte, rb, b int) {
 	}
 }
 
-// q4_0x8Generic is the portable Q4_0x8 kernel, in quant.DotQ4_0Gemv's
-// arithmetic: per row and block the exact integer dot product of the
-// nibbles minus 8 with the activation's quants, then
-// acc = fma(float(isum), dw·da, acc). len(out) is a multiple of 8.
-//
-// The integer dot products are SWAR (SIMD within a register): four nibbles
-// q₀..q₃ spread to the 16-bit lanes of a uint64, times four activation
-// quants u₃..u₀ (offset by 128 to be unsigned, lanes in reverse order),
-// leave Σ qₖ·uₖ in the top lane of the 64-bit product; four such products
-// still fit it (4·4·15·255 < 2¹⁶), with no carry from the lower lanes.
-// Then Σ(q−8)·y = Σq·u − 128·Σq − 8·Σy.
-func q4_0x8Generic(out []float32, w []byte, rowBytes, cols int, act []byte) {
-	nb := cols / 32
-	act = act[:34*nb]
-	for g := 0; g < len(out)/8; g++ {
-		grp := w[g*8*rowBytes : (g+1)*8*rowBytes]
-		acc := (*[8]float32)(out[8*g:])
-		*acc = [8]float32{}
-		for b := 0; b < nb; b++ {
-			o := (*[q4_0x8Block]byte)(grp[b*q4_0x8Block:])
-			a := (*[34]byte)(act[34*b:])
-			y := (*[32]byte)(a[2:])
-			var sy int32
-			for _, v := range y {
-				sy += int32(int8(v))
-			}
-			var ulo, uhi [4]uint64
-			for c := range ulo {
-				ulo[c] = bits.ReverseBytes64(spread16(binary.LittleEndian.Uint32(y[4*c:])^0x80808080)) >> 8
-				uhi[c] = bits.ReverseBytes64(spread16(binary.LittleEndian.Uint32(y[16+4*c:])^0x80808080)) >> 8
-			}
-			da := quant.FP16ToFP32(uint16(a[0]) | uint16(a[1])<<8)
-			for r := 0; r < 8; r++ {
-				const nib = 0x000F000F000F000F
-				q0 := spread16(binary.LittleEndian.Uint32(o[16+4*r:]))
-				q1 := spread16(binary.LittleEndian.Uint32(o[48+4*r:]))
-				q2 := spread16(binary.LittleEndian.Uint32(o[80+4*r:]))
-				q3 := spread16(binary.LittleEndian.Uint32(o[112+4*r:]))
-				l0, h0, l1, h1 := q0&nib, q0>>4&nib, q1&nib, q1>>4&nib
-				l2, h2, l3, h3 := q2&nib, q2>>4&nib, q3&nib, q3>>4&nib
-				p01 := l0*ulo[0] + h0*uhi[0] + l1*ulo[1] + h1*uhi[1]
-				p23 := l2*ulo[2] + h2*uhi[2] + l3*ulo[3] + h3*uhi[3]
-				sq := (l0 + h0 + l1 + h1 + l2 + h2 + l3 + h3) * 0x0001000100010001 >> 48
-				isum := int32(p01>>48+p23>>48) - 128*int32(sq) - 8*sy
-				dw := quant.FP16ToFP32(uint16(o[2*r]) | uint16(o[2*r+1])<<8)
-				if v, ok := fma32Try(float32(isum), dw*da, acc[r]); ok {
-					acc[r] = v
-				} else {
-					acc[r] = quant.FMA32(float32(isum), dw*da, acc[r])
-				}
-			}
-		}
-	}
-}
-
 // fma32Try is quant.FMA32's fast path, small enough to inline: a·b+c and
 // true when the float64 sum (the product is exact) rounds correctly to
 // float32, that is when it is no float32 rounding midpoint and not below
@@ -223,12 +167,25 @@ func fma32Try(a, b, c float32) (float32, bool) {
 	return float32(s), bits&(1<<29-1) != 1<<28 && bits>>52&0x7ff >= 1023-126
 }
 
-// spread16 moves the four bytes of v to the low bytes of the four 16-bit
-// lanes of the result, byte k to lane k.
-func spread16(v uint32) uint64 {
-	x := uint64(v)
-	x = (x | x<<16) & 0x0000FFFF0000FFFF
-	return (x | x<<8) & 0x00FF00FF00FF00FF
+// fma32Finish completes fma32Try's computation when it returns false:
+// given the exact product p, the addend c and their float64 sum s, it
+// returns p+c rounded once to float32 as quant.FMA32 does (the exact sum
+// rounded to float64 with round-to-odd through TwoSum, then to float32).
+func fma32Finish(p, c, s float64) float32 {
+	if s-s != 0 { // an infinity or a NaN
+		return float32(s)
+	}
+	bb := float64(s - p)
+	e := float64(p-float64(s-bb)) + float64(c-bb)
+	if bits := math.Float64bits(s); e != 0 && bits&1 == 0 {
+		if (e > 0) == (s > 0) {
+			bits++
+		} else {
+			bits--
+		}
+		s = math.Float64frombits(bits)
+	}
+	return float32(s)
 }
 
 // q4_0x8TokBlock is the size of one Q8_0 block of one activation in the

@@ -46,7 +46,8 @@ type Tier struct {
 
 	// q4_0x8 and q4_0x8Prep are the kernel for Q4_0x8 matrices and its
 	// activation preparation, q8_0x4 and q8_0x4Prep those for Q8_0x4. nil
-	// means q4_0x8Generic or q8_0x4Generic, which need none.
+	// means the generic tier's (q4_0x8SWAR with prepQ4_0x8SWAR,
+	// q8_0x4Generic).
 	q4_0x8, q8_0x4         rowsFunc
 	q4_0x8Prep, q8_0x4Prep prepFunc
 
@@ -60,11 +61,17 @@ type Tier struct {
 func (tr *Tier) prepFor(t quant.Type) prepFunc {
 	switch t {
 	case Q4_0x8:
+		if tr.q4_0x8 == nil {
+			return prepQ4_0x8SWAR
+		}
 		return tr.q4_0x8Prep
 	case Q8_0x4:
 		return tr.q8_0x4Prep
 	}
 	if int(t) < maxType {
+		if tr.kernels[t] == nil { // run falls back on the generic tier's kernel
+			return genericTier.preps[t]
+		}
 		return tr.preps[t]
 	}
 	return nil
@@ -92,7 +99,7 @@ func (tr *Tier) run(tt *quant.Traits, out []float32, w []byte, rowBytes, cols in
 		if tr.q4_0x8 != nil {
 			tr.q4_0x8(out, w, rowBytes, cols, act, aux)
 		} else {
-			q4_0x8Generic(out, w, rowBytes, cols, act)
+			q4_0x8SWAR(out, w, rowBytes, cols, act, aux)
 		}
 		return
 	case q8_0x4Traits:
@@ -116,12 +123,16 @@ func (tr *Tier) run(tt *quant.Traits, out []float32, w []byte, rowBytes, cols in
 			f(out, w, rowBytes, cols, act, aux)
 			return
 		}
+		if f := genericTier.kernels[t]; f != nil { // a tier without its own: the generic tier's
+			f(out, w, rowBytes, cols, act, aux)
+			return
+		}
 	}
 	genericRows(tt.Dot, out, w, rowBytes, cols, act)
 }
 
 var (
-	genericTier = &Tier{name: "generic"}
+	genericTier = newGenericTier()
 
 	// available lists the tiers this CPU and build can run, slowest
 	// first. Architecture-specific files append to it in their init.

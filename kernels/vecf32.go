@@ -101,7 +101,7 @@ func (tr *Tier) LanesF32(lanes []float32, width int, x []float32, stride int, p 
 	clear(lanes)
 	for t, a := range p {
 		l := t % width
-		AxpyF32(lanes[l*cols:(l+1)*cols], x[t*stride:t*stride+cols], a)
+		tr.AxpyF32(lanes[l*cols:(l+1)*cols], x[t*stride:t*stride+cols], a)
 	}
 }
 

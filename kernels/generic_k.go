@@ -1,0 +1,230 @@
+package kernels
+
+import (
+	"encoding/binary"
+	"math"
+
+	"github.com/qsf-llm/qsf/quant"
+)
+
+// The generic tier's K-quant kernels compute the integer lane sums of
+// quant's dot products (ggml's AVX2 lanes: lane 4·(j mod 2)+m gets the
+// four-element products of group m of 16-element sub-block j, times the
+// sub-block's scale) with SWAR products, two groups of four elements at
+// a time, and keep quant's float arithmetic (one fma per lane and block,
+// hsum_float_8). Eight 6-bit (or 4-bit) quants e₀..e₇ sit in the bytes of
+// a uint64 Q. E = Q & 0x00FF00FF00FF00FF holds e₀, e₂, e₄, e₆ in its 16-bit
+// lanes and O = Q>>8 & 0x00FF00FF00FF00FF holds e₁, e₃, e₅, e₇. With the
+// activation quants as signed integers modulo 2⁶⁴,
+// Uₐ = y₂ + y₀·2¹⁶ and U_b = y₆ + y₄·2¹⁶ (and Uₐ', U_b' of y₁, y₃, y₅, y₇),
+// A = E·Uₐ + O·Uₐ' has e₀y₀+e₁y₁+e₂y₂+e₃y₃ in its lane 1 and
+// B = E·U_b + O·U_b' has e₄y₄+…+e₇y₇ in its lane 3. Each lane below the one
+// read holds at most two products, so |lower lanes| < 2¹⁵ (lane 1) or
+// < 2⁴⁷ (lane 3) and the reads int16((A+2¹⁵)>>16) and (B+2⁴⁷)>>48 are
+// exact while the sum itself is below 2¹⁵ in magnitude: Q6_K's quants
+// minus 32 enter the lanes as signed values (|x| ≤ 32, so 4·32·128).
+
+// q6_KPrepBlock is the number of uint64 words per block of the generic
+// Q6_K kernel's prepared Q8_K activation: per group of eight elements
+// (32 of them, in the kernel's order) Uₐ, Uₐ', U_b, U_b'; then the
+// block's float32 scale.
+const q6_KPrepBlock = 32*4 + 1
+
+// q6_KGroupStart returns the first element of the k-th group of eight of
+// a Q6_K block in the order the kernel walks them: half h, then l (0, 8,
+// 16, 24), then the four element ranges l, 32+l, 64+l, 96+l of the half.
+func q6_KGroupStart(k int) int {
+	h, l, c := k/16, k/4%4*8, k%4
+	return 128*h + 32*c + l
+}
+
+// prepQ6_KSWAR builds the generic Q6_K kernel's prepared activation.
+func prepQ6_KSWAR(buf, act []byte, cols int) []byte {
+	nb := cols / 256
+	need := nb * q6_KPrepBlock * 8
+	if cap(buf) < need {
+		buf = make([]byte, need)
+	}
+	buf = buf[:need]
+	u := words(buf)
+	for b := 0; b < nb; b++ {
+		a := (*[292]byte)(act[292*b:])
+		o := (*[q6_KPrepBlock]uint64)(u[q6_KPrepBlock*b:])
+		for k := 0; k < 32; k++ {
+			putGroupU((*[4]uint64)(o[4*k:]), (*[8]byte)(a[4+q6_KGroupStart(k):]))
+		}
+		o[128] = uint64(binary.LittleEndian.Uint32(a[:4]))
+	}
+	return buf
+}
+
+// putGroupU writes the SWAR multipliers Uₐ, Uₐ', U_b, U_b' of eight
+// activation quants y.
+func putGroupU(o *[4]uint64, y *[8]byte) {
+	v := func(i int) uint64 { return uint64(int64(int8(y[i]))) }
+	o[0] = v(2) + v(0)<<16
+	o[1] = v(3) + v(1)<<16
+	o[2] = v(6) + v(4)<<16
+	o[3] = v(7) + v(5)<<16
+}
+
+// swarPair returns the integer dot products of the two groups of four
+// quants in the bytes of q, each minus bias (the quants are below 64),
+// with the activation quants whose multipliers are u. The lanes of E and
+// O hold the quants minus bias as signed 16-bit values (the SWAR sums are
+// taken modulo 2⁶⁴, so negative lanes are exact).
+func swarPair(q, bias uint64, u *[4]uint64) (int32, int32) {
+	const m = 0x00FF00FF00FF00FF
+	e, o := q&m-bias, q>>8&m-bias
+	a := e*u[0] + o*u[1]
+	b := e*u[2] + o*u[3]
+	return int32(int16((a + 1<<15) >> 16)), int32(int64(b+1<<47) >> 48)
+}
+
+// q6_KSWAR is the generic tier's Q6_K kernel (quant's Q6_K dot product);
+// aux is prepQ6_KSWAR's.
+func q6_KSWAR(out []float32, w []byte, rowBytes, cols int, _, aux []byte) {
+	nb := cols / 256
+	u := words(aux)[:nb*q6_KPrepBlock]
+	for r := range out {
+		row := w[r*rowBytes : (r+1)*rowBytes]
+		var acc [8]float32
+		for i := 0; i < nb; i++ {
+			bl := (*[210]byte)(row[210*i:])
+			p := (*[q6_KPrepBlock]uint64)(u[q6_KPrepBlock*i:])
+			var s [8]int32
+			for h := 0; h < 2; h++ {
+				sc := (*[8]byte)(bl[192+8*h:])
+				for l := 0; l < 32; l += 8 {
+					const lo, hb, q6Bias = 0x0F0F0F0F0F0F0F0F, 0x0303030303030303, 0x0020002000200020
+					l0 := binary.LittleEndian.Uint64(bl[64*h+l:])
+					l1 := binary.LittleEndian.Uint64(bl[64*h+32+l:])
+					qh := binary.LittleEndian.Uint64(bl[128+32*h+l:])
+					g := (*[16]uint64)(p[4*(16*h+l/2):])
+					sj := l / 16 // sub-block j = 8h + 2c + sj for range c
+					a0, a1 := swarPair(l0&lo|(qh&hb)<<4, q6Bias, (*[4]uint64)(g[0:]))
+					b0, b1 := swarPair(l1&lo|(qh>>2&hb)<<4, q6Bias, (*[4]uint64)(g[4:]))
+					c0, c1 := swarPair(l0>>4&lo|(qh>>4&hb)<<4, q6Bias, (*[4]uint64)(g[8:]))
+					d0, d1 := swarPair(l1>>4&lo|(qh>>6&hb)<<4, q6Bias, (*[4]uint64)(g[12:]))
+					k := l / 4
+					sa, sb, scc, sd := int32(int8(sc[sj])), int32(int8(sc[2+sj])), int32(int8(sc[4+sj])), int32(int8(sc[6+sj]))
+					s[k] += sa*a0 + sb*b0 + scc*c0 + sd*d0
+					s[k+1] += sa*a1 + sb*b1 + scc*c1 + sd*d1
+				}
+			}
+			d := math.Float32frombits(uint32(p[128])) * quant.FP16ToFP32(uint16(bl[208])|uint16(bl[209])<<8)
+			fmaLanes(&acc, d, &s)
+		}
+		out[r] = hsumLanes(&acc)
+	}
+}
+
+// fmaLanes does acc[l] = fma(d, float32(s[l]), acc[l]) for each lane, as
+// quant's lanes do.
+func fmaLanes(acc *[8]float32, d float32, s *[8]int32) {
+	for l := range acc {
+		if v, ok := fma32Try(d, float32(s[l]), acc[l]); ok {
+			acc[l] = v
+		} else {
+			acc[l] = quant.FMA32(d, float32(s[l]), acc[l])
+		}
+	}
+}
+
+// hsumLanes is ggml's hsum_float_8 of the eight lanes.
+func hsumLanes(acc *[8]float32) float32 {
+	r0, r1, r2, r3 := acc[4]+acc[0], acc[5]+acc[1], acc[6]+acc[2], acc[7]+acc[3]
+	return (r0 + r2) + (r1 + r3)
+}
+
+// newGenericTier returns the generic tier: quant's dot products, with the
+// SWAR kernels of this package where they are faster.
+func newGenericTier() *Tier {
+	t := &Tier{name: "generic"}
+	t.kernels[quant.Q6_K] = q6_KSWAR
+	t.preps[quant.Q6_K] = prepQ6_KSWAR
+	t.kernels[quant.Q4_K] = q4_KSWAR
+	t.preps[quant.Q4_K] = prepQ4_KSWAR
+	return t
+}
+
+// q4_KPrepBlock is the number of uint64 words per block of the generic
+// Q4_K kernel's prepared Q8_K activation: Uₐ, Uₐ', U_b, U_b' per group of
+// eight elements in the kernel's order (chunk c, then l = 0, 8, 16, 24,
+// then the low and the high nibbles: elements 64c+l and 64c+32+l), then
+// the block's float32 scale.
+const q4_KPrepBlock = 32*4 + 1
+
+// prepQ4_KSWAR builds the generic Q4_K kernel's prepared activation.
+func prepQ4_KSWAR(buf, act []byte, cols int) []byte {
+	nb := cols / 256
+	need := nb * q4_KPrepBlock * 8
+	if cap(buf) < need {
+		buf = make([]byte, need)
+	}
+	buf = buf[:need]
+	u := words(buf)
+	for b := 0; b < nb; b++ {
+		a := (*[292]byte)(act[292*b:])
+		o := (*[q4_KPrepBlock]uint64)(u[q4_KPrepBlock*b:])
+		for k := 0; k < 32; k++ {
+			c, l, half := k/8, k/2%4*8, k%2
+			putGroupU((*[4]uint64)(o[4*k:]), (*[8]byte)(a[4+64*c+32*half+l:]))
+		}
+		o[128] = uint64(binary.LittleEndian.Uint32(a[:4]))
+	}
+	return buf
+}
+
+// q4_KSWAR is the generic tier's Q4_K kernel (quant's Q4_K dot product:
+// the lanes of the scaled sums and a four-lane accumulator of the mins);
+// aux is prepQ4_KSWAR's.
+func q4_KSWAR(out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
+	nb := cols / 256
+	u := words(aux)[:nb*q4_KPrepBlock]
+	act = act[:292*nb]
+	for r := range out {
+		row := w[r*rowBytes : (r+1)*rowBytes]
+		var acc [8]float32
+		var accM [4]float32
+		for i := 0; i < nb; i++ {
+			bl := (*[144]byte)(row[144*i:])
+			p := (*[q4_KPrepBlock]uint64)(u[q4_KPrepBlock*i:])
+			a := (*[292]byte)(act[292*i:])
+			yd := math.Float32frombits(uint32(p[128]))
+			dmin := -yd * quant.FP16ToFP32(uint16(bl[2])|uint16(bl[3])<<8)
+			q := (*[12]byte)(bl[4:])
+			var sc, mn [8]int32
+			for j := 0; j < 4; j++ {
+				sc[j], mn[j] = int32(q[j]&63), int32(q[j+4]&63)
+				sc[j+4] = int32(q[j+8]&0xF | (q[j]>>6)<<4)
+				mn[j+4] = int32(q[j+8]>>4 | (q[j+4]>>6)<<4)
+			}
+			for k := range accM {
+				bs := func(j int) int32 { return int32(int16(uint16(a[260+2*j]) | uint16(a[261+2*j])<<8)) }
+				m := mn[2*k]*(bs(4*k)+bs(4*k+1)) + mn[2*k+1]*(bs(4*k+2)+bs(4*k+3))
+				if v, ok := fma32Try(dmin, float32(m), accM[k]); ok {
+					accM[k] = v
+				} else {
+					accM[k] = quant.FMA32(dmin, float32(m), accM[k])
+				}
+			}
+			var s [8]int32
+			for c := 0; c < 4; c++ {
+				slo, shi := sc[2*c], sc[2*c+1]
+				for l := 0; l < 32; l += 8 {
+					const lo = 0x0F0F0F0F0F0F0F0F
+					v := binary.LittleEndian.Uint64(bl[16+32*c+l:])
+					g := (*[8]uint64)(p[4*(8*c+l/4):])
+					a0, a1 := swarPair(v&lo, 0, (*[4]uint64)(g[0:]))
+					b0, b1 := swarPair(v>>4&lo, 0, (*[4]uint64)(g[4:]))
+					k := l / 4
+					s[k] += slo*a0 + shi*b0
+					s[k+1] += slo*a1 + shi*b1
+				}
+			}
+			fmaLanes(&acc, yd*quant.FP16ToFP32(uint16(bl[0])|uint16(bl[1])<<8), &s)
+		}
+		out[r] = hsumLanes(&acc) + ((accM[0] + accM[2]) + (accM[1] + accM[3]))
+	}
+}

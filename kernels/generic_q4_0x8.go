@@ -1,0 +1,122 @@
+package kernels
+
+import (
+	"encoding/binary"
+	"math"
+	"unsafe"
+
+	"github.com/qsf-llm/qsf/quant"
+)
+
+// The generic tier's Q4_0x8 kernel multiplies two rows with one 64-bit
+// multiplication (signed SWAR). Load 8 bytes of a block's chunk c: bytes
+// 4c..4c+3 of row r's nibbles, then of row r+1's. Masking with
+// 0x000F000F000F000F keeps the low nibbles of bytes 0, 2, 4, 6 in the four
+// 16-bit lanes of X: x₀, x₁ of row r (elements 4c, 4c+2), x₂, x₃ of row r+1
+// (the same elements). Let U = y₁ + y₀·2¹⁶, the two activation quants of
+// those elements as a signed integer (modulo 2⁶⁴). The product X·U modulo
+// 2⁶⁴ is Σₖ cₖ·2¹⁶ᵏ with c₁ = x₀y₀ + x₁y₁ (row r's two products),
+// c₃ = x₂y₀ + x₃y₁ (row r+1's) and c₀, c₂ the cross terms. The products
+// of the low and high nibbles of the even and odd bytes of the four
+// chunks sum into two such accumulators (low nibbles, high nibbles), each
+// with |c₀| ≤ 8·15·128 < 2¹⁵ and |c₁|, |c₃| ≤ 16·15·128 < 2¹⁵, so
+// c₁ = int16((A + 2¹⁵) >> 16) and c₃ = (A + 2⁴⁷) >> 48 (arithmetic) are
+// exact. That gives Σq·y over the nibbles q; the kernel subtracts 8·Σy
+// (prepared once per activation) for Σ(q−8)·y. The integer sums are
+// exact, so the float arithmetic (one fma per row and block) is
+// quant.DotQ4_0Gemv's.
+
+// q4_0x8PrepBlock is the number of uint64 words of the generic tier's
+// prepared Q8_0 activation per block: the 16 multipliers U (chunk c,
+// then low-even, low-odd, high-even, high-odd), then da's float32 bits
+// and 8·Σy as int32 in one word.
+const q4_0x8PrepBlock = 17
+
+// prepQ4_0x8SWAR builds the generic Q4_0x8 kernel's prepared activation.
+func prepQ4_0x8SWAR(buf, act []byte, cols int) []byte {
+	nb := cols / 32
+	need := nb * q4_0x8PrepBlock * 8
+	if cap(buf) < need {
+		buf = make([]byte, need)
+	}
+	buf = buf[:need]
+	u := words(buf)
+	for b := 0; b < nb; b++ {
+		a := (*[34]byte)(act[34*b:])
+		o := (*[q4_0x8PrepBlock]uint64)(u[q4_0x8PrepBlock*b:])
+		y := func(i int) uint64 { return uint64(int64(int8(a[2+i]))) }
+		for c := 0; c < 4; c++ {
+			e := 4 * c
+			o[4*c] = y(e+2) + y(e)<<16
+			o[4*c+1] = y(e+3) + y(e+1)<<16
+			o[4*c+2] = y(16+e+2) + y(16+e)<<16
+			o[4*c+3] = y(16+e+3) + y(16+e+1)<<16
+		}
+		var sy int32
+		for i := 0; i < 32; i++ {
+			sy += int32(int8(a[2+i]))
+		}
+		da := quant.FP16ToFP32(uint16(a[0]) | uint16(a[1])<<8)
+		o[16] = uint64(math.Float32bits(da)) | uint64(uint32(8*sy))<<32
+	}
+	return buf
+}
+
+// words views b, which the Go allocator aligned to 8 bytes, as uint64s.
+func words(b []byte) []uint64 {
+	if len(b) < 8 {
+		return nil
+	}
+	return unsafe.Slice((*uint64)(unsafe.Pointer(&b[0])), len(b)/8)
+}
+
+// q4_0x8SWAR is the generic tier's Q4_0x8 kernel; aux is prepQ4_0x8SWAR's.
+func q4_0x8SWAR(out []float32, w []byte, rowBytes, cols int, _, aux []byte) {
+	nb := cols / 32
+	u := words(aux)[:nb*q4_0x8PrepBlock]
+	for g := 0; g < len(out)/8; g++ {
+		grp := w[g*8*rowBytes : (g+1)*8*rowBytes]
+		acc := (*[8]float32)(out[8*g:])
+		*acc = [8]float32{}
+		for b := 0; b < nb; b++ {
+			o := (*[q4_0x8Block]byte)(grp[b*q4_0x8Block:])
+			p := (*[q4_0x8PrepBlock]uint64)(u[q4_0x8PrepBlock*b:])
+			var s [8]int32
+			sy8 := int32(p[16] >> 32)
+			for r := 0; r < 8; r += 2 {
+				const m = 0x000F000F000F000F
+				v0 := binary.LittleEndian.Uint64(o[16+4*r:])
+				v1 := binary.LittleEndian.Uint64(o[48+4*r:])
+				v2 := binary.LittleEndian.Uint64(o[80+4*r:])
+				v3 := binary.LittleEndian.Uint64(o[112+4*r:])
+				lo := v0&m*p[0] + v0>>8&m*p[1] + v1&m*p[4] + v1>>8&m*p[5] +
+					v2&m*p[8] + v2>>8&m*p[9] + v3&m*p[12] + v3>>8&m*p[13]
+				hi := v0>>4&m*p[2] + v0>>12&m*p[3] + v1>>4&m*p[6] + v1>>12&m*p[7] +
+					v2>>4&m*p[10] + v2>>12&m*p[11] + v3>>4&m*p[14] + v3>>12&m*p[15]
+				s[r] = int32(int16((lo+1<<15)>>16)) + int32(int16((hi+1<<15)>>16)) - sy8
+				s[r+1] = int32(int64(lo+1<<47)>>48) + int32(int64(hi+1<<47)>>48) - sy8
+			}
+			da := math.Float32frombits(uint32(p[16]))
+			for r := range acc {
+				h := uint16(o[2*r]) | uint16(o[2*r+1])<<8
+				var dw float32
+				if e := h >> 10 & 0x1f; e-1 < 30 { // normal: fp16's conversion inlined
+					dw = math.Float32frombits(uint32(h&0x8000)<<16 | (uint32(h&0x7fff)<<13 + 112<<23))
+				} else {
+					dw = quant.FP16ToFP32(h)
+				}
+				d := dw * da
+				// fma(float32(s), d, acc) as quant.FMA32 computes it; s
+				// converts exactly (|s| ≤ 2¹⁵).
+				pr := float64(float64(s[r]) * float64(d))
+				c := float64(acc[r])
+				sum := float64(pr + c)
+				if bits := math.Float64bits(sum); bits&(1<<29-1) != 1<<28 && bits>>52&0x7ff >= 1023-126 {
+					acc[r] = float32(sum)
+				} else {
+					acc[r] = fma32Finish(pr, c, sum)
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,249 @@
+package kernels
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/qsf-llm/qsf/quant"
+)
+
+// genericCases are the generic tier's own kernels (SWAR integer sums) with
+// the file type they multiply, the layout MatVec receives, and package
+// quant's dot product of one file row, which they must equal bit for bit.
+var genericCases = []struct {
+	file, typ quant.Type
+	group     int // rows per group of the layout
+	dot       func(n int, w, act []byte) float32
+}{
+	{quant.Q4_0, Q4_0x8, 8, quant.DotQ4_0Gemv},
+	{quant.Q8_0, Q8_0x4, 4, traitsDot(quant.Q8_0)},
+	{quant.Q6_K, quant.Q6_K, 1, traitsDot(quant.Q6_K)},
+	{quant.Q4_K, quant.Q4_K, 1, traitsDot(quant.Q4_K)},
+}
+
+func traitsDot(t quant.Type) func(n int, w, act []byte) float32 {
+	tt, err := quant.Lookup(t)
+	if err != nil {
+		panic(err)
+	}
+	return tt.Dot
+}
+
+// specialF16 are fp16 scales at the edges: zeros, subnormals, the largest
+// finite values, infinities and NaNs.
+var specialF16 = []uint16{0, 0x8000, 0x0001, 0x8001, 0x03ff, 0x0400, 0x7bff, 0xfbff, 0x7c00, 0xfc00, 0x7e00, 0x3c00}
+
+// fillGeneric overwrites w (file rows of type t) and act (activations of
+// its vecdot type) with the named kind of data beyond randomRows: "bytes"
+// sets every byte at random (quants of -128 included, scales of any bit
+// pattern), "extreme" sets every weight quant to its largest or smallest
+// code and every activation quant to -128 or 127 with special scales.
+func fillGeneric(r *rand.Rand, fill string, t quant.Type, w, act []byte) {
+	at := vecDotType[t]
+	switch fill {
+	case "bytes":
+		for i := range w {
+			w[i] = byte(r.Uint32())
+		}
+		for i := range act {
+			act[i] = byte(r.Uint32())
+		}
+		// Keep most scales finite so that sums are not all NaN.
+		scalesOf(t, w, func(b []byte) { binary.LittleEndian.PutUint16(b, uint16(r.IntN(0x7800))|uint16(r.IntN(2))<<15) })
+		if at == quant.Q8_K {
+			for o := 0; o < len(act); o += 292 {
+				binary.LittleEndian.PutUint32(act[o:], math.Float32bits(float32(r.NormFloat64())))
+			}
+		} else {
+			scalesOf(at, act, func(b []byte) { binary.LittleEndian.PutUint16(b, uint16(r.IntN(0x7800))|uint16(r.IntN(2))<<15) })
+		}
+	case "extreme":
+		v := []byte{0x00, 0xff}[r.IntN(2)]
+		for i := range w {
+			w[i] = v
+		}
+		scalesOf(t, w, func(b []byte) { binary.LittleEndian.PutUint16(b, specialF16[r.IntN(len(specialF16))]) })
+		bs := at.BlockBytes()
+		for o := 0; o < len(act); o += bs {
+			q := []byte{0x80, 0x7f}[r.IntN(2)]
+			switch at {
+			case quant.Q8_0:
+				for j := 2; j < 34; j++ {
+					act[o+j] = q
+				}
+				binary.LittleEndian.PutUint16(act[o:], specialF16[r.IntN(len(specialF16))])
+			case quant.Q8_K:
+				for j := 4; j < 260; j++ {
+					act[o+j] = q
+				}
+			}
+		}
+	}
+}
+
+// scalesOf calls set on the fp16 scale fields of every block of w, a
+// buffer of type t.
+func scalesOf(t quant.Type, w []byte, set func([]byte)) {
+	bs := t.BlockBytes()
+	var offs []int
+	switch t {
+	case quant.Q4_0, quant.Q8_0:
+		offs = []int{0}
+	case quant.Q6_K:
+		offs = []int{208}
+	case quant.Q4_K:
+		offs = []int{0, 2}
+	}
+	for o := 0; o < len(w); o += bs {
+		for _, k := range offs {
+			set(w[o+k:])
+		}
+	}
+}
+
+// TestGenericSWAR checks the generic tier's SWAR kernels against package
+// quant's dot products bit for bit (NaN results only have to be NaN) on
+// random, arbitrary-byte and extreme data of odd shapes, through MatVec and
+// MatMul (whose activations each get their own preparation).
+func TestGenericSWAR(t *testing.T) {
+	r := rand.New(rand.NewPCG(77, 78))
+	for _, c := range genericCases {
+		bs := c.file.BlockSize()
+		for _, sh := range []struct{ rows, blocks int }{{8, 1}, {16, 2}, {24, 3}, {8, 5}, {40, 7}, {64, 24}} {
+			rows, cols := sh.rows, sh.blocks*bs
+			for _, fill := range []string{"random", "bytes", "extreme"} {
+				t.Run(fmt.Sprintf("%v/%dx%d/%s", typeName(c.typ), rows, cols, fill), func(t *testing.T) {
+					for rep := 0; rep < 4; rep++ {
+						const n = 3
+						w := randomRows(r, c.file, rows, cols)
+						acts := randomRows(r, vecDotType[c.file], n, cols)
+						fillGeneric(r, fill, c.file, w, acts)
+						rb, _ := quant.RowBytes(c.file, cols)
+						ab := len(acts) / n
+						want := make([]float32, n*rows)
+						for k := 0; k < n; k++ {
+							for i := 0; i < rows; i++ {
+								want[k*rows+i] = c.dot(cols, w[i*rb:(i+1)*rb], acts[k*ab:(k+1)*ab])
+							}
+						}
+						m := w
+						if c.typ != c.file {
+							m = make([]byte, len(w))
+							if _, err := Repack(c.file, m, w, rows, cols); err != nil {
+								t.Fatal(err)
+							}
+						}
+						got := make([]float32, n*rows)
+						genericTier.MatMul(c.typ, got, m, cols, acts, n)
+						one := make([]float32, rows)
+						genericTier.MatVec(c.typ, one, m, cols, acts[:ab])
+						for i := range want {
+							if g, wt := got[i], want[i]; math.Float32bits(g) != math.Float32bits(wt) && !(g != g && wt != wt) {
+								t.Fatalf("MatMul activation %d row %d: got %g (%#x), want %g (%#x)", i/rows, i%rows, g, math.Float32bits(g), wt, math.Float32bits(wt))
+							}
+						}
+						for i := range one {
+							if g, wt := one[i], want[i]; math.Float32bits(g) != math.Float32bits(wt) && !(g != g && wt != wt) {
+								t.Fatalf("MatVec row %d: got %g, want %g", i, g, wt)
+							}
+						}
+					}
+				})
+			}
+		}
+	}
+}
+
+// TestFMA32Finish checks fma32Try with fma32Finish against quant.FMA32 on
+// random operands, on sums that are float32 rounding midpoints (where the
+// float64 sum may round the wrong way for float32), and on zeros,
+// subnormals, infinities and NaNs.
+func TestFMA32Finish(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 33))
+	specials := []float32{0, float32(math.Copysign(0, -1)), 1e-45, -1e-45, 1e-38, math.MaxFloat32,
+		float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN()), 1, -1}
+	slow := 0
+	for i := 0; i < 1_000_000; i++ {
+		a := float32(r.NormFloat64() * math.Ldexp(1, r.IntN(40)-20))
+		b := float32(r.NormFloat64() * math.Ldexp(1, r.IntN(40)-20))
+		var c float32
+		switch i % 5 {
+		case 0:
+			c = float32(r.NormFloat64() * math.Ldexp(1, r.IntN(60)-30))
+		case 1:
+			// c + a·b = c + 2⁻²⁴·(1 − 2⁻²ᵏ) times a power of two, with c in
+			// [1, 2): the float64 sum rounds onto the float32 midpoint
+			// c + 2⁻²⁴ although the exact sum lies below (or above) it.
+			k := 15 + r.IntN(9)
+			sc := math.Ldexp(1, r.IntN(40)-20)
+			a = float32(1 + math.Ldexp(1, -k))
+			b = float32((1 - math.Ldexp(1, -k)) * math.Ldexp(1, -24) * sc)
+			c = float32((1 + float64(r.IntN(1<<23))*math.Ldexp(1, -23)) * sc)
+			if r.IntN(2) == 0 {
+				b, c = -b, -c
+			}
+			if r.IntN(2) == 0 {
+				a = float32(1 - math.Ldexp(1, -k)) // below 1: the sum lies above the midpoint's twin
+				b = float32(-(1 + math.Ldexp(1, -k)) * math.Ldexp(1, -24) * sc)
+			}
+		case 2:
+			a, b = float32(r.IntN(1<<15)-1<<14), specials[r.IntN(len(specials))]
+			c = specials[r.IntN(len(specials))]
+		case 3:
+			c = float32(math.Ldexp(r.Float64(), -126-r.IntN(24)))
+		case 4:
+			// a·b = 1 + 2⁻ʲ + 2⁻²⁴⁺ʲ + 2⁻²⁴ is a float32 midpoint and c a
+			// tiny nudge lost in the float64 sum.
+			j := 1 + r.IntN(23)
+			sc := math.Ldexp(1, r.IntN(40)-20)
+			a = float32(1 + math.Ldexp(1, -j))
+			b = float32((1 + math.Ldexp(1, j-24)) * sc)
+			c = float32(math.Ldexp(sc, -40-r.IntN(40)))
+			if r.IntN(2) == 0 {
+				c = -c
+			}
+		}
+		v, ok := fma32Try(a, b, c)
+		if !ok {
+			slow++
+			p := float64(float64(a) * float64(b))
+			v = fma32Finish(p, float64(c), float64(p+float64(c)))
+		}
+		if w := quant.FMA32(a, b, c); math.Float32bits(v) != math.Float32bits(w) && !(v != v && w != w) {
+			t.Fatalf("fma(%g, %g, %g) = %g (%#x), quant.FMA32 %g (%#x)", a, b, c, v, math.Float32bits(v), w, math.Float32bits(w))
+		}
+	}
+	if slow < 1000 {
+		t.Errorf("only %d of the cases took the slow path", slow)
+	}
+	t.Logf("%d slow paths", slow)
+}
+
+// TestBareTierFallsBack checks that a tier without kernels of its own (as
+// a new architecture's tier starts out) runs the generic tier's kernels
+// with their own activation preparation, and so gives its bits.
+func TestBareTierFallsBack(t *testing.T) {
+	bare := &Tier{name: "bare"}
+	r := rand.New(rand.NewPCG(9, 10))
+	for _, c := range genericCases {
+		rows, cols := 16, 3*c.file.BlockSize()
+		w := randomRows(r, c.file, rows, cols)
+		act := randomRows(r, vecDotType[c.file], 1, cols)
+		if c.typ != c.file {
+			if _, err := Repack(c.file, w, w, rows, cols); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got, want := make([]float32, rows), make([]float32, rows)
+		bare.MatVec(c.typ, got, w, cols, act)
+		genericTier.MatVec(c.typ, want, w, cols, act)
+		for i := range want {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("%v row %d: bare tier %g, generic %g", typeName(c.typ), i, got[i], want[i])
+			}
+		}
+	}
+}
