@@ -21,15 +21,15 @@ import (
 )
 
 // quantAliases are the short names --quant accepts for QSF's own types.
-var quantAliases = map[string]quant.Type{"2bit": quant.QSF_Q2A, "3bit": quant.QSF_Q3A, "4bit": quant.QSF_Q4A}
+var quantAliases = map[string]quant.Type{"2bit": quant.QSF_Q2R, "3bit": quant.QSF_Q3R, "4bit": quant.QSF_Q4R}
 
 func cmdQuantize(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("quantize", "IN OUT --quant TYPE [--calibration FILE] [flags]", stderr)
-	typ := fs.String("quant", "", "type of every matrix: 2bit, 3bit, 4bit (QSF_Q2A/Q3A/Q4A) or any type name qsf convert --type takes")
+	typ := fs.String("quant", "", "type of every matrix: 2bit, 3bit, 4bit (QSF_Q2R/Q3R/Q4R) or any type name qsf convert --type takes (QSF_Q2A/Q3A/Q4A, Q4_K, ...)")
 	outType := fs.String("output-type", "", "type of output.weight (the LM head); default: --quant")
 	embdType := fs.String("embd-type", "", "type of token_embd.weight; default: --quant")
 	fallback := fs.String("fallback", "F16", "type of a matrix whose row length does not fit --quant's blocks")
-	calib := fs.String("calibration", "", "text file: weight each column by its activation energy on this text (IN is run over it)")
+	calib := fs.String("calibration", "", "text file: IN is run over it, and the rounding minimises the error of the products with its activations (GPTQ for the rotated types, activation energy per column for the others)")
 	saveImp := fs.String("save-importance", "", "with --calibration: also write the measured activation energies to FILE (JSON) for --importance")
 	loadImp := fs.String("importance", "", "read the activation energies from FILE (written by --save-importance) instead of running --calibration")
 	calibCtx := fs.Int("calibration-ctx", 128, "chunk length in tokens for --calibration")
@@ -90,6 +90,7 @@ func cmdQuantize(args []string, stdout, stderr io.Writer) error {
 	defer stop()
 	calibTokens := 0
 	var energy map[string][]float32
+	var gram map[string][]float64
 	switch {
 	case *calib != "":
 		text, err := readCalibration(*calib)
@@ -100,14 +101,20 @@ func cmdQuantize(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		energy, calibTokens, err = m.ActivationEnergy(ctx, text, qsf.CalibrationOptions{Context: *calibCtx})
+		if gramBytes(src) <= maxGramBytes {
+			gram, calibTokens, err = m.ActivationGram(ctx, text, qsf.CalibrationOptions{Context: *calibCtx})
+			energy = gramDiagonals(gram)
+		} else {
+			fmt.Fprintf(stderr, "calibration: the matrices' second moments would take %s; measuring the activation energy only (no GPTQ)\n", mib(gramBytes(src)))
+			energy, calibTokens, err = m.ActivationEnergy(ctx, text, qsf.CalibrationOptions{Context: *calibCtx})
+		}
 		m.Close()
 		if err != nil {
 			return fmt.Errorf("calibration: %w", err)
 		}
 		fmt.Fprintf(stderr, "calibration: %d tokens, %d matrices measured\n", calibTokens, len(energy))
 		if *saveImp != "" {
-			if err := saveImportance(ctx, *saveImp, importanceFile{Tokens: calibTokens, Energy: energy}); err != nil {
+			if err := saveImportance(ctx, *saveImp, importanceFile{Tokens: calibTokens, Energy: energy, Gram: gram}); err != nil {
 				return err
 			}
 		}
@@ -116,10 +123,28 @@ func cmdQuantize(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		energy, calibTokens = f.Energy, f.Tokens
+		energy, calibTokens, gram = f.Energy, f.Tokens, f.Gram
 	}
 	if energy != nil {
 		opts.Importance = func(name string) []float32 { return energy[name] }
+	}
+	if gram != nil {
+		opts.QuantizeMatrix = func(name string, typ quant.Type, rows, cols int, w []float32) ([]byte, error) {
+			g := gram[name]
+			if g == nil || len(g) != cols*cols {
+				return nil, nil
+			}
+			tr, err := quant.Lookup(typ)
+			if err != nil || !tr.RotatedInput {
+				return nil, nil
+			}
+			rb, err := quant.RowBytes(typ, cols)
+			if err != nil {
+				return nil, err
+			}
+			dst := make([]byte, rows*rb)
+			return dst, quant.QuantizeGPTQ(typ, dst, w, rows, cols, g)
+		}
 	}
 	res, err := convert.ConvertContext(ctx, in, out, opts)
 	if err != nil {
@@ -213,6 +238,37 @@ func checkQuantizeInput(in string) (*format.File, error) {
 type importanceFile struct {
 	Tokens int                  `json:"tokens"`
 	Energy map[string][]float32 `json:"energy"`
+	Gram   map[string][]float64 `json:"gram,omitempty"` // mean x·xᵀ of each matrix's input, cols×cols
+}
+
+// maxGramBytes bounds the memory the second moments of calibration may
+// take; beyond it only their diagonals (the activation energy) are kept.
+const maxGramBytes = 2 << 30
+
+// gramBytes is the memory the second moments of src's matrices take.
+func gramBytes(src *format.File) int64 {
+	var n int64
+	for _, t := range src.Tensors {
+		if len(t.Shape) == 2 && t.Shape[1] > 1 {
+			n += int64(t.Shape[0]) * int64(t.Shape[0]) * 8
+		}
+	}
+	return n
+}
+
+// gramDiagonals returns the diagonal of each second moment: the
+// activation energy of each column.
+func gramDiagonals(gram map[string][]float64) map[string][]float32 {
+	e := make(map[string][]float32, len(gram))
+	for name, g := range gram {
+		n := int(math.Sqrt(float64(len(g))))
+		d := make([]float32, n)
+		for i := range d {
+			d[i] = float32(g[i*n+i])
+		}
+		e[name] = d
+	}
+	return e
 }
 
 func saveImportance(ctx context.Context, path string, f importanceFile) error {

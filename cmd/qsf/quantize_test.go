@@ -114,9 +114,9 @@ func TestQuantizeImportanceFile(t *testing.T) {
 	var rep quantizeReport
 	lastJSON(t, stdout.String(), &rep)
 	for _, q := range rep.Tensors {
-		want := "QSF_Q2A"
+		want := "QSF_Q2R"
 		if q.Name == "output.weight" {
-			want = "QSF_Q4A"
+			want = "QSF_Q4R"
 		}
 		if q.Type != want {
 			t.Errorf("%s is %s, want %s", q.Name, q.Type, want)
