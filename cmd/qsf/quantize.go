@@ -36,6 +36,8 @@ func cmdQuantize(args []string, stdout, stderr io.Writer) error {
 	comp := fs.String("compress", "none", "layer compression: none, lz4 or lz4hc")
 	threads := fs.Int("threads", 1, "threads quantizing rows")
 	asJSON := fs.Bool("json", false, "print one JSON object as the last line (bpw, per-tensor quality)")
+	bpw := fs.Float64("bpw", 0, "mixed precision: choose a type per matrix (QSF_Q2R ... Q8_0) by its measured sensitivity so that the matrices average at most N bits per weight (needs --calibration)")
+	targetSize := fs.Float64("target-size", 0, "mixed precision as --bpw, sized so that the output file takes at most this many MiB")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -43,12 +45,27 @@ func cmdQuantize(args []string, stdout, stderr io.Writer) error {
 	if len(pos) != 2 {
 		return usagef("want IN and OUT")
 	}
-	if *typ == "" {
-		return usagef("no type: pass --quant 2bit|3bit|4bit|TYPE")
+	mixed := *bpw != 0 || *targetSize != 0
+	if *typ == "" && !mixed || strings.EqualFold(*typ, "mixed") && !mixed {
+		return usagef("no type: pass --quant 2bit|3bit|4bit|TYPE, or --bpw N / --target-size MiB")
 	}
-	want, err := parseQuant(*typ)
-	if err != nil {
-		return err
+	if *bpw != 0 && *targetSize != 0 {
+		return usagef("--bpw and --target-size exclude each other")
+	}
+	if *bpw < 0 || *targetSize < 0 || math.IsNaN(*bpw) || math.IsNaN(*targetSize) {
+		return usagef("--bpw and --target-size must be positive")
+	}
+	if mixed && *calib == "" {
+		return usagef("--bpw and --target-size need --calibration (the sensitivity of each matrix is measured on it)")
+	}
+	want := quant.QSF_Q2R
+	if *typ != "" && !strings.EqualFold(*typ, "mixed") {
+		if mixed {
+			return usagef("--quant %s and --bpw/--target-size exclude each other", *typ)
+		}
+		if want, err = parseQuant(*typ); err != nil {
+			return err
+		}
 	}
 	overrides := map[string]quant.Type{}
 	for name, v := range map[string]string{"output.weight": *outType, "token_embd.weight": *embdType} {
@@ -91,6 +108,7 @@ func cmdQuantize(args []string, stdout, stderr io.Writer) error {
 	calibTokens := 0
 	var energy map[string][]float32
 	var gram map[string][]float64
+	var mixRep []mixReport
 	switch {
 	case *calib != "":
 		text, err := readCalibration(*calib)
@@ -101,6 +119,7 @@ func cmdQuantize(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
+		defer m.Close()
 		if gramBytes(src) <= maxGramBytes {
 			gram, calibTokens, err = m.ActivationGram(ctx, text, qsf.CalibrationOptions{Context: *calibCtx})
 			energy = gramDiagonals(gram)
@@ -108,7 +127,6 @@ func cmdQuantize(args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintf(stderr, "calibration: the matrices' second moments would take %s; measuring the activation energy only (no GPTQ)\n", mib(gramBytes(src)))
 			energy, calibTokens, err = m.ActivationEnergy(ctx, text, qsf.CalibrationOptions{Context: *calibCtx})
 		}
-		m.Close()
 		if err != nil {
 			return fmt.Errorf("calibration: %w", err)
 		}
@@ -116,6 +134,33 @@ func cmdQuantize(args []string, stdout, stderr io.Writer) error {
 		if *saveImp != "" {
 			if err := saveImportance(ctx, *saveImp, importanceFile{Tokens: calibTokens, Energy: energy, Gram: gram}); err != nil {
 				return err
+			}
+		}
+		if mixed {
+			var elems float64
+			for _, t := range src.Tensors {
+				if len(t.Shape) == 2 && t.Shape[1] > 1 {
+					elems += float64(t.Elements())
+				}
+			}
+			budget := *bpw * elems
+			if *targetSize != 0 {
+				budget = matrixBudget(src, *targetSize*(1<<20))
+			}
+			plan, rep, err := planMixed(ctx, m, src, gram, energy, text, budget, *threads, stderr)
+			if err != nil {
+				return err
+			}
+			mixRep = rep
+			for name, c := range plan {
+				overrides[name] = c.typ
+			}
+			opts.TensorTypes = overrides
+			opts.QuantizeMatrix = func(name string, typ quant.Type, rows, cols int, w []float32) ([]byte, error) {
+				if c, ok := plan[name]; ok && c.typ == typ {
+					return c.data, nil
+				}
+				return nil, nil
 			}
 		}
 	case *loadImp != "":
@@ -128,7 +173,7 @@ func cmdQuantize(args []string, stdout, stderr io.Writer) error {
 	if energy != nil {
 		opts.Importance = func(name string) []float32 { return energy[name] }
 	}
-	if gram != nil {
+	if gram != nil && opts.QuantizeMatrix == nil {
 		opts.QuantizeMatrix = func(name string, typ quant.Type, rows, cols int, w []float32) ([]byte, error) {
 			g := gram[name]
 			if g == nil || len(g) != cols*cols {
@@ -150,11 +195,18 @@ func cmdQuantize(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if *targetSize != 0 && float64(res.OutputBytes) > *targetSize*(1<<20) {
+		os.Remove(out)
+		return fmt.Errorf("%w: the output took %s, more than --target-size %g MiB; removed it", errTargetSize, mib(res.OutputBytes), *targetSize)
+	}
 	rep, err := qualityReport(src, out)
 	if err != nil {
 		return err
 	}
-	rep.Type, rep.CalibrationTokens, rep.Bytes = want.String(), calibTokens, res.OutputBytes
+	rep.Type, rep.CalibrationTokens, rep.Bytes, rep.Mixed = want.String(), calibTokens, res.OutputBytes, mixRep
+	if mixed {
+		rep.Type = "mixed"
+	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "tensor\ttype\tbpw\trel MSE\tcosine\t")
 	for _, t := range rep.Tensors {
@@ -195,6 +247,7 @@ type quantizeReport struct {
 	Bytes             int64           `json:"bytes"`
 	CalibrationTokens int             `json:"calibration_tokens"`
 	Tensors           []tensorQuality `json:"tensors"`
+	Mixed             []mixReport     `json:"mixed,omitempty"` // --bpw / --target-size: each matrix's sensitivity and choice
 }
 
 // tensorQuality compares one quantized matrix with its source.
