@@ -317,7 +317,7 @@ func bestTableScale(x, w []float64, tab []int8) float64 {
 	base := amax / float64(tab[len(tab)-1])
 	best, bestErr := base, math.Inf(1)
 	for k := -10; k <= 10; k++ {
-		s := base * (1 + 0.04*float64(k))
+		s := base * (1 + float64(0.04*float64(k)))
 		var num, den float64
 		for j, v := range x {
 			t := float64(tab[nearestLevel(tab, v/s)])
@@ -329,7 +329,7 @@ func bestTableScale(x, w []float64, tab []int8) float64 {
 		}
 		var e float64
 		for j, v := range x {
-			d := s*float64(tab[nearestLevel(tab, v/s)]) - v
+			d := float64(s*float64(tab[nearestLevel(tab, v/s)])) - v
 			e += float64(w[j] * float64(d*d))
 		}
 		if e < bestErr {
@@ -485,7 +485,7 @@ func gptqFactor(H []float64, n int) ([]float64, bool) {
 			}
 			H[i*n+i] = 1
 		}
-		H[i*n+i] += GPTQDamp * mean
+		H[i*n+i] += float64(GPTQDamp * mean)
 	}
 	L, ok := cholesky(H, n)
 	if !ok {
