@@ -27,22 +27,8 @@ type CalibrationOptions struct {
 // columns of that matrix (llama.cpp's importance matrix). It also returns
 // the number of tokens evaluated.
 func (m *Model) ActivationEnergy(ctx context.Context, text string, opts CalibrationOptions) (map[string][]float32, int, error) {
-	n := opts.Context
-	if n <= 0 {
-		n = 128
-	}
-	n = min(n, m.ctx)
-	tokens := m.Tokenize(text, TokenizeOptions{})
-	if len(tokens) < 2 {
-		return nil, 0, fmt.Errorf("%w: %d tokens", ErrCalibrationText, len(tokens))
-	}
-	s, err := m.NewSession()
-	if err != nil {
-		return nil, 0, err
-	}
-	defer s.Close()
 	sums := map[string][]float64{}
-	s.state.Observe = func(w *model.Tensor, x []float32) {
+	observe := func(w *model.Tensor, x []float32) {
 		acc := sums[w.Name]
 		if acc == nil {
 			acc = make([]float64, len(x))
@@ -55,19 +41,9 @@ func (m *Model) ActivationEnergy(ctx context.Context, text string, opts Calibrat
 			acc[j] += float64(float64(v) * float64(v))
 		}
 	}
-	defer func() { s.state.Observe = nil }()
-	evaluated := 0
-	chunk := make([]int, 0, n)
-	for lo := 0; lo < len(tokens); lo += n {
-		chunk = append(chunk[:0], tokens[lo:min(lo+n, len(tokens))]...)
-		if bos := m.BOS(); bos >= 0 {
-			chunk[0] = bos
-		}
-		s.Reset()
-		if err := s.feed(ctx, chunk, func(int, []float32) error { return nil }); err != nil {
-			return nil, 0, err
-		}
-		evaluated += len(chunk)
+	evaluated, err := m.observeText(ctx, text, opts, observe)
+	if err != nil {
+		return nil, 0, err
 	}
 	out := make(map[string][]float32, len(sums))
 	for name, acc := range sums {
@@ -78,4 +54,88 @@ func (m *Model) ActivationEnergy(ctx context.Context, text string, opts Calibrat
 		out[name] = e
 	}
 	return out, evaluated, nil
+}
+
+// observeText runs the model over text in chunks of opts.Context tokens,
+// each evaluated from position 0 with its first token replaced by BOS,
+// calling observe with every dense matrix's input, and returns the
+// number of tokens evaluated.
+func (m *Model) observeText(ctx context.Context, text string, opts CalibrationOptions, observe func(w *model.Tensor, x []float32)) (int, error) {
+	n := opts.Context
+	if n <= 0 {
+		n = 128
+	}
+	n = min(n, m.ctx)
+	tokens := m.Tokenize(text, TokenizeOptions{})
+	if len(tokens) < 2 {
+		return 0, fmt.Errorf("%w: %d tokens", ErrCalibrationText, len(tokens))
+	}
+	s, err := m.NewSession()
+	if err != nil {
+		return 0, err
+	}
+	defer s.Close()
+	s.state.Observe = observe
+	defer func() { s.state.Observe = nil }()
+	evaluated := 0
+	chunk := make([]int, 0, n)
+	for lo := 0; lo < len(tokens); lo += n {
+		chunk = append(chunk[:0], tokens[lo:min(lo+n, len(tokens))]...)
+		if bos := m.BOS(); bos >= 0 {
+			chunk[0] = bos
+		}
+		s.Reset()
+		if err := s.feed(ctx, chunk, func(int, []float32) error { return nil }); err != nil {
+			return 0, err
+		}
+		evaluated += len(chunk)
+	}
+	return evaluated, nil
+}
+
+// ActivationGram runs the model over text as ActivationEnergy does and
+// returns, for every matrix the forward pass multiplies (keyed by tensor
+// name), the mean over the evaluated tokens of x·xᵀ of its float32 input
+// x: a cols×cols row-major matrix whose diagonal is ActivationEnergy's
+// energy. A quantizer that feeds each column's rounding error forward to
+// the columns not yet rounded (GPTQ) needs this second moment, not only
+// its diagonal. It holds cols² float64 values per matrix, so it is meant
+// for models whose rows are at most a few thousand wide.
+func (m *Model) ActivationGram(ctx context.Context, text string, opts CalibrationOptions) (map[string][]float64, int, error) {
+	sums := map[string][]float64{}
+	widths := map[string]int{}
+	observe := func(w *model.Tensor, x []float32) {
+		n := len(x)
+		acc := sums[w.Name]
+		if acc == nil {
+			acc = make([]float64, n*n)
+			sums[w.Name], widths[w.Name] = acc, n
+		}
+		if widths[w.Name] != n {
+			return // a tensor name reused with another width: keep the first
+		}
+		for i, xi := range x {
+			if xi == 0 {
+				continue
+			}
+			a, row := float64(xi), acc[i*n:(i+1)*n]
+			for j := i; j < n; j++ {
+				row[j] += float64(a * float64(x[j]))
+			}
+		}
+	}
+	evaluated, err := m.observeText(ctx, text, opts, observe)
+	if err != nil {
+		return nil, 0, err
+	}
+	for name, acc := range sums {
+		n := widths[name]
+		for i := 0; i < n; i++ {
+			for j := i; j < n; j++ {
+				v := acc[i*n+j] / float64(evaluated)
+				acc[i*n+j], acc[j*n+i] = v, v
+			}
+		}
+	}
+	return sums, evaluated, nil
 }

@@ -7,7 +7,9 @@ import (
 	"testing"
 
 	"github.com/qsf-llm/qsf"
+	"github.com/qsf-llm/qsf/format"
 	"github.com/qsf-llm/qsf/internal/testfiles"
+	"github.com/qsf-llm/qsf/quant"
 )
 
 func TestActivationEnergy(t *testing.T) {
@@ -69,4 +71,92 @@ func ExampleModel_ActivationEnergy() {
 	}
 	_ = energy["blk.0.attn_q.weight"] // one weight per column of the matrix
 	_ = tokens
+}
+
+// TestActivationGram: the second moments are symmetric and their
+// diagonals are ActivationEnergy's energies.
+func TestActivationGram(t *testing.T) {
+	m, err := qsf.Load(testfiles.Path(t, "models", "gguf", "stories260K-f32.gguf"), qsf.Config{Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	text := "Once upon a time, there was a little girl named Lily. She loved to play outside in the sun."
+	opts := qsf.CalibrationOptions{Context: 16}
+	energy, n1, err := m.ActivationEnergy(context.Background(), text, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gram, n2, err := m.ActivationGram(context.Background(), text, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n1 != n2 || len(gram) != len(energy) {
+		t.Fatalf("%d tokens and %d matrices, ActivationEnergy %d and %d", n2, len(gram), n1, len(energy))
+	}
+	for name, e := range energy {
+		g, k := gram[name], len(e)
+		if len(g) != k*k {
+			t.Fatalf("%s: %d second moments for %d columns", name, len(g), k)
+		}
+		for i := 0; i < k; i++ {
+			if d := g[i*k+i]; math.Abs(d-float64(e[i])) > 1e-5*math.Abs(d)+1e-12 {
+				t.Fatalf("%s: diagonal %d is %g, energy %g", name, i, d, e[i])
+			}
+			for j := 0; j < i; j++ {
+				if g[i*k+j] != g[j*k+i] {
+					t.Fatalf("%s: not symmetric at %d,%d", name, i, j)
+				}
+			}
+		}
+	}
+}
+
+// TestMatrixSensitivity: a matrix replaced by itself changes nothing; at
+// two bits it does, and a missing name is an error.
+func TestMatrixSensitivity(t *testing.T) {
+	path := testfiles.Path(t, "models", "gguf", "stories260K-pad256-f32.gguf")
+	m, err := qsf.Load(path, qsf.Config{Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	f, err := format.OpenWith(path, format.OpenOptions{NoMmap: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	const name = "blk.1.ffn_up.weight"
+	ti, _ := f.Tensor(name)
+	raw, err := f.TensorData(ti)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := make([]float32, ti.Elements())
+	if err := quant.DequantizeRow(ti.Type, w, raw); err != nil {
+		t.Fatal(err)
+	}
+	q2 := make([]byte, len(w)/64*20)
+	if err := quant.QuantizeRow(quant.QSF_Q2R, q2, w); err != nil {
+		t.Fatal(err)
+	}
+	text := "Once upon a time, there was a little girl named Lily. She loved to play outside in the sun."
+	for _, tc := range []struct {
+		typ  quant.Type
+		data []byte
+		zero bool
+	}{{ti.Type, raw, true}, {quant.QSF_Q2R, q2, false}} {
+		kl, n, err := m.MatrixSensitivity(context.Background(), text, qsf.SensitivityOptions{Context: 16}, []string{name}, func(string) (quant.Type, []byte, error) {
+			return tc.typ, tc.data, nil
+		})
+		if err != nil || n < 16 {
+			t.Fatalf("%v: %v, %d tokens", tc.typ, err, n)
+		}
+		if (kl[name] == 0) != tc.zero || kl[name] < 0 {
+			t.Errorf("%v: KL %g", tc.typ, kl[name])
+		}
+	}
+	if _, _, err := m.MatrixSensitivity(context.Background(), text, qsf.SensitivityOptions{}, []string{"nope"}, nil); !errors.Is(err, qsf.ErrNoMatrix) {
+		t.Errorf("missing matrix: %v", err)
+	}
 }

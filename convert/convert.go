@@ -57,6 +57,12 @@ type Options struct {
 	// encoded with quant.QuantizeRowImportance, which QSF's own types use
 	// to minimise the importance-weighted error.
 	Importance func(name string) []float32
+	// QuantizeMatrix, when not nil, is offered every re-quantized matrix
+	// whole (rows×cols float32 values, row-major): it returns the
+	// encoded rows of type typ, or nil to let the rows be quantized one
+	// at a time as usual. A quantizer that couples the rows' columns
+	// (quant.QuantizeGPTQ) needs the whole matrix.
+	QuantizeMatrix func(name string, typ quant.Type, rows, cols int, src []float32) ([]byte, error)
 	// Progress, when not nil, is called after each layer is written.
 	Progress func(layer, layers int, e format.LayerEntry)
 
@@ -256,7 +262,13 @@ func write(p *plan, out string, opts Options, start time.Time) (*Result, error) 
 				return fmt.Errorf("%w: importance of %s has %d columns, the tensor %d", ErrInput, s.out.Name, len(importance), s.out.Cols())
 			}
 		}
-		return writeTensor(w, s, threads, importance, &scratch)
+		var whole func(rows, cols int, src []float32) ([]byte, error)
+		if opts.QuantizeMatrix != nil && s.out.Type != s.srcType && len(s.out.Shape) == 2 {
+			whole = func(rows, cols int, src []float32) ([]byte, error) {
+				return opts.QuantizeMatrix(s.out.Name, s.out.Type, rows, cols, src)
+			}
+		}
+		return writeTensor(w, s, threads, importance, whole, &scratch)
 	}
 	wopts := format.QSFWriteOptions{Compression: opts.Compression}
 	if opts.Progress != nil {

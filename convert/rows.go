@@ -13,13 +13,31 @@ const chunkBytes = 4 << 20
 
 // writeTensor writes the data of s in its output type, converting a chunk
 // of rows at a time on up to threads goroutines, weighting the columns by
-// importance when it is not nil. scratch is a buffer kept from tensor to
-// tensor.
-func writeTensor(w io.Writer, s *source, threads int, importance []float32, scratch *[]byte) error {
+// importance when it is not nil. whole, when not nil, is first offered
+// the whole matrix (see Options.QuantizeMatrix). scratch is a buffer kept
+// from tensor to tensor.
+func writeTensor(w io.Writer, s *source, threads int, importance []float32, whole func(rows, cols int, src []float32) ([]byte, error), scratch *[]byte) error {
 	cols, rows := int(s.out.Cols()), int(s.out.Rows())
 	outRow, err := quant.RowBytes(s.out.Type, cols)
 	if err != nil {
 		return err
+	}
+	if whole != nil {
+		all, err := readFloat32(s, rows, cols, scratch)
+		if err != nil {
+			return err
+		}
+		b, err := whole(rows, cols, all)
+		if err != nil {
+			return fmt.Errorf("tensor %s: %w", s.out.Name, err)
+		}
+		if b != nil {
+			if len(b) != rows*outRow {
+				return fmt.Errorf("tensor %s: the matrix quantizer returned %d bytes, want %d", s.out.Name, len(b), rows*outRow)
+			}
+			_, err = w.Write(b)
+			return err
+		}
 	}
 	if s.f32 != nil {
 		all, err := s.f32()
@@ -90,6 +108,45 @@ func writeTensor(w io.Writer, s *source, threads int, importance []float32, scra
 		tr.Dequantize(dst, b)
 		return nil
 	})
+}
+
+// readFloat32 returns the whole of s as float32 values, row-major.
+func readFloat32(s *source, rows, cols int, scratch *[]byte) ([]float32, error) {
+	if s.f32 != nil {
+		all, err := s.f32()
+		if err != nil {
+			return nil, err
+		}
+		if len(all) != rows*cols {
+			return nil, fmt.Errorf("%w: tensor %s has %d values, want %d", ErrInput, s.out.Name, len(all), rows*cols)
+		}
+		return all, nil
+	}
+	tr, err := quant.Lookup(s.srcType)
+	if err != nil {
+		return nil, fmt.Errorf("%w: tensor %s: %w", ErrUnsupported, s.out.Name, err)
+	}
+	srcRow, err := quant.RowBytes(s.srcType, cols)
+	if err != nil {
+		return nil, err
+	}
+	all := make([]float32, rows*cols)
+	for r := 0; r < rows; r++ {
+		src := r
+		if s.perm != nil {
+			src = s.perm(r)
+		}
+		b, err := s.rows(*scratch, src, src+1)
+		*scratch = b
+		if err != nil {
+			return nil, err
+		}
+		if len(b) != srcRow {
+			return nil, fmt.Errorf("%w: tensor %s row %d is %d bytes, want %d", ErrInput, s.out.Name, src, len(b), srcRow)
+		}
+		tr.Dequantize(all[r*cols:(r+1)*cols], b)
+	}
+	return all, nil
 }
 
 // convertChunks quantizes rows to typ, getting row r as float32 from row

@@ -44,6 +44,7 @@ func initAVX2Tier() {
 	avx2Tier.q8_0x4 = q8_0x4RowsAVX2
 	avx2Tier.q8_0x4Prep = prepQ4_0x8
 	avx2Tier.quantQ8_0 = quantQ8_0
+	initOwnAVX2()
 }
 
 // registerArch fills in the assembly tiers and adds those this CPU supports

@@ -20,6 +20,7 @@ var benchTypes = []quant.Type{
 	quant.Q8_0, quant.Q4_0, quant.Q4_1, quant.Q5_0, quant.Q5_1, quant.IQ4_NL,
 	quant.Q2_K, quant.Q3_K, quant.Q4_K, quant.Q5_K, quant.Q6_K,
 	quant.F16, quant.BF16, quant.F32, quant.TQ1_0, quant.TQ2_0,
+	quant.QSF_Q2R, quant.QSF_Q3R, quant.QSF_Q4R,
 }
 
 // BenchmarkMatVec measures 4096×4096 matrix-vector products per type, tier

@@ -15,12 +15,12 @@ import (
 func TestOwnTypesEveryTier(t *testing.T) {
 	defer SetTier(DefaultTier().Name())
 	r := rand.New(rand.NewPCG(17, 1))
-	for _, typ := range []quant.Type{quant.QSF_Q2A, quant.QSF_Q3A, quant.QSF_Q4A} {
+	for _, typ := range []quant.Type{quant.QSF_Q2A, quant.QSF_Q3A, quant.QSF_Q4A, quant.QSF_Q2R, quant.QSF_Q3R, quant.QSF_Q4R} {
 		tt, err := quant.Lookup(typ)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, sh := range []struct{ rows, cols int }{{1, 64}, {3, 192}, {17, 4096}} {
+		for _, sh := range []struct{ rows, cols int }{{1, 64}, {3, 192}, {5, 320}, {17, 4096}} {
 			rowBytes, _ := quant.RowBytes(typ, sh.cols)
 			w := make([]byte, sh.rows*rowBytes)
 			x := make([]float32, sh.cols)

@@ -425,6 +425,15 @@ func randomRows(r *rand.Rand, t quant.Type, rows, cols int) []byte {
 			}
 			putF16(b[o+bb-2:], scale(r))
 		}
+	case quant.QSF_Q2R, quant.QSF_Q3R, quant.QSF_Q4R:
+		// Any codes and multipliers.
+		bb := t.BlockBytes()
+		for o := 0; o < len(b); o += bb {
+			for j := 2; j < bb; j++ {
+				b[o+j] = byte(r.IntN(256))
+			}
+			putF16(b[o:], scale(r)/16)
+		}
 	default:
 		panic("randomRows: no generator for " + t.String())
 	}
@@ -433,21 +442,24 @@ func randomRows(r *rand.Rand, t quant.Type, rows, cols int) []byte {
 
 // vecDotType is the activation type of each type the tests generate.
 var vecDotType = map[quant.Type]quant.Type{
-	quant.Q8_0:   quant.Q8_0,
-	quant.Q4_0:   quant.Q8_0,
-	quant.Q2_K:   quant.Q8_K,
-	quant.Q3_K:   quant.Q8_K,
-	quant.Q4_K:   quant.Q8_K,
-	quant.IQ4_NL: quant.Q8_0,
-	quant.Q5_0:   quant.Q8_0,
-	quant.Q4_1:   quant.Q8_1,
-	quant.Q5_1:   quant.Q8_1,
-	quant.Q5_K:   quant.Q8_K,
-	quant.Q6_K:   quant.Q8_K,
-	quant.Q8_K:   quant.Q8_K,
-	quant.F32:    quant.F32,
-	quant.F16:    quant.F16,
-	quant.BF16:   quant.BF16,
-	quant.TQ1_0:  quant.Q8_K,
-	quant.TQ2_0:  quant.Q8_K,
+	quant.QSF_Q2R: quant.Q8_0,
+	quant.QSF_Q3R: quant.Q8_0,
+	quant.QSF_Q4R: quant.Q8_0,
+	quant.Q8_0:    quant.Q8_0,
+	quant.Q4_0:    quant.Q8_0,
+	quant.Q2_K:    quant.Q8_K,
+	quant.Q3_K:    quant.Q8_K,
+	quant.Q4_K:    quant.Q8_K,
+	quant.IQ4_NL:  quant.Q8_0,
+	quant.Q5_0:    quant.Q8_0,
+	quant.Q4_1:    quant.Q8_1,
+	quant.Q5_1:    quant.Q8_1,
+	quant.Q5_K:    quant.Q8_K,
+	quant.Q6_K:    quant.Q8_K,
+	quant.Q8_K:    quant.Q8_K,
+	quant.F32:     quant.F32,
+	quant.F16:     quant.F16,
+	quant.BF16:    quant.BF16,
+	quant.TQ1_0:   quant.Q8_K,
+	quant.TQ2_0:   quant.Q8_K,
 }

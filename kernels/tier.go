@@ -25,6 +25,16 @@ type prepFunc func(buf, act []byte, cols int) []byte
 // maxType bounds the quant.Type ids a tier table can hold.
 const maxType = 40
 
+// ownBase is the first id of QSF's own types (quant.QSF_Q2A); maxOwn
+// bounds how many of them a tier table can hold.
+const (
+	ownBase = 0x8000
+	maxOwn  = 8
+)
+
+// setOwn registers the tier's kernel for QSF's own type t.
+func (tr *Tier) setOwn(t quant.Type, f rowsFunc) { tr.own[t-ownBase] = f }
+
 // Tier is one set of kernels for one instruction set ("generic", "avx2",
 // "avx512").
 // Every tier computes the generic tier's results bit for bit; they differ
@@ -37,6 +47,9 @@ type Tier struct {
 
 	kernels [maxType]rowsFunc
 	preps   [maxType]prepFunc
+
+	// own holds the kernels of QSF's own types, indexed by type − ownBase.
+	own [maxOwn]rowsFunc
 
 	// q4_0Gemv is the kernel for Q4_0 matrices that llama.cpp repacks
 	// (check returns q4_0Repacked for them), in the order of
@@ -124,6 +137,11 @@ func (tr *Tier) run(tt *quant.Traits, out []float32, w []byte, rowBytes, cols in
 			return
 		}
 		if f := genericTier.kernels[t]; f != nil { // a tier without its own: the generic tier's
+			f(out, w, rowBytes, cols, act, aux)
+			return
+		}
+	} else if i := int(t) - ownBase; i >= 0 && i < maxOwn {
+		if f := tr.own[i]; f != nil {
 			f(out, w, rowBytes, cols, act, aux)
 			return
 		}

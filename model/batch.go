@@ -24,6 +24,7 @@ type batch struct {
 	done                              [maxType]bool
 	in                                []float32 // the rows the matrices read now
 	width                             int       // elements per row of in
+	rx                                []float32 // one row rotated for the rotated types
 
 	// ForwardChunks' one-token sequences while their heads attend, the
 	// function of their parallel attention (made once: no allocation),
@@ -50,6 +51,9 @@ func newBatch(hp *Hparams) *batch {
 		b.acts[t] = make([]byte, maxBatch*size)
 	}
 	b.hp = hp
+	size, _ := quant.RowBytes(quant.Q8_0, n)
+	b.acts[rotSlot] = make([]byte, maxBatch*size)
+	b.rx = make([]float32, n)
 	return b
 }
 
@@ -251,6 +255,19 @@ func (b *batch) get(wt quant.Type, n int) []byte {
 	tr, _ := kernels.Lookup(wt)
 	at := tr.VecDot
 	size, _ := quant.RowBytes(at, b.width)
+	if tr.RotatedInput {
+		buf := b.acts[rotSlot][:n*size]
+		if !b.done[rotSlot] {
+			rx := b.rx[:b.width]
+			for i := range n {
+				copy(rx, row(b.in, i, b.width))
+				quant.Rotate64(rx)
+				b.tier.Quantize(at, buf[i*size:(i+1)*size], rx)
+			}
+			b.done[rotSlot] = true
+		}
+		return buf
+	}
 	buf := b.acts[at][:n*size]
 	if !b.done[at] {
 		for i := range n {

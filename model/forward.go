@@ -558,11 +558,17 @@ func (s *State) matVecs(out1 []float32, w1 *Tensor, out2 []float32, w2 *Tensor, 
 type activations struct {
 	tier *kernels.Tier // converts with this tier's quantizers
 	x    []float32
+	rx   []float32 // x rotated by quant.Rotate64, for the rotated types
 	bufs [maxType][]byte
 	done [maxType]bool
 }
 
 const maxType = 64
+
+// rotSlot is the slot of bufs and done that holds the rotated input
+// converted to Q8_0, the activation of QSF's rotated types; no ggml
+// activation type has this id.
+const rotSlot = maxType - 1
 
 var activationTypes = []quant.Type{quant.F32, quant.F16, quant.BF16, quant.Q8_0, quant.Q8_1, quant.Q8_K}
 
@@ -573,6 +579,9 @@ func (a *activations) init(n int, alloc func(name string, n int) []byte) {
 		size, _ := quant.RowBytes(t, n)
 		a.bufs[t] = alloc("activations", size)
 	}
+	size, _ := quant.RowBytes(quant.Q8_0, n)
+	a.bufs[rotSlot] = alloc("activations", size)
+	a.rx = float32s(alloc("activations", 4*n))
 }
 
 // actBytes is the memory activations.init takes for vectors of n.
@@ -583,7 +592,8 @@ func actBytes(n int) int64 {
 		size, _ := quant.RowBytes(t, n)
 		total += int64(size) + 64
 	}
-	return total
+	size, _ := quant.RowBytes(quant.Q8_0, n)
+	return total + int64(size) + 64 + 4*int64(n) + 64
 }
 
 func (a *activations) reset(x []float32) {
@@ -596,6 +606,17 @@ func (a *activations) get(wt quant.Type) []byte {
 	tr, _ := kernels.Lookup(wt) // weight types are checked at load (or repacked, see kernels.Repack)
 	at := tr.VecDot
 	size, _ := quant.RowBytes(at, len(a.x))
+	if tr.RotatedInput {
+		buf := a.bufs[rotSlot][:size]
+		if !a.done[rotSlot] {
+			rx := a.rx[:len(a.x)]
+			copy(rx, a.x)
+			quant.Rotate64(rx)
+			a.tier.Quantize(at, buf, rx)
+			a.done[rotSlot] = true
+		}
+		return buf
+	}
 	buf := a.bufs[at][:size]
 	if !a.done[at] {
 		a.tier.Quantize(at, buf, a.x)

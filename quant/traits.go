@@ -22,6 +22,11 @@ type Traits struct {
 	// K-quants, F16 for F16, BF16 for BF16 and F32 for F32.
 	VecDot Type
 
+	// RotatedInput reports that the activation must be transformed by
+	// Rotate64 before it is converted to VecDot: the type stores its rows
+	// rotated (QSF_Q2R, QSF_Q3R, QSF_Q4R).
+	RotatedInput bool
+
 	// Dequantize decodes len(dst) elements from src into dst.
 	Dequantize func(dst []float32, src []byte)
 

@@ -21,21 +21,23 @@ import (
 )
 
 // quantAliases are the short names --quant accepts for QSF's own types.
-var quantAliases = map[string]quant.Type{"2bit": quant.QSF_Q2A, "3bit": quant.QSF_Q3A, "4bit": quant.QSF_Q4A}
+var quantAliases = map[string]quant.Type{"2bit": quant.QSF_Q2R, "3bit": quant.QSF_Q3R, "4bit": quant.QSF_Q4R}
 
 func cmdQuantize(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("quantize", "IN OUT --quant TYPE [--calibration FILE] [flags]", stderr)
-	typ := fs.String("quant", "", "type of every matrix: 2bit, 3bit, 4bit (QSF_Q2A/Q3A/Q4A) or any type name qsf convert --type takes")
+	typ := fs.String("quant", "", "type of every matrix: 2bit, 3bit, 4bit (QSF_Q2R/Q3R/Q4R) or any type name qsf convert --type takes (QSF_Q2A/Q3A/Q4A, Q4_K, ...)")
 	outType := fs.String("output-type", "", "type of output.weight (the LM head); default: --quant")
 	embdType := fs.String("embd-type", "", "type of token_embd.weight; default: --quant")
 	fallback := fs.String("fallback", "F16", "type of a matrix whose row length does not fit --quant's blocks")
-	calib := fs.String("calibration", "", "text file: weight each column by its activation energy on this text (IN is run over it)")
+	calib := fs.String("calibration", "", "text file: IN is run over it, and the rounding minimises the error of the products with its activations (GPTQ for the rotated types, activation energy per column for the others)")
 	saveImp := fs.String("save-importance", "", "with --calibration: also write the measured activation energies to FILE (JSON) for --importance")
 	loadImp := fs.String("importance", "", "read the activation energies from FILE (written by --save-importance) instead of running --calibration")
 	calibCtx := fs.Int("calibration-ctx", 128, "chunk length in tokens for --calibration")
 	comp := fs.String("compress", "none", "layer compression: none, lz4 or lz4hc")
 	threads := fs.Int("threads", 1, "threads quantizing rows")
 	asJSON := fs.Bool("json", false, "print one JSON object as the last line (bpw, per-tensor quality)")
+	bpw := fs.Float64("bpw", 0, "mixed precision: choose a type per matrix (QSF_Q2R ... Q8_0) by its measured sensitivity so that the matrices average at most N bits per weight (needs --calibration)")
+	targetSize := fs.Float64("target-size", 0, "mixed precision as --bpw, sized so that the output file takes at most this many MiB")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -43,12 +45,27 @@ func cmdQuantize(args []string, stdout, stderr io.Writer) error {
 	if len(pos) != 2 {
 		return usagef("want IN and OUT")
 	}
-	if *typ == "" {
-		return usagef("no type: pass --quant 2bit|3bit|4bit|TYPE")
+	mixed := *bpw != 0 || *targetSize != 0
+	if *typ == "" && !mixed || strings.EqualFold(*typ, "mixed") && !mixed {
+		return usagef("no type: pass --quant 2bit|3bit|4bit|TYPE, or --bpw N / --target-size MiB")
 	}
-	want, err := parseQuant(*typ)
-	if err != nil {
-		return err
+	if *bpw != 0 && *targetSize != 0 {
+		return usagef("--bpw and --target-size exclude each other")
+	}
+	if *bpw < 0 || *targetSize < 0 || math.IsNaN(*bpw) || math.IsNaN(*targetSize) {
+		return usagef("--bpw and --target-size must be positive")
+	}
+	if mixed && *calib == "" {
+		return usagef("--bpw and --target-size need --calibration (the sensitivity of each matrix is measured on it)")
+	}
+	want := quant.QSF_Q2R
+	if *typ != "" && !strings.EqualFold(*typ, "mixed") {
+		if mixed {
+			return usagef("--quant %s and --bpw/--target-size exclude each other", *typ)
+		}
+		if want, err = parseQuant(*typ); err != nil {
+			return err
+		}
 	}
 	overrides := map[string]quant.Type{}
 	for name, v := range map[string]string{"output.weight": *outType, "token_embd.weight": *embdType} {
@@ -90,6 +107,8 @@ func cmdQuantize(args []string, stdout, stderr io.Writer) error {
 	defer stop()
 	calibTokens := 0
 	var energy map[string][]float32
+	var gram map[string][]float64
+	var mixRep []mixReport
 	switch {
 	case *calib != "":
 		text, err := readCalibration(*calib)
@@ -100,15 +119,48 @@ func cmdQuantize(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		energy, calibTokens, err = m.ActivationEnergy(ctx, text, qsf.CalibrationOptions{Context: *calibCtx})
-		m.Close()
+		defer m.Close()
+		if gramBytes(src) <= maxGramBytes {
+			gram, calibTokens, err = m.ActivationGram(ctx, text, qsf.CalibrationOptions{Context: *calibCtx})
+			energy = gramDiagonals(gram)
+		} else {
+			fmt.Fprintf(stderr, "calibration: the matrices' second moments would take %s; measuring the activation energy only (no GPTQ)\n", mib(gramBytes(src)))
+			energy, calibTokens, err = m.ActivationEnergy(ctx, text, qsf.CalibrationOptions{Context: *calibCtx})
+		}
 		if err != nil {
 			return fmt.Errorf("calibration: %w", err)
 		}
 		fmt.Fprintf(stderr, "calibration: %d tokens, %d matrices measured\n", calibTokens, len(energy))
 		if *saveImp != "" {
-			if err := saveImportance(ctx, *saveImp, importanceFile{Tokens: calibTokens, Energy: energy}); err != nil {
+			if err := saveImportance(ctx, *saveImp, importanceFile{Tokens: calibTokens, Energy: energy, Gram: gram}); err != nil {
 				return err
+			}
+		}
+		if mixed {
+			var elems float64
+			for _, t := range src.Tensors {
+				if len(t.Shape) == 2 && t.Shape[1] > 1 {
+					elems += float64(t.Elements())
+				}
+			}
+			budget := *bpw * elems
+			if *targetSize != 0 {
+				budget = matrixBudget(src, *targetSize*(1<<20))
+			}
+			plan, rep, err := planMixed(ctx, m, src, gram, energy, text, budget, *threads, stderr)
+			if err != nil {
+				return err
+			}
+			mixRep = rep
+			for name, c := range plan {
+				overrides[name] = c.typ
+			}
+			opts.TensorTypes = overrides
+			opts.QuantizeMatrix = func(name string, typ quant.Type, rows, cols int, w []float32) ([]byte, error) {
+				if c, ok := plan[name]; ok && c.typ == typ {
+					return c.data, nil
+				}
+				return nil, nil
 			}
 		}
 	case *loadImp != "":
@@ -116,20 +168,45 @@ func cmdQuantize(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		energy, calibTokens = f.Energy, f.Tokens
+		energy, calibTokens, gram = f.Energy, f.Tokens, f.Gram
 	}
 	if energy != nil {
 		opts.Importance = func(name string) []float32 { return energy[name] }
+	}
+	if gram != nil && opts.QuantizeMatrix == nil {
+		opts.QuantizeMatrix = func(name string, typ quant.Type, rows, cols int, w []float32) ([]byte, error) {
+			g := gram[name]
+			if g == nil || len(g) != cols*cols {
+				return nil, nil
+			}
+			tr, err := quant.Lookup(typ)
+			if err != nil || !tr.RotatedInput {
+				return nil, nil
+			}
+			rb, err := quant.RowBytes(typ, cols)
+			if err != nil {
+				return nil, err
+			}
+			dst := make([]byte, rows*rb)
+			return dst, quant.QuantizeGPTQ(typ, dst, w, rows, cols, g)
+		}
 	}
 	res, err := convert.ConvertContext(ctx, in, out, opts)
 	if err != nil {
 		return err
 	}
+	if *targetSize != 0 && float64(res.OutputBytes) > *targetSize*(1<<20) {
+		os.Remove(out)
+		return fmt.Errorf("%w: the output took %s, more than --target-size %g MiB; removed it", errTargetSize, mib(res.OutputBytes), *targetSize)
+	}
 	rep, err := qualityReport(src, out)
 	if err != nil {
 		return err
 	}
-	rep.Type, rep.CalibrationTokens, rep.Bytes = want.String(), calibTokens, res.OutputBytes
+	rep.Type, rep.CalibrationTokens, rep.Bytes, rep.Mixed = want.String(), calibTokens, res.OutputBytes, mixRep
+	if mixed {
+		rep.Type = "mixed"
+	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "tensor\ttype\tbpw\trel MSE\tcosine\t")
 	for _, t := range rep.Tensors {
@@ -170,6 +247,7 @@ type quantizeReport struct {
 	Bytes             int64           `json:"bytes"`
 	CalibrationTokens int             `json:"calibration_tokens"`
 	Tensors           []tensorQuality `json:"tensors"`
+	Mixed             []mixReport     `json:"mixed,omitempty"` // --bpw / --target-size: each matrix's sensitivity and choice
 }
 
 // tensorQuality compares one quantized matrix with its source.
@@ -213,6 +291,37 @@ func checkQuantizeInput(in string) (*format.File, error) {
 type importanceFile struct {
 	Tokens int                  `json:"tokens"`
 	Energy map[string][]float32 `json:"energy"`
+	Gram   map[string][]float64 `json:"gram,omitempty"` // mean x·xᵀ of each matrix's input, cols×cols
+}
+
+// maxGramBytes bounds the memory the second moments of calibration may
+// take; beyond it only their diagonals (the activation energy) are kept.
+const maxGramBytes = 2 << 30
+
+// gramBytes is the memory the second moments of src's matrices take.
+func gramBytes(src *format.File) int64 {
+	var n int64
+	for _, t := range src.Tensors {
+		if len(t.Shape) == 2 && t.Shape[1] > 1 {
+			n += int64(t.Shape[0]) * int64(t.Shape[0]) * 8
+		}
+	}
+	return n
+}
+
+// gramDiagonals returns the diagonal of each second moment: the
+// activation energy of each column.
+func gramDiagonals(gram map[string][]float64) map[string][]float32 {
+	e := make(map[string][]float32, len(gram))
+	for name, g := range gram {
+		n := int(math.Sqrt(float64(len(g))))
+		d := make([]float32, n)
+		for i := range d {
+			d[i] = float32(g[i*n+i])
+		}
+		e[name] = d
+	}
+	return e
 }
 
 func saveImportance(ctx context.Context, path string, f importanceFile) error {

@@ -114,9 +114,9 @@ func TestQuantizeImportanceFile(t *testing.T) {
 	var rep quantizeReport
 	lastJSON(t, stdout.String(), &rep)
 	for _, q := range rep.Tensors {
-		want := "QSF_Q2A"
+		want := "QSF_Q2R"
 		if q.Name == "output.weight" {
-			want = "QSF_Q4A"
+			want = "QSF_Q4R"
 		}
 		if q.Type != want {
 			t.Errorf("%s is %s, want %s", q.Name, q.Type, want)
@@ -152,5 +152,50 @@ func TestQuantizeImportanceFile(t *testing.T) {
 	stderr.Reset()
 	if code := runMain([]string{"quantize", in, filepath.Join(dir, "c.qsf"), "--quant", "2bit", "--importance", bad, "--calibration", calib}, &stdout, &stderr); code == 0 || !strings.Contains(stderr.String(), "exclude") {
 		t.Errorf("--importance with --calibration: exit %d, %s", code, stderr.String())
+	}
+}
+
+// TestQuantizeMixed: --bpw chooses types per matrix within the budget and
+// reports each matrix's measured sensitivity; an impossible --bpw or
+// --target-size fails without leaving an output file.
+func TestQuantizeMixed(t *testing.T) {
+	in := testfiles.Path(t, "models", "gguf", "stories260K-pad256-f32.gguf")
+	dir := t.TempDir()
+	calib := filepath.Join(dir, "calib.txt")
+	os.WriteFile(calib, []byte(strings.Repeat("Lily and Ben went to the park. They saw a big dog and a red ball.\n", 6)), 0o644)
+	out := filepath.Join(dir, "m.qsf")
+	var stdout, stderr bytes.Buffer
+	if code := runMain([]string{"quantize", in, out, "--bpw", "3.2", "--calibration", calib, "--json"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	var rep quantizeReport
+	lastJSON(t, stdout.String(), &rep)
+	if !(rep.BPW > 2.9 && rep.BPW <= 3.2) || rep.Type != "mixed" || len(rep.Mixed) != 37 {
+		t.Errorf("bpw %v (want in (2.9, 3.2]), type %q, %d sensitivities", rep.BPW, rep.Type, len(rep.Mixed))
+	}
+	types := map[string]bool{}
+	for _, q := range rep.Tensors {
+		types[q.Type] = true
+	}
+	if len(types) < 2 {
+		t.Errorf("one type for every matrix: %v", types)
+	}
+	for _, m := range rep.Mixed {
+		if !(m.KLSmallest >= 0) {
+			t.Errorf("%s: sensitivity %v", m.Name, m.KLSmallest)
+		}
+	}
+	for _, args := range [][]string{{"--bpw", "2"}, {"--target-size", "0.5"}} {
+		bad := filepath.Join(dir, "bad.qsf")
+		stderr.Reset()
+		if code := runMain(append([]string{"quantize", in, bad, "--calibration", calib}, args...), &stdout, &stderr); code == 0 {
+			t.Errorf("%v: exit 0", args)
+		}
+		if !strings.Contains(stderr.String(), "target too small") {
+			t.Errorf("%v: stderr %q", args, stderr.String())
+		}
+		if left, _ := filepath.Glob(filepath.Join(dir, "bad.qsf*")); len(left) != 0 {
+			t.Errorf("%v: left %v behind", args, left)
+		}
 	}
 }
