@@ -83,3 +83,49 @@
 	VMOVSD       X4, 0(R8)(R14*2) \
 	VEXTRACTF128 $1, Y4, X5 \
 	VMOVSD       X5, 0(R8)(BX*1)
+
+// K4SCALES unpacks the 6-bit scales and mins of the Q4_K block at ptr as
+// ggml's kmask trick does: bytes 0..7 of s are the eight scales, of m the
+// eight mins (64-bit registers); t1, t2, t3 are clobbered.
+#define K4SCALES(ptr, s, m, t1, t2, t3) \
+	MOVL 4(ptr), s \
+	MOVL 8(ptr), m \
+	MOVL 12(ptr), t1 \
+	MOVL t1, t2 \
+	SHRL $4, t2 \
+	ANDL $0x0f0f0f0f, t2 \
+	MOVL m, t3 \
+	SHRL $6, t3 \
+	ANDL $0x03030303, t3 \
+	SHLL $4, t3 \
+	ORL  t3, t2 \
+	ANDL $0x3f3f3f3f, m \
+	ANDL $0x0f0f0f0f, t1 \
+	MOVL s, t3 \
+	SHRL $6, t3 \
+	ANDL $0x03030303, t3 \
+	SHLL $4, t3 \
+	ORL  t3, t1 \
+	ANDL $0x3f3f3f3f, s \
+	SHLQ $32, t1 \
+	ORQ  t1, s \
+	SHLQ $32, t2 \
+	ORQ  t2, m
+
+// HSUM8 reduces the 8-lane accumulator yacc (xacc its low half) as
+// hsum_float_8 does, into the low lane of xacc; xt is clobbered.
+#define HSUM8(yacc, xacc, xt) \
+	VEXTRACTF128 $1, yacc, xt \
+	VADDPS xt, xacc, xacc \
+	VMOVHLPS xacc, xt, xt \
+	VADDPS xt, xacc, xacc \
+	VMOVSHDUP xacc, xt \
+	VADDSS xt, xacc, xacc
+
+// HSUM4M reduces the 4-lane mins accumulator xm of the K-quant kernels as
+// ggml does ((m0+m2)+(m1+m3)) into its low lane; xt is clobbered.
+#define HSUM4M(xm, xt) \
+	VMOVHLPS xm, xt, xt \
+	VADDPS xt, xm, xm \
+	VMOVSHDUP xm, xt \
+	VADDSS xt, xm, xm
