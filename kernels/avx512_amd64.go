@@ -44,7 +44,7 @@ func tileForAVX512(tt *quant.Traits) *tileKernel {
 	}
 	switch tt.Type {
 	case quant.Q4_K:
-		return &tileQ4_KAVX512
+		return &tileQ4_Kx8AVX512
 	case quant.F32:
 		return &tileF32AVX512
 	case quant.F16:
@@ -65,6 +65,14 @@ var (
 		rowStep:   1,
 		packBytes: packBytesQ8_Kx4Z,
 		pack:      packQ8_Kx4Z,
+	}
+	tileQ4_Kx8AVX512 = tileKernel{
+		run:       q4_Kx8AVX512,
+		rowStep:   1,
+		tokens:    8,
+		rest:      &tileQ4_KAVX512,
+		packBytes: packBytesQ8_Kx8Z,
+		pack:      packQ8_Kx8Z,
 	}
 	tileF32AVX512 = tileKernel{
 		run:       f32x4AVX512,
@@ -200,36 +208,43 @@ func f16x4AVX512(out []float32, ostride int, w []byte, rowBytes, cols, rows int,
 	halfx4AVX2(true, kindF16, out, ostride, w, rowBytes, cols, rows, packed)
 }
 
-// q8KzBlock is the size of one block of four Q8_K activations packed by
-// packQ8_Kx4Z.
-const q8KzBlock = 1344
+// q8KzPair is the size of one block of a pair of Q8_K activations packed
+// by packQ8_KZ.
+const q8KzPair = 672
 
-func packBytesQ8_Kx4Z(cols int) int { return cols / 256 * q8KzBlock }
+func packBytesQ8_Kx4Z(cols int) int { return cols / 256 * 2 * q8KzPair }
+func packBytesQ8_Kx8Z(cols int) int { return cols / 256 * 4 * q8KzPair }
 
-// packQ8_Kx4Z packs tileTokens Q8_K activations for dotQ4_Kx4AVX512, in
-// pairs p (activations 2p, 2p+1): per block, sub-block s (32 quants) of
-// both at 512p+64s, the pair's da as [da0 ×8, da1 ×8] at 1024+64p and
-// [da0 ×4, da1 ×4] at 1152+32p, bsums 0..7 of both at 1216+64p and bsums
-// 8..15 of both 32 bytes on.
-func packQ8_Kx4Z(dst, acts []byte, actBytes, cols int) {
+// packQ8_Kx4Z packs tileTokens Q8_K activations for dotQ4_Kx4AVX512, and
+// packQ8_Kx8Z eight for dotQ4_Kx8AVX512 (see packQ8_KZ).
+func packQ8_Kx4Z(dst, acts []byte, actBytes, cols int) { packQ8_KZ(dst, acts, actBytes, cols, 2) }
+func packQ8_Kx8Z(dst, acts []byte, actBytes, cols int) { packQ8_KZ(dst, acts, actBytes, cols, 4) }
+
+// packQ8_KZ packs 2·pairs Q8_K activations in pairs p (activations 2p,
+// 2p+1), P = pairs: per block (P·672 bytes), sub-block s (32 quants) of
+// both at 512p+64s, the pair's da as [da0 ×8, da1 ×8] at 512P+64p and
+// [da0 ×4, da1 ×4] at 576P+32p, bsums 0..7 of both at 608P+64p and
+// bsums 8..15 of both 32 bytes on.
+func packQ8_KZ(dst, acts []byte, actBytes, cols, pairs int) {
 	nb := cols / 256
-	for t := 0; t < tileTokens; t++ {
+	size := pairs * q8KzPair
+	for t := 0; t < 2*pairs; t++ {
 		p, h := t/2, t%2
 		act := acts[t*actBytes : (t+1)*actBytes]
 		for b := 0; b < nb; b++ {
 			blk := act[b*q8KBlock : (b+1)*q8KBlock]
-			o := dst[b*q8KzBlock : (b+1)*q8KzBlock]
+			o := dst[b*size : (b+1)*size]
 			for s := 0; s < 8; s++ {
 				copy(o[512*p+64*s+32*h:][:32], blk[4+32*s:])
 			}
 			for l := 0; l < 8; l++ {
-				copy(o[1024+64*p+32*h+4*l:][:4], blk[:4])
+				copy(o[512*pairs+64*p+32*h+4*l:][:4], blk[:4])
 			}
 			for l := 0; l < 4; l++ {
-				copy(o[1152+32*p+16*h+4*l:][:4], blk[:4])
+				copy(o[576*pairs+32*p+16*h+4*l:][:4], blk[:4])
 			}
-			copy(o[1216+64*p+16*h:][:16], blk[260:276])
-			copy(o[1248+64*p+16*h:][:16], blk[276:292])
+			copy(o[608*pairs+64*p+16*h:][:16], blk[260:276])
+			copy(o[608*pairs+64*p+32+16*h:][:16], blk[276:292])
 		}
 	}
 }
@@ -243,4 +258,16 @@ func q4_Kx4AVX512(out []float32, ostride int, w []byte, rowBytes, cols, rows int
 	_ = w[rows*rowBytes-1]
 	_ = packed[packBytesQ8_Kx4Z(cols)-1]
 	dotQ4_Kx4AVX512(&out[0], ostride, rows, &w[0], cols/256, &packed[0])
+}
+
+//go:noescape
+func dotQ4_Kx8AVX512(out *float32, ostride, rows int, w *byte, nb int, packed *byte)
+
+// q4_Kx8AVX512 is the avx512 tier's Q4_K tile kernel of eight
+// activations (kquant_avx512_amd64.s).
+func q4_Kx8AVX512(out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
+	_ = out[7*ostride+rows-1]
+	_ = w[rows*rowBytes-1]
+	_ = packed[packBytesQ8_Kx8Z(cols)-1]
+	dotQ4_Kx8AVX512(&out[0], ostride, rows, &w[0], cols/256, &packed[0])
 }

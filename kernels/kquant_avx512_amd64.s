@@ -318,3 +318,209 @@ q6rblock:
 	JNZ  q6rpair
 	VZEROUPPER
 	RET
+
+// k4zScaleShuf is k4ScaleShuf with each control repeated over a zmm: 64
+// bytes per scale.
+DATA k4zScaleShuf<>+0(SB)/8, $0x0100010001000100
+DATA k4zScaleShuf<>+8(SB)/8, $0x0100010001000100
+DATA k4zScaleShuf<>+16(SB)/8, $0x0100010001000100
+DATA k4zScaleShuf<>+24(SB)/8, $0x0100010001000100
+DATA k4zScaleShuf<>+32(SB)/8, $0x0100010001000100
+DATA k4zScaleShuf<>+40(SB)/8, $0x0100010001000100
+DATA k4zScaleShuf<>+48(SB)/8, $0x0100010001000100
+DATA k4zScaleShuf<>+56(SB)/8, $0x0100010001000100
+DATA k4zScaleShuf<>+64(SB)/8, $0x0302030203020302
+DATA k4zScaleShuf<>+72(SB)/8, $0x0302030203020302
+DATA k4zScaleShuf<>+80(SB)/8, $0x0302030203020302
+DATA k4zScaleShuf<>+88(SB)/8, $0x0302030203020302
+DATA k4zScaleShuf<>+96(SB)/8, $0x0302030203020302
+DATA k4zScaleShuf<>+104(SB)/8, $0x0302030203020302
+DATA k4zScaleShuf<>+112(SB)/8, $0x0302030203020302
+DATA k4zScaleShuf<>+120(SB)/8, $0x0302030203020302
+DATA k4zScaleShuf<>+128(SB)/8, $0x0504050405040504
+DATA k4zScaleShuf<>+136(SB)/8, $0x0504050405040504
+DATA k4zScaleShuf<>+144(SB)/8, $0x0504050405040504
+DATA k4zScaleShuf<>+152(SB)/8, $0x0504050405040504
+DATA k4zScaleShuf<>+160(SB)/8, $0x0504050405040504
+DATA k4zScaleShuf<>+168(SB)/8, $0x0504050405040504
+DATA k4zScaleShuf<>+176(SB)/8, $0x0504050405040504
+DATA k4zScaleShuf<>+184(SB)/8, $0x0504050405040504
+DATA k4zScaleShuf<>+192(SB)/8, $0x0706070607060706
+DATA k4zScaleShuf<>+200(SB)/8, $0x0706070607060706
+DATA k4zScaleShuf<>+208(SB)/8, $0x0706070607060706
+DATA k4zScaleShuf<>+216(SB)/8, $0x0706070607060706
+DATA k4zScaleShuf<>+224(SB)/8, $0x0706070607060706
+DATA k4zScaleShuf<>+232(SB)/8, $0x0706070607060706
+DATA k4zScaleShuf<>+240(SB)/8, $0x0706070607060706
+DATA k4zScaleShuf<>+248(SB)/8, $0x0706070607060706
+DATA k4zScaleShuf<>+256(SB)/8, $0x0908090809080908
+DATA k4zScaleShuf<>+264(SB)/8, $0x0908090809080908
+DATA k4zScaleShuf<>+272(SB)/8, $0x0908090809080908
+DATA k4zScaleShuf<>+280(SB)/8, $0x0908090809080908
+DATA k4zScaleShuf<>+288(SB)/8, $0x0908090809080908
+DATA k4zScaleShuf<>+296(SB)/8, $0x0908090809080908
+DATA k4zScaleShuf<>+304(SB)/8, $0x0908090809080908
+DATA k4zScaleShuf<>+312(SB)/8, $0x0908090809080908
+DATA k4zScaleShuf<>+320(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA k4zScaleShuf<>+328(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA k4zScaleShuf<>+336(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA k4zScaleShuf<>+344(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA k4zScaleShuf<>+352(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA k4zScaleShuf<>+360(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA k4zScaleShuf<>+368(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA k4zScaleShuf<>+376(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA k4zScaleShuf<>+384(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA k4zScaleShuf<>+392(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA k4zScaleShuf<>+400(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA k4zScaleShuf<>+408(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA k4zScaleShuf<>+416(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA k4zScaleShuf<>+424(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA k4zScaleShuf<>+432(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA k4zScaleShuf<>+440(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA k4zScaleShuf<>+448(SB)/8, $0x0f0e0f0e0f0e0f0e
+DATA k4zScaleShuf<>+456(SB)/8, $0x0f0e0f0e0f0e0f0e
+DATA k4zScaleShuf<>+464(SB)/8, $0x0f0e0f0e0f0e0f0e
+DATA k4zScaleShuf<>+472(SB)/8, $0x0f0e0f0e0f0e0f0e
+DATA k4zScaleShuf<>+480(SB)/8, $0x0f0e0f0e0f0e0f0e
+DATA k4zScaleShuf<>+488(SB)/8, $0x0f0e0f0e0f0e0f0e
+DATA k4zScaleShuf<>+496(SB)/8, $0x0f0e0f0e0f0e0f0e
+DATA k4zScaleShuf<>+504(SB)/8, $0x0f0e0f0e0f0e0f0e
+GLOBL k4zScaleShuf<>(SB), RODATA|NOPTR, $512
+
+// The Q4_K tile of eight activations (four pairs p: activations 2p in
+// lanes 0..7, 2p+1 in lanes 8..15) against rows one at a time, each
+// block's nibbles and scales unpacked once for the eight. The activations
+// come packed by packQ8_KZ with four pairs: per block (2688 bytes),
+// sub-block s of pair p's quants at 512p+64s (32 of each activation), the
+// pair's da as [da0 ×8, da1 ×8] at 2048+64p and [da0 ×4, da1 ×4] at
+// 2304+32p, its bsums 0..7 as [act0, act1] at 2432+64p and 8..15 32
+// bytes on.
+//
+// Registers: Z0..Z3 the sums' float accumulators of pairs 0..3, Y4..Y7
+// their mins' (lanes 0..3 and 4..7), Z24..Z31 the block's integer sums
+// (two per pair: low and high nibbles), Z8 the row's scales as int16 in
+// every 128-bit lane, Z15 the nibble mask.
+
+// K4Z8TOK adds pair poff's part of sub-blocks 2j, 2j+1 into ilo and ihi:
+// the nibbles in Z9 (low), Z10 (high), the scales in Z11, Z12.
+#define K4Z8TOK(j, poff, ilo, ihi) \
+	VPMADDUBSW (poff+128*j)(DI), Z9, Z13 \
+	VPMADDUBSW (poff+128*j+64)(DI), Z10, Z14 \
+	VPDPWSSD Z11, Z13, ilo \
+	VPDPWSSD Z12, Z14, ihi
+
+#define K4Z8QUAD(j) \
+	VBROADCASTI32X8 (16+32*j)(SI), Z9 \
+	VPSRLW $4, Z9, Z10 \
+	VPANDD Z15, Z9, Z9 \
+	VPANDD Z15, Z10, Z10 \
+	VPSHUFB k4zScaleShuf<>+(128*j)(SB), Z8, Z11 \
+	VPSHUFB k4zScaleShuf<>+(128*j+64)(SB), Z8, Z12 \
+	K4Z8TOK(j, 0, Z24, Z25) \
+	K4Z8TOK(j, 512, Z26, Z27) \
+	K4Z8TOK(j, 1024, Z28, Z29) \
+	K4Z8TOK(j, 1536, Z30, Z31)
+
+// K4Z8END finishes pair p's block: its integer sums in ilo + ihi, fp32(d)
+// in every lane of Z16, fp32(dmin) in Y17, the mins as int16 in both
+// halves of Y18.
+#define K4Z8END(p, ilo, ihi, acc, macc) \
+	VPADDD ihi, ilo, ilo \
+	VCVTDQ2PS ilo, ilo \
+	VMULPS (2048+64*p)(DI), Z16, Z19 \
+	VFMADD231PS Z19, ilo, acc \
+	VMOVDQU (2432+64*p)(DI), Y13 \
+	VPHADDW (2464+64*p)(DI), Y13, Y13 \
+	VPMADDWD Y13, Y18, Y13 \
+	VCVTDQ2PS Y13, Y13 \
+	VMULPS (2304+32*p)(DI), Y17, Y14 \
+	VFMADD231PS Y14, Y13, macc
+
+// K4Z8STORE reduces pair p's accumulators (acc, macc) as dotQ4_KAVX2
+// does and stores activation 2p's dot at dst0, 2p+1's at dst1.
+#define K4Z8STORE(yacc, xacc, zacc, ym, xm, dst0, dst1) \
+	VEXTRACTF64X4 $1, zacc, Y12 \
+	VEXTRACTF128 $1, ym, X13 \
+	HSUM8(yacc, xacc, X9) \
+	HSUM4M(xm, X10) \
+	VSUBSS xm, xacc, xacc \
+	VMOVSS xacc, dst0 \
+	HSUM8(Y12, X12, X9) \
+	HSUM4M(X13, X10) \
+	VSUBSS X13, X12, X12 \
+	VMOVSS X12, dst1
+
+// func dotQ4_Kx8AVX512(out *float32, ostride, rows int, w *byte, nb int, packed *byte)
+TEXT ·dotQ4_Kx8AVX512(SB), NOSPLIT, $0-48
+	MOVQ out+0(FP), R8
+	MOVQ ostride+8(FP), R14
+	SHLQ $2, R14
+	LEAQ (R14)(R14*2), R15
+	MOVQ rows+16(FP), R9
+	MOVQ w+24(FP), SI
+	MOVQ nb+32(FP), R10
+	MOVQ packed+40(FP), R11
+
+	MOVL $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z15 // low nibble mask
+
+k8row:
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Y4, Y4, Y4
+	VPXORD Y5, Y5, Y5
+	VPXORD Y6, Y6, Y6
+	VPXORD Y7, Y7, Y7
+	MOVQ R11, DI
+	MOVQ R10, CX
+
+k8block:
+	K4SCALES(SI, AX, BX, DX, R12, R13)
+	VMOVQ AX, X8
+	VPMOVZXBW X8, X8
+	VPERMQ $0x44, Y8, Y8
+	VINSERTI64X4 $1, Y8, Z8, Z8 // scales as int16, in every 128-bit lane
+
+	VPXORD Z24, Z24, Z24
+	VPXORD Z25, Z25, Z25
+	VPXORD Z26, Z26, Z26
+	VPXORD Z27, Z27, Z27
+	VPXORD Z28, Z28, Z28
+	VPXORD Z29, Z29, Z29
+	VPXORD Z30, Z30, Z30
+	VPXORD Z31, Z31, Z31
+	K4Z8QUAD(0)
+	K4Z8QUAD(1)
+	K4Z8QUAD(2)
+	K4Z8QUAD(3)
+
+	VMOVQ BX, X9
+	VPMOVZXBW X9, X9
+	VPERMQ $0x44, Y9, Y18 // mins as int16, in both halves
+	VMOVD (SI), X9
+	VCVTPH2PS X9, X9 // [d, dmin]
+	VBROADCASTSS X9, Z16
+	VMOVSHDUP X9, X10
+	VBROADCASTSS X10, Y17
+	K4Z8END(0, Z24, Z25, Z0, Y4)
+	K4Z8END(1, Z26, Z27, Z1, Y5)
+	K4Z8END(2, Z28, Z29, Z2, Y6)
+	K4Z8END(3, Z30, Z31, Z3, Y7)
+
+	ADDQ $144, SI
+	ADDQ $2688, DI
+	DECQ CX
+	JNZ  k8block
+
+	LEAQ (R8)(R14*4), R12
+	K4Z8STORE(Y0, X0, Z0, Y4, X4, (R8), (R8)(R14*1))
+	K4Z8STORE(Y1, X1, Z1, Y5, X5, (R8)(R14*2), (R8)(R15*1))
+	K4Z8STORE(Y2, X2, Z2, Y6, X6, (R12), (R12)(R14*1))
+	K4Z8STORE(Y3, X3, Z3, Y7, X7, (R12)(R14*2), (R12)(R15*1))
+	ADDQ $4, R8
+	DECQ R9
+	JNZ  k8row
+	VZEROUPPER
+	RET

@@ -24,9 +24,10 @@ func TestMatMul(t *testing.T) {
 		{quant.Q6_K, 1, 256, 1},
 		{quant.F32, 5, 33, 4},
 	}
-	// Tile kernels take activations four at a time: whole tiles, a
-	// remainder, and matrices of several row tiles and odd row counts.
-	for _, n := range []int{1, 3, 4, 5, 64, 65} {
+	// Tile kernels take activations four (or eight, with a four-wide
+	// kernel for what is left) at a time: whole tiles, remainders, and
+	// matrices of several row tiles and odd row counts.
+	for _, n := range []int{1, 3, 4, 5, 8, 13, 64, 65} {
 		cases = append(cases, []struct {
 			typ        quant.Type
 			rows, cols int

@@ -7,11 +7,12 @@ import (
 	"github.com/x448/float16"
 )
 
-// tileTokens is how many activations a tile kernel multiplies at once.
+// tileTokens is how many activations a tile kernel multiplies at once,
+// unless it says otherwise (tileKernel.tokens).
 const tileTokens = 4
 
-// tileKernel computes a tile of tileTokens activations × rows rows:
-// out[t*ostride+r] = dot(row r, activation t) for t in [0, tileTokens) and
+// tileKernel computes a tile of k.width() activations × rows rows:
+// out[t*ostride+r] = dot(row r, activation t) for t in [0, k.width()) and
 // r in [0, rows), with exactly the arithmetic of the tier's one-activation
 // kernel for each (row, activation). The activations come interleaved by
 // the tile's pack function.
@@ -20,12 +21,26 @@ type tileKernel struct {
 	run func(out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte)
 	// rowStep is the granularity of rows run accepts.
 	rowStep int
-	// packBytes returns the size of the packed form of tileTokens
+	// tokens is how many activations run takes; 0 means tileTokens.
+	tokens int
+	// rest, if not nil, is the kernel for the activations left over
+	// after the last whole tile of this one (fewer than tokens), in
+	// tiles of its own width.
+	rest *tileKernel
+	// packBytes returns the size of the packed form of width()
 	// activations of cols elements.
 	packBytes func(cols int) int
-	// pack writes the packed form of the tileTokens activations of
+	// pack writes the packed form of the width() activations of
 	// actBytes bytes each, back to back in acts, into dst.
 	pack func(dst, acts []byte, actBytes, cols int)
+}
+
+// width returns how many activations k multiplies at once.
+func (k *tileKernel) width() int {
+	if k.tokens == 0 {
+		return tileTokens
+	}
+	return k.tokens
 }
 
 // q8x4Block is the size of one Q8_0 block of one activation in the packed
