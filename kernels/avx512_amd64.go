@@ -45,6 +45,8 @@ func tileForAVX512(tt *quant.Traits) *tileKernel {
 	switch tt.Type {
 	case quant.Q4_K:
 		return &tileQ4_Kx8AVX512
+	case quant.Q6_K:
+		return &tileQ6_Kx8AVX512
 	case quant.F32:
 		return &tileF32AVX512
 	case quant.F16:

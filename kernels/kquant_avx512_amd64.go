@@ -44,3 +44,62 @@ func q6_KAVX512(out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
 		dotQ6_KAVX2(&out[r], len(out)-r, &w[r*rowBytes], nb, &act[0], &aux[0])
 	}
 }
+
+// q6zPair is the size of one block of a pair of Q8_K activations packed
+// by packQ6_KZ: eight chunks of 128 bytes and the pair's da.
+const q6zPair = 8*128 + 64
+
+func packBytesQ6_Kx8Z(cols int) int { return cols / 256 * 4 * q6zPair }
+
+// packQ6_Kx8Z packs eight Q8_K activations for dotQ6_Kx8AVX512 (see
+// packQ6_KZ).
+func packQ6_Kx8Z(dst, acts []byte, actBytes, cols int) { packQ6_KZ(dst, acts, actBytes, cols, 4) }
+
+// packQ6_KZ packs 2·pairs Q8_K activations for the Q6_K tile in pairs p
+// (activations 2p, 2p+1), P = pairs: per block (P·1088 bytes), chunk c
+// (quants 32c..32c+31) of pair p at 1024p+128c: the 32 quants of both
+// activations, then 32·(a[2i]+a[2i+1]) for their 16 pairs as int16
+// (prepQ6_K's offsets) of both; the pair's da as [da0 ×8, da1 ×8] at
+// 1024P+64p.
+func packQ6_KZ(dst, acts []byte, actBytes, cols, pairs int) {
+	nb := cols / 256
+	size := pairs * q6zPair
+	var off [pairAuxBlock]byte
+	for t := 0; t < 2*pairs; t++ {
+		p, h := t/2, t%2
+		act := acts[t*actBytes : (t+1)*actBytes]
+		for b := 0; b < nb; b++ {
+			blk := act[b*q8KBlock : (b+1)*q8KBlock]
+			prepPairs(off[:0], blk, 256, 32)
+			o := dst[b*size : (b+1)*size]
+			for c := 0; c < 8; c++ {
+				copy(o[1024*p+128*c+32*h:][:32], blk[4+32*c:])
+				copy(o[1024*p+128*c+64+32*h:][:32], off[32*c:])
+			}
+			for l := 0; l < 8; l++ {
+				copy(o[1024*pairs+64*p+32*h+4*l:][:4], blk[:4])
+			}
+		}
+	}
+}
+
+//go:noescape
+func dotQ6_Kx8AVX512(out *float32, ostride, rows int, w *byte, nb int, packed *byte)
+
+// q6_Kx8AVX512 is the avx512 tier's Q6_K tile kernel of eight
+// activations; a group of four left over goes through the AVX2 tile.
+func q6_Kx8AVX512(out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
+	_ = out[7*ostride+rows-1]
+	_ = w[rows*rowBytes-1]
+	_ = packed[packBytesQ6_Kx8Z(cols)-1]
+	dotQ6_Kx8AVX512(&out[0], ostride, rows, &w[0], cols/256, &packed[0])
+}
+
+var tileQ6_Kx8AVX512 = tileKernel{
+	run:       q6_Kx8AVX512,
+	rowStep:   1,
+	tokens:    8,
+	rest:      &tileQ6_K,
+	packBytes: packBytesQ6_Kx8Z,
+	pack:      packQ6_Kx8Z,
+}

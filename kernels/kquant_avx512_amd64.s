@@ -524,3 +524,139 @@ k8block:
 	JNZ  k8row
 	VZEROUPPER
 	RET
+
+// The Q6_K tile of eight activations (four pairs p: activations 2p in
+// lanes 0..7, 2p+1 in lanes 8..15) against rows one at a time, each
+// block's quants and scales unpacked once for the eight. The activations
+// come packed by packQ6_KZ with four pairs: per block (4352 bytes), chunk
+// c (quants 32c..32c+31) of pair p at 1024p+128c, the quants of both
+// activations (64 bytes), then their prepared offsets (prepQ6_K, 32 bytes
+// each); the pair's da as [da0 ×8, da1 ×8] at 4096+64p.
+//
+// Registers: Z16..Z19 the float accumulators of pairs 0..3, Z24..Z31 the
+// block's integer sums (two per pair: even and odd k), Z13 the row's
+// scales as int16 in both halves, Z14 and Z15 the masks, Z20..Z23 the
+// scale controls.
+
+// Q6Z8TOK adds pair poff's part of chunk c, the quants in Z1 and the
+// scales in Z3, into iacc.
+#define Q6Z8TOK(c, poff, iacc) \
+	VPMADDUBSW (poff+128*c)(DI), Z1, Z4 \
+	VPSUBW (poff+128*c+64)(DI), Z4, Z4 \
+	VPDPWSSD Z3, Z4, iacc
+
+// Q6Z8Q does quants 32k..32k+31 of half h for the four pairs, their low
+// bits in Z1 and qh shifted so that bits 2k, 2k+1 sit at 4, 5 in Z2.
+#define Q6Z8Q(h, k, shuf, a0, a1, a2, a3) \
+	VPANDD Z15, Z2, Z2 \
+	VPORD Z2, Z1, Z1 \
+	VPSHUFB shuf, Z9, Z3 \
+	Q6Z8TOK((4*h+k), 0, a0) \
+	Q6Z8TOK((4*h+k), 1024, a1) \
+	Q6Z8TOK((4*h+k), 2048, a2) \
+	Q6Z8TOK((4*h+k), 3072, a3)
+
+#define Q6Z8HALF(h) \
+	VPERMQ $(0x44+0xaa*h), Z13, Z9 \
+	VBROADCASTI32X8 (128+32*h)(SI), Z10 \
+	VBROADCASTI32X8 (64*h)(SI), Z11 \
+	VBROADCASTI32X8 (64*h+32)(SI), Z12 \
+	VPANDD Z14, Z11, Z1 \
+	VPSLLW $4, Z10, Z2 \
+	Q6Z8Q(h, 0, Z20, Z24, Z26, Z28, Z30) \
+	VPANDD Z14, Z12, Z1 \
+	VPSLLW $2, Z10, Z2 \
+	Q6Z8Q(h, 1, Z21, Z25, Z27, Z29, Z31) \
+	VPSRLW $4, Z11, Z1 \
+	VPANDD Z14, Z1, Z1 \
+	VMOVDQA64 Z10, Z2 \
+	Q6Z8Q(h, 2, Z22, Z24, Z26, Z28, Z30) \
+	VPSRLW $4, Z12, Z1 \
+	VPANDD Z14, Z1, Z1 \
+	VPSRLW $2, Z10, Z2 \
+	Q6Z8Q(h, 3, Z23, Z25, Z27, Z29, Z31)
+
+// Q6Z8END finishes pair p's block: its integer sums in ie + io, fp32(d)
+// in every lane of Z5.
+#define Q6Z8END(p, ie, io, acc) \
+	VPADDD io, ie, ie \
+	VCVTDQ2PS ie, ie \
+	VMULPS (4096+64*p)(DI), Z5, Z6 \
+	VFMADD231PS Z6, ie, acc
+
+// Q6Z8STORE reduces pair p's accumulator as hsum_float_8 and stores
+// activation 2p's dot at dst0, 2p+1's at dst1.
+#define Q6Z8STORE(zacc, dst0, dst1) \
+	VMOVAPS zacc, Z0 \
+	VEXTRACTF64X4 $1, Z0, Y6 \
+	HSUM8(Y0, X0, X1) \
+	VMOVSS X0, dst0 \
+	HSUM8(Y6, X6, X1) \
+	VMOVSS X6, dst1
+
+// func dotQ6_Kx8AVX512(out *float32, ostride, rows int, w *byte, nb int, packed *byte)
+TEXT ·dotQ6_Kx8AVX512(SB), NOSPLIT, $0-48
+	MOVQ out+0(FP), R8
+	MOVQ ostride+8(FP), R14
+	SHLQ $2, R14
+	LEAQ (R14)(R14*2), R15
+	MOVQ rows+16(FP), R9
+	MOVQ w+24(FP), SI
+	MOVQ nb+32(FP), R10
+	MOVQ packed+40(FP), R11
+
+	MOVL $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z14 // low nibble mask
+	MOVL $0x30303030, AX
+	VPBROADCASTD AX, Z15 // high-bits mask
+	VBROADCASTI32X8 q6zScaleShuf<>+0(SB), Z20
+	VBROADCASTI32X8 q6zScaleShuf<>+32(SB), Z21
+	VBROADCASTI32X8 q6zScaleShuf<>+64(SB), Z22
+	VBROADCASTI32X8 q6zScaleShuf<>+96(SB), Z23
+
+q6z8row:
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	VPXORD Z18, Z18, Z18
+	VPXORD Z19, Z19, Z19
+	MOVQ R11, DI
+	MOVQ R10, CX
+
+q6z8block:
+	VPMOVSXBW 192(SI), Y13
+	VINSERTI64X4 $1, Y13, Z13, Z13 // scales as int16, in both halves
+	VPXORD Z24, Z24, Z24
+	VPXORD Z25, Z25, Z25
+	VPXORD Z26, Z26, Z26
+	VPXORD Z27, Z27, Z27
+	VPXORD Z28, Z28, Z28
+	VPXORD Z29, Z29, Z29
+	VPXORD Z30, Z30, Z30
+	VPXORD Z31, Z31, Z31
+	Q6Z8HALF(0)
+	Q6Z8HALF(1)
+
+	MOVWLZX 208(SI), AX
+	VMOVD AX, X5
+	VCVTPH2PS X5, X5
+	VBROADCASTSS X5, Z5
+	Q6Z8END(0, Z24, Z25, Z16)
+	Q6Z8END(1, Z26, Z27, Z17)
+	Q6Z8END(2, Z28, Z29, Z18)
+	Q6Z8END(3, Z30, Z31, Z19)
+
+	ADDQ $210, SI
+	ADDQ $4352, DI
+	DECQ CX
+	JNZ  q6z8block
+
+	LEAQ (R8)(R14*4), R12
+	Q6Z8STORE(Z16, (R8), (R8)(R14*1))
+	Q6Z8STORE(Z17, (R8)(R14*2), (R8)(R15*1))
+	Q6Z8STORE(Z18, (R12), (R12)(R14*1))
+	Q6Z8STORE(Z19, (R12)(R14*2), (R12)(R15*1))
+	ADDQ $4, R8
+	DECQ R9
+	JNZ  q6z8row
+	VZEROUPPER
+	RET
