@@ -101,7 +101,7 @@ var (
 // group goes through the AVX2 kernel, whose arithmetic is the same.
 
 //go:noescape
-func dotQ4_0x8AVX512(out *float32, pairs int, w *byte, nb int, aux *byte)
+func dotQ4_0x8AVX512(out *float32, pairs int, w *byte, nb int, aux *byte, ahead int)
 
 // q4_0x8AVX512 is the tier's Q4_0x8 kernel (avx512_amd64.s); aux is the
 // activation prepared by prepQ4_0x8.
@@ -114,7 +114,7 @@ func q4_0x8AVX512(out []float32, w []byte, rowBytes, cols int, act, aux []byte) 
 	_ = aux[nb*q4_0x8TokBlock-1]
 	groups := len(out) / 8
 	if pairs := groups / 2; pairs > 0 {
-		dotQ4_0x8AVX512(&out[0], pairs, &w[0], nb, &aux[0])
+		dotQ4_0x8AVX512(&out[0], pairs, &w[0], nb, &aux[0], prefetchAhead(64))
 	}
 	if groups%2 == 1 {
 		r := 8 * (groups - 1)
@@ -158,7 +158,7 @@ func q4_0x8x4AVX512(out []float32, ostride int, w []byte, rowBytes, cols, rows i
 }
 
 //go:noescape
-func dotQ8_0x4RowsAVX512(out *float32, groups int, w *byte, nb int, aux *byte)
+func dotQ8_0x4RowsAVX512(out *float32, groups int, w *byte, nb int, aux *byte, ahead int)
 
 // q8_0x4RowsAVX512 is the tier's Q8_0x4 kernel; aux is the activation
 // prepared by prepQ4_0x8.
@@ -169,7 +169,7 @@ func q8_0x4RowsAVX512(out []float32, w []byte, rowBytes, cols int, act, aux []by
 	nb := cols / 32
 	_ = w[len(out)*rowBytes-1]
 	_ = aux[nb*q4_0x8TokBlock-1]
-	dotQ8_0x4RowsAVX512(&out[0], len(out)/4, &w[0], nb, &aux[0])
+	dotQ8_0x4RowsAVX512(&out[0], len(out)/4, &w[0], nb, &aux[0], prefetchAhead(64))
 }
 
 //go:noescape

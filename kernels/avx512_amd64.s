@@ -88,12 +88,12 @@
 	MOVL $0x0f0f0f0f, AX \
 	VPBROADCASTD AX, Z31
 
-// func dotQ4_0x8AVX512(out *float32, pairs int, w *byte, nb int, aux *byte)
+// func dotQ4_0x8AVX512(out *float32, pairs int, w *byte, nb int, aux *byte, ahead int)
 //
 // Decode: pairs of groups of 8 rows against one activation prepared by
-// prepQ4_0x8. The two groups are two streams, each prefetched about
-// 1 KiB ahead (five lines per two blocks).
-TEXT ·dotQ4_0x8AVX512(SB), NOSPLIT, $0-40
+// prepQ4_0x8. The two groups are two streams, each prefetched ahead
+// bytes ahead (five lines per two blocks).
+TEXT ·dotQ4_0x8AVX512(SB), NOSPLIT, $0-48
 	MOVQ out+0(FP), R8
 	MOVQ pairs+8(FP), R9
 	MOVQ w+16(FP), SI
@@ -101,6 +101,8 @@ TEXT ·dotQ4_0x8AVX512(SB), NOSPLIT, $0-40
 	MOVQ aux+32(FP), R11
 	MOVQ R10, R13
 	IMULQ $144, R13
+	MOVQ ahead+40(FP), R12
+	LEAQ (R13)(R12*1), R14
 	NIBMASK
 
 x16pair:
@@ -111,16 +113,16 @@ x16pair:
 x16block:
 	CMPQ CX, $2
 	JLT  x16single
-	PREFETCHT0 1024(SI)
-	PREFETCHT0 1088(SI)
-	PREFETCHT0 1152(SI)
-	PREFETCHT0 1216(SI)
-	PREFETCHT0 1280(SI)
-	PREFETCHT0 1024(SI)(R13*1)
-	PREFETCHT0 1088(SI)(R13*1)
-	PREFETCHT0 1152(SI)(R13*1)
-	PREFETCHT0 1216(SI)(R13*1)
-	PREFETCHT0 1280(SI)(R13*1)
+	PREFETCHT0 0(SI)(R12*1)
+	PREFETCHT0 64(SI)(R12*1)
+	PREFETCHT0 128(SI)(R12*1)
+	PREFETCHT0 192(SI)(R12*1)
+	PREFETCHT0 256(SI)(R12*1)
+	PREFETCHT0 0(SI)(R14*1)
+	PREFETCHT0 64(SI)(R14*1)
+	PREFETCHT0 128(SI)(R14*1)
+	PREFETCHT0 192(SI)(R14*1)
+	PREFETCHT0 256(SI)(R14*1)
 	X16LOAD(0)
 	X16TOK(0, (DI), Z0)
 	X16LOAD(144)
@@ -285,16 +287,17 @@ GLOBL q8Lanes23<>(SB), RODATA|NOPTR, $64
 	Q8DOT(Z5, K2) \
 	VFMADD231PS Z15, Z7, Z17
 
-// func dotQ8_0x4RowsAVX512(out *float32, groups int, w *byte, nb int, aux *byte)
+// func dotQ8_0x4RowsAVX512(out *float32, groups int, w *byte, nb int, aux *byte, ahead int)
 //
 // Decode: groups of four rows, back to back, read as one stream and
-// prefetched about 1 KiB ahead, against one activation prepared by
+// prefetched ahead bytes ahead, against one activation prepared by
 // prepQ4_0x8.
-TEXT ·dotQ8_0x4RowsAVX512(SB), NOSPLIT, $0-40
+TEXT ·dotQ8_0x4RowsAVX512(SB), NOSPLIT, $0-48
 	MOVQ out+0(FP), R8
 	MOVQ groups+8(FP), R9
 	MOVQ w+16(FP), SI
 	MOVQ aux+32(FP), R11
+	MOVQ ahead+40(FP), R12
 	Q8CONST
 
 r8group:
@@ -306,11 +309,11 @@ r8group:
 r8pair:
 	CMPQ CX, $2
 	JLT  r8single
-	PREFETCHT0 1024(SI)
-	PREFETCHT0 1088(SI)
-	PREFETCHT0 1152(SI)
-	PREFETCHT0 1216(SI)
-	PREFETCHT0 1280(SI)
+	PREFETCHT0 0(SI)(R12*1)
+	PREFETCHT0 64(SI)(R12*1)
+	PREFETCHT0 128(SI)(R12*1)
+	PREFETCHT0 192(SI)(R12*1)
+	PREFETCHT0 256(SI)(R12*1)
 	R8BLOCK(0, 0)
 	R8BLOCK(136, 40)
 	ADDQ $272, SI

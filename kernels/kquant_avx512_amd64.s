@@ -51,13 +51,13 @@
 	VPDPWSSD Z3, Z1, Z7 \
 	VPDPWSSD Z4, Z2, Z8
 
-// func dotQ4_KRows2AVX512(out *float32, pairs int, w *byte, nb, rowBytes int, act *byte)
+// func dotQ4_KRows2AVX512(out *float32, pairs int, w *byte, nb, rowBytes int, act *byte, ahead int)
 //
 // Registers: SI row 0 at the current block, BX row 1, R10 the prefetch
-// pointer, R15 rowBytes, DI the activation block, Z0 the sums'
+// pointer (ahead bytes past the pair's start, a multiple of 2·rowBytes), R15 rowBytes, DI the activation block, Z0 the sums'
 // accumulators of both rows, Y13 the mins' (lanes 0..3 row 0, 4..7 row
 // 1), Y15 the block's bsums summed in 32s (both halves), X11 da.
-TEXT ·dotQ4_KRows2AVX512(SB), NOSPLIT, $0-48
+TEXT ·dotQ4_KRows2AVX512(SB), NOSPLIT, $0-56
 	MOVQ out+0(FP), R8
 	MOVQ pairs+8(FP), R9
 	MOVQ w+16(FP), SI
@@ -74,7 +74,8 @@ k4rpair:
 	VPXORD Z0, Z0, Z0
 	VPXORD Y13, Y13, Y13
 	LEAQ (SI)(R15*1), BX
-	LEAQ (SI)(R15*2), R10
+	MOVQ ahead+48(FP), R10
+	ADDQ SI, R10
 	MOVQ R11, DI
 	MOVQ nb+24(FP), CX
 
@@ -238,12 +239,12 @@ GLOBL q6zScaleShuf<>(SB), RODATA|NOPTR, $128
 	VPSRLW $2, Z10, Z2 \
 	Q6RQ(h, 3, Z27, Z8)
 
-// func dotQ6_KRows2AVX512(out *float32, pairs int, w *byte, nb, rowBytes int, act, aux *byte)
+// func dotQ6_KRows2AVX512(out *float32, pairs int, w *byte, nb, rowBytes int, act, aux *byte, ahead int)
 //
 // Registers: SI row 0 at the current block, BX row 1, R13 the prefetch
-// pointer, R15 rowBytes, DI the activation block, DX its prepared
+// pointer (ahead bytes past the pair's start, a multiple of 2·rowBytes), R15 rowBytes, DI the activation block, DX its prepared
 // offsets (prepQ6_K), Z0 the accumulators of both rows.
-TEXT ·dotQ6_KRows2AVX512(SB), NOSPLIT, $0-56
+TEXT ·dotQ6_KRows2AVX512(SB), NOSPLIT, $0-64
 	MOVQ out+0(FP), R8
 	MOVQ pairs+8(FP), R9
 	MOVQ w+16(FP), SI
@@ -261,7 +262,8 @@ TEXT ·dotQ6_KRows2AVX512(SB), NOSPLIT, $0-56
 q6rpair:
 	VPXORD Z0, Z0, Z0
 	LEAQ (SI)(R15*1), BX
-	LEAQ (SI)(R15*2), R13
+	MOVQ ahead+56(FP), R13
+	ADDQ SI, R13
 	MOVQ R11, DI
 	MOVQ R12, DX
 	MOVQ R10, CX
