@@ -31,6 +31,7 @@ func initAVX512Tier() {
 	avx512Tier.q8_0x4 = q8_0x4RowsAVX512
 	avx512Tier.kernels[quant.Q4_K] = q4_KAVX512
 	avx512Tier.kernels[quant.Q6_K] = q6_KAVX512
+	avx512Tier.kernels[quant.F32] = f32AVX512
 }
 
 // tileForAVX512 returns the avx512 tier's own tile kernel for tt, or nil

@@ -20,6 +20,24 @@ func dotF16AVX2(out *float32, rows int, w *byte, chunks, rowBytes int, act *byte
 
 func f32AVX2(out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
 	dotF32AVX2(&out[0], len(out), &w[0], cols/32, rowBytes, &act[0])
+	f32Tail(out, w, rowBytes, cols, act)
+}
+
+//go:noescape
+func dotF32AVX512(out *float32, rows int, w *byte, chunks, rowBytes int, act *byte, ahead int)
+
+// f32AVX512 is the avx512 tier's F32 kernel: f32AVX2's sums, two of
+// ggml's accumulators per zmm, prefetching further ahead.
+func f32AVX512(out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
+	_ = w[len(out)*rowBytes-1]
+	_ = act[4*cols-1]
+	dotF32AVX512(&out[0], len(out), &w[0], cols/32, rowBytes, &act[0], decodeAhead)
+	f32Tail(out, w, rowBytes, cols, act)
+}
+
+// f32Tail adds the products past the last whole chunk of 32 columns to
+// the sums in out, as ggml_vec_dot_f32 does.
+func f32Tail(out []float32, w []byte, rowBytes, cols int, act []byte) {
 	if tail := cols &^ 31; tail < cols {
 		// ggml_vec_dot_f32's tail: sumf += x*y in float32, not fused.
 		for r := range out {
