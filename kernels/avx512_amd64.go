@@ -32,6 +32,7 @@ func initAVX512Tier() {
 	avx512Tier.kernels[quant.Q4_K] = q4_KAVX512
 	avx512Tier.kernels[quant.Q6_K] = q6_KAVX512
 	avx512Tier.kernels[quant.F32] = f32AVX512
+	avx512Tier.quantQ8_K = quantQ8_K512
 }
 
 // tileForAVX512 returns the avx512 tier's own tile kernel for tt, or nil

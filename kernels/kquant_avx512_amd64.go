@@ -2,6 +2,8 @@
 
 package kernels
 
+import "github.com/qsf-llm/qsf/quant"
+
 // The avx512 tier's Q4_K and Q6_K kernels (kquant_avx512_amd64.s): per
 // (row, activation) the arithmetic of the AVX2 kernels, two rows or two
 // activations per zmm.
@@ -117,3 +119,34 @@ const decodeAhead = 8 << 10
 func prefetchAhead(step int) int {
 	return (decodeAhead + step - 1) / step * step
 }
+
+//go:noescape
+func quantQ8_KAVX512(dst *byte, src *float32, nb int) int
+
+// quantQ8_K512 is the avx512 tier's Q8_K activation quantizer
+// (quantize_avx512_amd64.s): package quant's, bit for bit; the blocks the
+// assembly leaves (infinities, NaNs, subnormal maxima) go through package
+// quant's.
+func quantQ8_K512(dst []byte, src []float32) {
+	nb := len(src) / 256
+	if nb == 0 {
+		return
+	}
+	_ = dst[nb*q8KBlock-1]
+	for b := 0; b < nb; {
+		b += quantQ8_KAVX512(&dst[b*q8KBlock], &src[256*b], nb-b)
+		if b < nb {
+			q8KTraits.Quantize(dst[b*q8KBlock:(b+1)*q8KBlock], src[256*b:256*(b+1)])
+			b++
+		}
+	}
+}
+
+// q8KTraits is package quant's Q8_K row.
+var q8KTraits = func() *quant.Traits {
+	tr, err := quant.Lookup(quant.Q8_K)
+	if err != nil {
+		panic(err)
+	}
+	return tr
+}()
