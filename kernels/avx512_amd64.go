@@ -50,7 +50,7 @@ func tileForAVX512(tt *quant.Traits) *tileKernel {
 	case quant.Q6_K:
 		return &tileQ6_Kx8AVX512
 	case quant.F32:
-		return &tileF32AVX512
+		return &tileF32x8AVX512
 	case quant.F16:
 		return &tileF16AVX512
 	}
@@ -77,6 +77,14 @@ var (
 		rest:      &tileQ4_KAVX512,
 		packBytes: packBytesQ8_Kx8Z,
 		pack:      packQ8_Kx8Z,
+	}
+	tileF32x8AVX512 = tileKernel{
+		run:       f32x8AVX512,
+		rowStep:   1,
+		tokens:    8,
+		rest:      &tileF32AVX512,
+		packBytes: packBytesF32x8,
+		pack:      packF32x8,
 	}
 	tileF32AVX512 = tileKernel{
 		run:       f32x4AVX512,

@@ -557,6 +557,156 @@ z3next:
 	VZEROUPPER
 	RET
 
+// The F32 block of three rows × eight activations: dotF32R3x4AVX512 for
+// activations 0..3 and 4..7 at once (24 accumulators: activation t, row r
+// in Z(3t+r)), each loaded chunk of the rows used eight times. The scratch
+// holds the two halves one after the other, each in dotF32R3x4AVX512's
+// layout (activations 4..7 1536 bytes on), so F32R3FINISH reduces each.
+
+// ZLOADB and ZSAVEB are ZLOAD and ZSAVE for the second half.
+#define ZLOADB(s, P, y, z) \
+	VMOVUPS (1536+32*s)(DI), y \
+	VINSERTF64X4 $1, (1536+P+32*s)(DI), z, z
+
+#define ZSAVEB(s, P, y, z) \
+	VMOVUPS y, (1536+32*s)(DI) \
+	VEXTRACTF64X4 $1, z, (1536+P+32*s)(DI)
+
+#define ZLOAD24(P) \
+	ZLOAD12(P) \
+	ZLOADB(0, P, Y12, Z12) \
+	ZLOADB(1, P, Y13, Z13) \
+	ZLOADB(2, P, Y14, Z14) \
+	ZLOADB(3, P, Y15, Z15) \
+	ZLOADB(4, P, Y16, Z16) \
+	ZLOADB(5, P, Y17, Z17) \
+	ZLOADB(6, P, Y18, Z18) \
+	ZLOADB(7, P, Y19, Z19) \
+	ZLOADB(8, P, Y20, Z20) \
+	ZLOADB(9, P, Y21, Z21) \
+	ZLOADB(10, P, Y22, Z22) \
+	ZLOADB(11, P, Y23, Z23)
+
+#define ZSAVE24(P) \
+	ZSAVE12(P) \
+	ZSAVEB(0, P, Y12, Z12) \
+	ZSAVEB(1, P, Y13, Z13) \
+	ZSAVEB(2, P, Y14, Z14) \
+	ZSAVEB(3, P, Y15, Z15) \
+	ZSAVEB(4, P, Y16, Z16) \
+	ZSAVEB(5, P, Y17, Z17) \
+	ZSAVEB(6, P, Y18, Z18) \
+	ZSAVEB(7, P, Y19, Z19) \
+	ZSAVEB(8, P, Y20, Z20) \
+	ZSAVEB(9, P, Y21, Z21) \
+	ZSAVEB(10, P, Y22, Z22) \
+	ZSAVEB(11, P, Y23, Z23)
+
+#define ZZERO24 \
+	ZZERO12 \
+	VPXORD Z12, Z12, Z12 \
+	VPXORD Z13, Z13, Z13 \
+	VPXORD Z14, Z14, Z14 \
+	VPXORD Z15, Z15, Z15 \
+	VPXORD Z16, Z16, Z16 \
+	VPXORD Z17, Z17, Z17 \
+	VPXORD Z18, Z18, Z18 \
+	VPXORD Z19, Z19, Z19 \
+	VPXORD Z20, Z20, Z20 \
+	VPXORD Z21, Z21, Z21 \
+	VPXORD Z22, Z22, Z22 \
+	VPXORD Z23, Z23, Z23
+
+// Z3FMA8 is Z3FMA with the rows in Z24..Z26.
+#define Z3FMA8(src, a, b, c) \
+	VMOVUPS src, Z27 \
+	VFMADD231PS Z27, Z24, a \
+	VFMADD231PS Z27, Z25, b \
+	VFMADD231PS Z27, Z26, c
+
+// func dotF32R3x8AVX512(out *float32, ostride, blocks int, w *byte, chunks, rowBytes int, act *byte, actStride int, scratch *float32, sstride, flags int)
+//
+// R15 walks activations 0..3, R14 activations 4..7 (the output stride is
+// read again for the reduction).
+TEXT ·dotF32R3x8AVX512(SB), NOSPLIT, $0-88
+	ZPROLOGUE
+
+z38block:
+	XORQ R10, R10
+
+z38pass:
+	TESTQ $1, flags+80(FP)
+	JNZ   z38resume
+	ZZERO24
+	JMP   z38start
+
+z38resume:
+	ZLOAD24(384)
+
+z38start:
+	LEAQ 64(SI), BX
+	CMPQ R10, $64
+	JLT  z38pf
+	LEAQ (SI)(R12*2), BX
+	ADDQ R12, BX
+
+z38pf:
+	LEAQ (SI)(R10*1), AX
+	LEAQ (R11)(R10*1), R15
+	LEAQ (R15)(R13*4), R14
+	MOVQ chunks+32(FP), CX
+
+z38chunk:
+	PREFETCHT0 (BX)
+	PREFETCHT0 (BX)(R12*1)
+	PREFETCHT0 (BX)(R12*2)
+	VMOVUPS (AX), Z24
+	VMOVUPS (AX)(R12*1), Z25
+	VMOVUPS (AX)(R12*2), Z26
+	Z3FMA8((R15), Z0, Z1, Z2)
+	Z3FMA8((R15)(R13*1), Z3, Z4, Z5)
+	Z3FMA8((R15)(R13*2), Z6, Z7, Z8)
+	Z3FMA8((R15)(DX*1), Z9, Z10, Z11)
+	Z3FMA8((R14), Z12, Z13, Z14)
+	Z3FMA8((R14)(R13*1), Z15, Z16, Z17)
+	Z3FMA8((R14)(R13*2), Z18, Z19, Z20)
+	Z3FMA8((R14)(DX*1), Z21, Z22, Z23)
+	ADDQ $128, AX
+	ADDQ $128, R15
+	ADDQ $128, R14
+	ADDQ $128, BX
+	DECQ CX
+	JNZ  z38chunk
+
+	ZSAVE24(384)
+	ADDQ $768, DI
+	ADDQ $64, R10
+	CMPQ R10, $128
+	JNE  z38pass
+
+	SUBQ  $1536, DI
+	TESTQ $2, flags+80(FP)
+	JZ    z38next
+	MOVQ ostride+8(FP), R14
+	SHLQ $2, R14
+	F32R3FINISH
+	MOVQ R8, AX
+	LEAQ (R8)(R14*4), R8
+	ADDQ $1536, DI
+	F32R3FINISH
+	SUBQ $1536, DI
+	MOVQ AX, R8
+
+z38next:
+	ADDQ sstride+72(FP), DI
+	ADDQ $12, R8
+	LEAQ (SI)(R12*2), SI
+	ADDQ R12, SI
+	DECQ R9
+	JNZ  z38block
+	VZEROUPPER
+	RET
+
 // func dotF32R2x4AVX512(out *float32, ostride, blocks int, w *byte, chunks, rowBytes int, act *byte, actStride int, scratch *float32, sstride, flags int)
 //
 // dotF32R2x4AVX2 in two zmm passes.
