@@ -3,6 +3,8 @@
 package kernels
 
 import (
+	"encoding/binary"
+
 	"github.com/klauspost/cpuid/v2"
 
 	"github.com/qsf-llm/qsf/quant"
@@ -249,11 +251,12 @@ func packQ8_KZ(dst, acts []byte, actBytes, cols, pairs int) {
 			for s := 0; s < 8; s++ {
 				copy(o[512*p+64*s+32*h:][:32], blk[4+32*s:])
 			}
+			da := binary.LittleEndian.Uint32(blk)
 			for l := 0; l < 8; l++ {
-				copy(o[512*pairs+64*p+32*h+4*l:][:4], blk[:4])
+				binary.LittleEndian.PutUint32(o[512*pairs+64*p+32*h+4*l:], da)
 			}
 			for l := 0; l < 4; l++ {
-				copy(o[576*pairs+32*p+16*h+4*l:][:4], blk[:4])
+				binary.LittleEndian.PutUint32(o[576*pairs+32*p+16*h+4*l:], da)
 			}
 			copy(o[608*pairs+64*p+16*h:][:16], blk[260:276])
 			copy(o[608*pairs+64*p+32+16*h:][:16], blk[276:292])

@@ -2,7 +2,11 @@
 
 package kernels
 
-import "github.com/qsf-llm/qsf/quant"
+import (
+	"encoding/binary"
+
+	"github.com/qsf-llm/qsf/quant"
+)
 
 // The avx512 tier's Q4_K and Q6_K kernels (kquant_avx512_amd64.s): per
 // (row, activation) the arithmetic of the AVX2 kernels, two rows or two
@@ -78,8 +82,9 @@ func packQ6_KZ(dst, acts []byte, actBytes, cols, pairs int) {
 				copy(o[1024*p+128*c+32*h:][:32], blk[4+32*c:])
 				copy(o[1024*p+128*c+64+32*h:][:32], off[32*c:])
 			}
+			da := binary.LittleEndian.Uint32(blk)
 			for l := 0; l < 8; l++ {
-				copy(o[1024*pairs+64*p+32*h+4*l:][:4], blk[:4])
+				binary.LittleEndian.PutUint32(o[1024*pairs+64*p+32*h+4*l:], da)
 			}
 		}
 	}

@@ -122,14 +122,23 @@ func (j *matmulJob) init(tr *Tier, t quant.Type, out []float32, w []byte, cols i
 // whole tiles go packed into the buffer after them, j.packed. It returns
 // bufs for reuse.
 func (j *matmulJob) prepare(bufs [][]byte) [][]byte {
+	bufs = j.prepBufs(bufs)
+	for u := range j.prepUnits() {
+		j.prepUnit(u)
+	}
+	return bufs
+}
+
+// prepBufs sizes the buffers of prepare: bufs[j.n] for the packed tiles
+// (j.packed), bufs[:j.n] for the activations prepared one at a time
+// (j.auxes). It returns bufs for reuse.
+func (j *matmulJob) prepBufs(bufs [][]byte) [][]byte {
 	for len(bufs) < j.n+1 {
 		bufs = append(bufs, nil)
 	}
 	if j.tile != nil {
-		wt := j.tile.width()
-		groups := j.tileEnd / wt
+		need := j.tileEnd / j.tile.width() * j.tile.packBytes(j.cols)
 		j.packSize = j.tile.packBytes(j.cols)
-		need := groups * j.packSize
 		if j.rest != nil {
 			j.restSize = j.rest.packBytes(j.cols)
 			need += (j.restEnd - j.tileEnd) / j.rest.width() * j.restSize
@@ -140,24 +149,51 @@ func (j *matmulJob) prepare(bufs [][]byte) [][]byte {
 		} else {
 			buf = buf[:need]
 		}
-		for g := 0; g < groups; g++ {
-			j.tile.pack(buf[g*j.packSize:(g+1)*j.packSize], j.acts[g*wt*j.actBytes:(g+1)*wt*j.actBytes], j.actBytes, j.cols)
-		}
-		if j.rest != nil {
-			wr, off := j.rest.width(), groups*j.packSize
-			for i := j.tileEnd; i < j.restEnd; i += wr {
-				j.rest.pack(buf[off:off+j.restSize], j.acts[i*j.actBytes:(i+wr)*j.actBytes], j.actBytes, j.cols)
-				off += j.restSize
-			}
-		}
 		bufs[j.n] = buf
 		j.packed = buf
 	}
-	for i := j.restEnd; i < j.n; i++ {
-		bufs[i] = j.tier.prepare(j.traits.Type, bufs[i], j.act(i), j.cols)
-	}
 	j.auxes = bufs[:j.n]
 	return bufs
+}
+
+// prepUnits returns the number of independent pieces of work prepUnit
+// does: the tiles to pack, then the activations left over.
+func (j *matmulJob) prepUnits() int {
+	u := j.n - j.restEnd
+	if j.tile != nil {
+		u += j.tileEnd / j.tile.width()
+	}
+	if j.rest != nil {
+		u += (j.restEnd - j.tileEnd) / j.rest.width()
+	}
+	return u
+}
+
+// prepUnit does piece u of the preparation (see prepUnits), after
+// prepBufs; pieces write disjoint memory, so they may run concurrently.
+func (j *matmulJob) prepUnit(u int) {
+	if j.tile != nil {
+		wt := j.tile.width()
+		groups := j.tileEnd / wt
+		if u < groups {
+			j.tile.pack(j.packed[u*j.packSize:(u+1)*j.packSize], j.acts[u*wt*j.actBytes:(u+1)*wt*j.actBytes], j.actBytes, j.cols)
+			return
+		}
+		u -= groups
+	}
+	if j.rest != nil {
+		wr := j.rest.width()
+		groups := (j.restEnd - j.tileEnd) / wr
+		if u < groups {
+			off := j.tileEnd/j.tile.width()*j.packSize + u*j.restSize
+			i := j.tileEnd + u*wr
+			j.rest.pack(j.packed[off:off+j.restSize], j.acts[i*j.actBytes:(i+wr)*j.actBytes], j.actBytes, j.cols)
+			return
+		}
+		u -= groups
+	}
+	i := j.restEnd + u
+	j.auxes[i] = j.tier.prepare(j.traits.Type, j.auxes[i], j.act(i), j.cols)
 }
 
 func (j *matmulJob) act(i int) []byte { return j.acts[i*j.actBytes : (i+1)*j.actBytes] }

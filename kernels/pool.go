@@ -40,6 +40,7 @@ const (
 	jobMatVec jobKind = iota
 	jobParallel
 	jobMatMul
+	jobMatMulPrep
 	jobMatVecs
 )
 
@@ -174,7 +175,16 @@ func (p *Pool) MatMul(t quant.Type, out []float32, w []byte, cols int, acts []by
 	}
 	p.mu.Lock()
 	p.mm = j
-	p.auxes = p.mm.prepare(p.auxes)
+	p.auxes = p.mm.prepBufs(p.auxes)
+	if units := p.mm.prepUnits(); p.threads == 1 || units < 2 {
+		for u := range units {
+			p.mm.prepUnit(u)
+		}
+	} else {
+		// Packing the activations is work for every thread too.
+		p.kind = jobMatMulPrep
+		p.run(units, 1)
+	}
 	if p.threads == 1 || j.rows <= rowAlign {
 		p.mm.run(0, j.rows)
 	} else {
@@ -350,6 +360,10 @@ func (p *Pool) piece(i int) {
 		p.fn(lo, hi)
 	case jobMatMul:
 		p.mm.run(lo, hi)
+	case jobMatMulPrep:
+		for u := lo; u < hi; u++ {
+			p.mm.prepUnit(u)
+		}
 	case jobMatVecs:
 		p.runTasks(lo, hi)
 	}
