@@ -24,39 +24,18 @@ var avx512Tier = &Tier{name: "avx512"}
 var haveAVX512 = haveAVX2 && cpuid.CPU.Supports(cpuid.AVX512F, cpuid.AVX512BW, cpuid.AVX512VL, cpuid.AVX512VNNI)
 
 // initAVX512Tier fills in the avx512 table: the avx2 one (filled in
-// first), with the AVX-512 kernels in place of some.
+// first), with these rows in place.
 func initAVX512Tier() {
-	name := avx512Tier.name
-	*avx512Tier = *avx2Tier
-	avx512Tier.name = name
-	avx512Tier.q4_0x8 = q4_0x8AVX512
-	avx512Tier.q8_0x4 = q8_0x4RowsAVX512
-	avx512Tier.kernels[quant.Q4_K] = q4_KAVX512
-	avx512Tier.kernels[quant.Q6_K] = q6_KAVX512
-	avx512Tier.kernels[quant.F32] = f32AVX512
+	avx512Tier.inherit(avx2Tier)
+	avx512Tier.register([]kernelRow{
+		{key: Q4_0x8, rows: q4_0x8AVX512, prep: prepQ4_0x8, tile: &tileQ4_0x8AVX512},
+		{key: Q8_0x4, rows: q8_0x4RowsAVX512, prep: prepQ4_0x8, tile: &tileQ8_0x4AVX512},
+		{key: quant.Q4_K, rows: q4_KAVX512, tile: &tileQ4_Kx8AVX512},
+		{key: quant.Q6_K, rows: q6_KAVX512, prep: prepQ6_K, tile: &tileQ6_Kx8AVX512},
+		{key: quant.F32, rows: f32AVX512, tile: &tileF32x8AVX512},
+		{key: quant.F16, tile: &tileF16AVX512},
+	})
 	avx512Tier.quantQ8_K = quantQ8_K512
-}
-
-// tileForAVX512 returns the avx512 tier's own tile kernel for tt, or nil
-// when it uses the avx2 one.
-func tileForAVX512(tt *quant.Traits) *tileKernel {
-	switch tt {
-	case q4_0x8Traits:
-		return &tileQ4_0x8AVX512
-	case q8_0x4Traits:
-		return &tileQ8_0x4AVX512
-	}
-	switch tt.Type {
-	case quant.Q4_K:
-		return &tileQ4_Kx8AVX512
-	case quant.Q6_K:
-		return &tileQ6_Kx8AVX512
-	case quant.F32:
-		return &tileF32x8AVX512
-	case quant.F16:
-		return &tileF16AVX512
-	}
-	return nil
 }
 
 var (

@@ -375,7 +375,7 @@ func TestGGMLOrder(t *testing.T) {
 			rowBytes, _ := quant.RowBytes(typ, sh.cols)
 			for _, tier := range asmTiers() {
 				out := make([]float32, sh.rows)
-				tier.kernels[typ](out, w, rowBytes, sh.cols, act, tier.prepare(typ, nil, act, sh.cols))
+				tier.rowsOf(typ)(out, w, rowBytes, sh.cols, act, tier.prepare(typ, nil, act, sh.cols))
 				for i := range out {
 					want := model(sh.cols/typ.BlockSize(), w[i*rowBytes:(i+1)*rowBytes], act)
 					if math.Float32bits(out[i]) != math.Float32bits(want) {
@@ -406,7 +406,7 @@ func TestFloatOrder(t *testing.T) {
 			rowBytes, _ := quant.RowBytes(typ, sh.cols)
 			for _, tier := range asmTiers() {
 				out := make([]float32, sh.rows)
-				tier.kernels[typ](out, w, rowBytes, sh.cols, act, tier.prepare(typ, nil, act, sh.cols))
+				tier.rowsOf(typ)(out, w, rowBytes, sh.cols, act, tier.prepare(typ, nil, act, sh.cols))
 				for i := range out {
 					want := tt.Dot(sh.cols, w[i*rowBytes:(i+1)*rowBytes], act)
 					if math.Float32bits(out[i]) != math.Float32bits(want) {

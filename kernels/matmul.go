@@ -11,10 +11,6 @@ import (
 // enough to stay in a core's L2 cache while every activation passes over.
 const tileBytes = 128 << 10
 
-// useTiles enables the tile kernels; benchmarks switch it off to measure
-// the one-activation path they replace.
-var useTiles = true
-
 // MatMul computes n matrix-vector products with the same weights, as for
 // the tokens of a prompt: out[i*rows+r] = dot(row r of w, activation i) for
 // i in [0, n) and r in [0, rows), where rows = len(out)/n and activation i
@@ -93,7 +89,7 @@ func (j *matmulJob) init(tr *Tier, t quant.Type, out []float32, w []byte, cols i
 	tt, rowBytes := check(t, out[:rows], w, cols, acts[:actBytes])
 	*j = matmulJob{tier: tr, traits: tt, out: out, w: w, acts: acts,
 		rows: rows, cols: cols, n: n, rowBytes: rowBytes, actBytes: actBytes}
-	if useTiles && cols > 0 {
+	if cols > 0 {
 		// Row ranges are multiples of rowAlign or end at rows, so they
 		// are whole steps of the kernel when rows is.
 		fits := func(k *tileKernel) bool {
@@ -193,7 +189,7 @@ func (j *matmulJob) prepUnit(u int) {
 		u -= groups
 	}
 	i := j.restEnd + u
-	j.auxes[i] = j.tier.prepare(j.traits.Type, j.auxes[i], j.act(i), j.cols)
+	j.auxes[i] = j.tier.prepare(kernelKey(j.traits), j.auxes[i], j.act(i), j.cols)
 }
 
 func (j *matmulJob) act(i int) []byte { return j.acts[i*j.actBytes : (i+1)*j.actBytes] }

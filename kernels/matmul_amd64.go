@@ -8,48 +8,7 @@ import (
 	"sync"
 
 	"github.com/x448/float16"
-
-	"github.com/qsf-llm/qsf/quant"
 )
-
-// tileFor returns the tile kernel of tier tr for traits tt, or nil when
-// it has none. The tile kernels do per (row, activation) exactly what the
-// AVX2 one-activation kernels do.
-func tileFor(tr *Tier, tt *quant.Traits) *tileKernel {
-	if tr == avx512Tier {
-		if k := tileForAVX512(tt); k != nil {
-			return k
-		}
-		tr = avx2Tier // the avx512 tier inherits the other tiles
-	}
-	if tr != avx2Tier {
-		return nil
-	}
-	if tt == q4_0Repacked {
-		return &tileQ4_0Gemv
-	}
-	switch tt {
-	case q4_0x8Traits:
-		return &tileQ4_0x8
-	case q8_0x4Traits:
-		return &tileQ8_0x4
-	}
-	switch tt.Type {
-	case quant.Q8_0:
-		return &tileQ8_0
-	case quant.Q4_K:
-		return &tileQ4_K
-	case quant.Q6_K:
-		return &tileQ6_K
-	case quant.F32:
-		return &tileF32
-	case quant.F16:
-		return &tileF16
-	case quant.BF16:
-		return &tileBF16
-	}
-	return nil
-}
 
 var (
 	tileQ8_0 = tileKernel{
@@ -168,10 +127,6 @@ func q6_Kx4AVX2(out []float32, ostride int, w []byte, rowBytes, cols, rows int, 
 	_ = w[rows*rowBytes-1]
 	dotQ6_Kx4AVX2(&out[0], ostride, rows, &w[0], cols/256, &packed[0])
 }
-
-// useF32Blocks enables the block kernels for the F32 tiles; benchmarks
-// switch it off to measure dotF32x4AVX2 alone.
-var useF32Blocks = true
 
 //go:noescape
 func dotF32x4AVX2(out *float32, ostride, rows int, w *byte, chunks, rowBytes int, act *byte, actStride int)
@@ -331,7 +286,7 @@ func floatRows(z bool, kind floatKind, out []float32, ostride int, w []byte, row
 }
 
 // f32x4AVX2 is the F32 tile kernel: the block kernels, or dotF32x4AVX2
-// for a single row (and for all rows when useF32Blocks is off); all give
+// for a single row; all give
 // the sums of dotF32AVX2 bit for bit. The tail past the last whole chunk
 // is added as f32AVX2 does.
 func f32x4AVX2(out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
@@ -345,7 +300,7 @@ func f32x4(z bool, out []float32, ostride int, w []byte, rowBytes, cols, rows in
 	actBytes := f32ActStride(cols)
 	_ = packed[(tileTokens-1)*actBytes+4*cols-1]
 	chunks := cols / 32
-	if useF32Blocks && chunks > 0 && rows >= 2 {
+	if chunks > 0 && rows >= 2 {
 		floatRows(z, kindF32, out, ostride, w, rowBytes, chunks, rows, packed, actBytes)
 	} else {
 		dotF32x4AVX2(&out[0], ostride, rows, &w[0], chunks, rowBytes, &packed[0], actBytes)

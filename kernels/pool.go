@@ -88,9 +88,10 @@ type Pool struct {
 	mm       matmulJob // jobMatMul's job
 	auxes    [][]byte  // jobMatMul's prepared activations, reused
 	tasks    []MatVecTask
-	taskAux  [][]byte // jobMatVecs' prepared activations, reused
-	taskPrep [][]byte // the prepared activation of each task: its own taskAux or an earlier task's
-	taskEnd  []int    // jobMatVecs' cumulative row counts, reused
+	taskAux  [][]byte     // jobMatVecs' prepared activations, reused
+	taskPrep [][]byte     // the prepared activation of each task: its own taskAux or an earlier task's
+	taskEnd  []int        // jobMatVecs' cumulative row counts, reused
+	taskKey  []quant.Type // the table key of each task's matrix, reused
 }
 
 type worker struct {
@@ -152,7 +153,7 @@ func (p *Pool) MatVec(t quant.Type, out []float32, w []byte, cols int, act []byt
 	}
 	tr := p.base
 	p.mu.Lock()
-	p.aux = tr.prepare(t, p.aux, act, cols)
+	p.aux = tr.prepare(kernelKey(tt), p.aux, act, cols)
 	if p.threads == 1 || len(out) <= rowAlign {
 		tr.run(tt, out, w, rowBytes, cols, act, p.aux)
 		p.mu.Unlock()
@@ -214,7 +215,12 @@ func (p *Pool) MatVecs(tasks []MatVecTask) {
 	// that each piece starts on a group of its task.
 	total := 0
 	for i, t := range tasks {
-		check(t.Type, t.Out, t.W, t.Cols, t.Act)
+		tt, _ := check(t.Type, t.Out, t.W, t.Cols, t.Act)
+		if i < len(p.taskKey) {
+			p.taskKey[i] = kernelKey(tt)
+		} else {
+			p.taskKey = append(p.taskKey, kernelKey(tt))
+		}
 		if i < len(tasks)-1 && len(t.Out)%rowAlign != 0 {
 			for _, t := range tasks {
 				p.MatVec(t.Type, t.Out, t.W, t.Cols, t.Act)
@@ -237,10 +243,10 @@ func (p *Pool) MatVecs(tasks []MatVecTask) {
 	for i, t := range tasks {
 		// Tasks that read the same activation with the same type (Q, K
 		// and V; gate and up) share one preparation.
-		if i > 0 && t.Type == tasks[i-1].Type && t.Cols == tasks[i-1].Cols && sameBytes(t.Act, tasks[i-1].Act) {
+		if i > 0 && p.taskKey[i] == p.taskKey[i-1] && t.Cols == tasks[i-1].Cols && sameBytes(t.Act, tasks[i-1].Act) {
 			p.taskPrep[i] = p.taskPrep[i-1]
 		} else {
-			p.taskAux[i] = tr.prepare(t.Type, p.taskAux[i], t.Act, t.Cols)
+			p.taskAux[i] = tr.prepare(p.taskKey[i], p.taskAux[i], t.Act, t.Cols)
 			p.taskPrep[i] = p.taskAux[i]
 		}
 		end += len(t.Out)

@@ -60,3 +60,8 @@ func q8_0x4Generic(out []float32, w []byte, rowBytes, cols int, act []byte) {
 		}
 	}
 }
+
+// q8_0x4GenericRows is q8_0x4Generic as the generic tier's table row.
+func q8_0x4GenericRows(out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
+	q8_0x4Generic(out, w, rowBytes, cols, act)
+}

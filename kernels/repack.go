@@ -213,6 +213,11 @@ func q4_0x8Generic(out []float32, w []byte, rowBytes, cols int, act []byte) {
 	}
 }
 
+// q4_0x8GenericRows is q4_0x8Generic as the generic tier's table row.
+func q4_0x8GenericRows(out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
+	q4_0x8Generic(out, w, rowBytes, cols, act)
+}
+
 // fma32Try is quant.FMA32's fast path, small enough to inline: a·b+c and
 // true when the float64 sum (the product is exact) rounds correctly to
 // float32, that is when it is no float32 rounding midpoint and not below
