@@ -30,9 +30,9 @@ func initAVX512Tier() {
 	avx512Tier.register([]kernelRow{
 		{key: Q4_0x8, rows: q4_0x8AVX512, prep: prepQ4_0x8, tile: &tileQ4_0x8AVX512},
 		{key: Q8_0x4, rows: q8_0x4RowsAVX512, prep: prepQ4_0x8, tile: &tileQ8_0x4AVX512},
-		{key: quant.Q4_K, rows: q4_KAVX512, tile: &tileQ4_Kx8AVX512},
-		{key: quant.Q6_K, rows: q6_KAVX512, prep: prepQ6_K, tile: &tileQ6_Kx8AVX512},
-		{key: quant.F32, rows: f32AVX512, tile: &tileF32x8AVX512},
+		{key: quant.Q4_K, rows: q4_KAVX512, tile: &tileQ4_KT8AVX512},
+		{key: quant.Q6_K, rows: q6_KAVX512, prep: prepQ6_K, tile: &tileQ6_KT8AVX512},
+		{key: quant.F32, rows: f32AVX512, tile: &tileF32T8AVX512},
 		{key: quant.F16, tile: &tileF16AVX512},
 	})
 	avx512Tier.quantQ8_K = quantQ8_K512
@@ -40,50 +40,50 @@ func initAVX512Tier() {
 
 var (
 	tileQ4_0x8AVX512 = tileKernel{
-		run:       q4_0x8x4AVX512,
+		run:       q4_0x8T4AVX512,
 		rowStep:   8,
-		packBytes: packBytesQ4_0x8x4,
-		pack:      packQ4_0x8x4T,
+		packBytes: packBytesQ4_0x8T4,
+		pack:      packQ4_0x8T4Z,
 	}
 	tileQ4_KAVX512 = tileKernel{
-		run:       q4_Kx4AVX512,
+		run:       q4_KT4AVX512,
 		rowStep:   1,
-		packBytes: packBytesQ8_Kx4Z,
-		pack:      packQ8_Kx4Z,
+		packBytes: packBytesQ8_KT4Z,
+		pack:      packQ8_KT4Z,
 	}
-	tileQ4_Kx8AVX512 = tileKernel{
-		run:       q4_Kx8AVX512,
+	tileQ4_KT8AVX512 = tileKernel{
+		run:       q4_KT8AVX512,
 		rowStep:   1,
 		tokens:    8,
 		rest:      &tileQ4_KAVX512,
-		packBytes: packBytesQ8_Kx8Z,
-		pack:      packQ8_Kx8Z,
+		packBytes: packBytesQ8_KT8Z,
+		pack:      packQ8_KT8Z,
 	}
-	tileF32x8AVX512 = tileKernel{
-		run:       f32x8AVX512,
+	tileF32T8AVX512 = tileKernel{
+		run:       f32T8AVX512,
 		rowStep:   1,
 		tokens:    8,
 		rest:      &tileF32AVX512,
-		packBytes: packBytesF32x8,
-		pack:      packF32x8,
+		packBytes: packBytesF32T8,
+		pack:      packF32T8,
 	}
 	tileF32AVX512 = tileKernel{
-		run:       f32x4AVX512,
+		run:       f32T4AVX512,
 		rowStep:   1,
-		packBytes: packBytesF32x4,
-		pack:      packF32x4,
+		packBytes: packBytesF32T4,
+		pack:      packF32T4,
 	}
 	tileF16AVX512 = tileKernel{
-		run:       f16x4AVX512,
+		run:       f16T4AVX512,
 		rowStep:   1,
-		packBytes: packBytesF32x4,
-		pack:      packF16x4,
+		packBytes: packBytesF32T4,
+		pack:      packF16T4,
 	}
 	tileQ8_0x4AVX512 = tileKernel{
-		run:       q8_0x4TileAVX512,
+		run:       q8_0x4T4AVX512,
 		rowStep:   4,
-		packBytes: packBytesQ4_0x8x4,
-		pack:      packQ4_0x8x4T,
+		packBytes: packBytesQ4_0x8T4,
+		pack:      packQ4_0x8T4Z,
 	}
 )
 
@@ -114,31 +114,31 @@ func q4_0x8AVX512(out []float32, w []byte, rowBytes, cols int, act, aux []byte) 
 }
 
 //go:noescape
-func dotQ4_0x8x4AVX512(out *float32, ostride, pairs int, w *byte, nb int, packed *byte)
+func dotQ4_0x8T4AVX512(out *float32, ostride, pairs int, w *byte, nb int, packed *byte)
 
-// packQ4_0x8x4T packs tileTokens Q8_0 activations for the avx512 tiles
+// packQ4_0x8T4Z packs tileTokens Q8_0 activations for the avx512 tiles
 // of Q4_0x8 and Q8_0x4:
 // activation t's prepQ4_0x8 form (made in assembly) at t·nb·40, nb the
-// blocks of a row. packQ4_0x8x4 interleaves the same blocks, in Go.
-func packQ4_0x8x4T(dst, acts []byte, actBytes, cols int) {
+// blocks of a row. packQ4_0x8T4 interleaves the same blocks, in Go.
+func packQ4_0x8T4Z(dst, acts []byte, actBytes, cols int) {
 	nb := cols / 32
 	for t := 0; t < tileTokens; t++ {
 		prepQ4_0x8Rows(dst[t*nb*q4_0x8TokBlock:(t+1)*nb*q4_0x8TokBlock], acts[t*actBytes:(t+1)*actBytes], nb)
 	}
 }
 
-// q4_0x8x4AVX512 is the avx512 tier's Q4_0x8 tile kernel; packed comes
-// from packQ4_0x8x4T. A last odd group of 8 rows goes through the
+// q4_0x8T4AVX512 is the avx512 tier's Q4_0x8 tile kernel; packed comes
+// from packQ4_0x8T4Z. A last odd group of 8 rows goes through the
 // one-activation kernel dotQ4_0x8AVX2 per activation, whose arithmetic is
 // the same.
-func q4_0x8x4AVX512(out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
+func q4_0x8T4AVX512(out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
 	_ = out[3*ostride+rows-1]
 	_ = w[rows*rowBytes-1]
 	nb := cols / 32
 	_ = packed[tileTokens*nb*q4_0x8TokBlock-1]
 	groups := rows / 8
 	if pairs := groups / 2; pairs > 0 {
-		dotQ4_0x8x4AVX512(&out[0], ostride, pairs, &w[0], nb, &packed[0])
+		dotQ4_0x8T4AVX512(&out[0], ostride, pairs, &w[0], nb, &packed[0])
 	}
 	if groups%2 == 1 {
 		r := 8 * (groups - 1)
@@ -164,13 +164,13 @@ func q8_0x4RowsAVX512(out []float32, w []byte, rowBytes, cols int, act, aux []by
 }
 
 //go:noescape
-func dotQ8_0x4TileAVX512(out *float32, ostride, groups int, w *byte, nb int, packed *byte)
+func dotQ8_0x4T4AVX512(out *float32, ostride, groups int, w *byte, nb int, packed *byte)
 
-func q8_0x4TileAVX512(out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
+func q8_0x4T4AVX512(out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
 	_ = out[3*ostride+rows-1]
 	_ = w[rows*rowBytes-1]
-	_ = packed[packBytesQ4_0x8x4(cols)-1]
-	dotQ8_0x4TileAVX512(&out[0], ostride, rows/4, &w[0], cols/32, &packed[0])
+	_ = packed[packBytesQ4_0x8T4(cols)-1]
+	dotQ8_0x4T4AVX512(&out[0], ostride, rows/4, &w[0], cols/32, &packed[0])
 }
 
 // The float block kernels (avx512_amd64.s): those of the avx2 tile
@@ -178,40 +178,40 @@ func q8_0x4TileAVX512(out []float32, ostride int, w []byte, rowBytes, cols, rows
 // with the same sums and the same scratch layout.
 
 //go:noescape
-func dotF32R3x4AVX512(out *float32, ostride, blocks int, w *byte, chunks, rowBytes int, act *byte, actStride int, scratch *float32, sstride, flags int)
+func dotF32R3T4AVX512(out *float32, ostride, blocks int, w *byte, chunks, rowBytes int, act *byte, actStride int, scratch *float32, sstride, flags int)
 
 //go:noescape
-func dotF32R2x4AVX512(out *float32, ostride, blocks int, w *byte, chunks, rowBytes int, act *byte, actStride int, scratch *float32, sstride, flags int)
+func dotF32R2T4AVX512(out *float32, ostride, blocks int, w *byte, chunks, rowBytes int, act *byte, actStride int, scratch *float32, sstride, flags int)
 
 //go:noescape
-func dotF16R3x4AVX512(out *float32, ostride, blocks int, w *byte, chunks, rowBytes int, act *byte, actStride int, scratch *float32, sstride, flags int)
+func dotF16R3T4AVX512(out *float32, ostride, blocks int, w *byte, chunks, rowBytes int, act *byte, actStride int, scratch *float32, sstride, flags int)
 
 //go:noescape
-func dotF16R2x4AVX512(out *float32, ostride, blocks int, w *byte, chunks, rowBytes int, act *byte, actStride int, scratch *float32, sstride, flags int)
+func dotF16R2T4AVX512(out *float32, ostride, blocks int, w *byte, chunks, rowBytes int, act *byte, actStride int, scratch *float32, sstride, flags int)
 
-// f32x4AVX512 is the avx512 tier's F32 tile kernel: f32x4AVX2 on the
+// f32T4AVX512 is the avx512 tier's F32 tile kernel: f32T4AVX2 on the
 // AVX-512 block kernels.
-func f32x4AVX512(out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
-	f32x4(true, out, ostride, w, rowBytes, cols, rows, packed)
+func f32T4AVX512(out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
+	f32T4(true, out, ostride, w, rowBytes, cols, rows, packed)
 }
 
-// f16x4AVX512 is the avx512 tier's F16 tile kernel: f16x4AVX2 on the
+// f16T4AVX512 is the avx512 tier's F16 tile kernel: f16T4AVX2 on the
 // AVX-512 block kernels.
-func f16x4AVX512(out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
-	halfx4AVX2(true, kindF16, out, ostride, w, rowBytes, cols, rows, packed)
+func f16T4AVX512(out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
+	halfT4AVX2(true, kindF16, out, ostride, w, rowBytes, cols, rows, packed)
 }
 
 // q8KzPair is the size of one block of a pair of Q8_K activations packed
 // by packQ8_KZ.
 const q8KzPair = 672
 
-func packBytesQ8_Kx4Z(cols int) int { return cols / 256 * 2 * q8KzPair }
-func packBytesQ8_Kx8Z(cols int) int { return cols / 256 * 4 * q8KzPair }
+func packBytesQ8_KT4Z(cols int) int { return cols / 256 * 2 * q8KzPair }
+func packBytesQ8_KT8Z(cols int) int { return cols / 256 * 4 * q8KzPair }
 
-// packQ8_Kx4Z packs tileTokens Q8_K activations for dotQ4_Kx4AVX512, and
-// packQ8_Kx8Z eight for dotQ4_Kx8AVX512 (see packQ8_KZ).
-func packQ8_Kx4Z(dst, acts []byte, actBytes, cols int) { packQ8_KZ(dst, acts, actBytes, cols, 2) }
-func packQ8_Kx8Z(dst, acts []byte, actBytes, cols int) { packQ8_KZ(dst, acts, actBytes, cols, 4) }
+// packQ8_KT4Z packs tileTokens Q8_K activations for dotQ4_KT4AVX512, and
+// packQ8_KT8Z eight for dotQ4_KT8AVX512 (see packQ8_KZ).
+func packQ8_KT4Z(dst, acts []byte, actBytes, cols int) { packQ8_KZ(dst, acts, actBytes, cols, 2) }
+func packQ8_KT8Z(dst, acts []byte, actBytes, cols int) { packQ8_KZ(dst, acts, actBytes, cols, 4) }
 
 // packQ8_KZ packs 2·pairs Q8_K activations in pairs p (activations 2p,
 // 2p+1), P = pairs: per block (P·672 bytes), sub-block s (32 quants) of
@@ -244,24 +244,24 @@ func packQ8_KZ(dst, acts []byte, actBytes, cols, pairs int) {
 }
 
 //go:noescape
-func dotQ4_Kx4AVX512(out *float32, ostride, rows int, w *byte, nb int, packed *byte)
+func dotQ4_KT4AVX512(out *float32, ostride, rows int, w *byte, nb int, packed *byte)
 
-// q4_Kx4AVX512 is the avx512 tier's Q4_K tile kernel.
-func q4_Kx4AVX512(out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
+// q4_KT4AVX512 is the avx512 tier's Q4_K tile kernel.
+func q4_KT4AVX512(out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
 	_ = out[3*ostride+rows-1]
 	_ = w[rows*rowBytes-1]
-	_ = packed[packBytesQ8_Kx4Z(cols)-1]
-	dotQ4_Kx4AVX512(&out[0], ostride, rows, &w[0], cols/256, &packed[0])
+	_ = packed[packBytesQ8_KT4Z(cols)-1]
+	dotQ4_KT4AVX512(&out[0], ostride, rows, &w[0], cols/256, &packed[0])
 }
 
 //go:noescape
-func dotQ4_Kx8AVX512(out *float32, ostride, rows int, w *byte, nb int, packed *byte)
+func dotQ4_KT8AVX512(out *float32, ostride, rows int, w *byte, nb int, packed *byte)
 
-// q4_Kx8AVX512 is the avx512 tier's Q4_K tile kernel of eight
+// q4_KT8AVX512 is the avx512 tier's Q4_K tile kernel of eight
 // activations (kquant_avx512_amd64.s).
-func q4_Kx8AVX512(out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
+func q4_KT8AVX512(out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
 	_ = out[7*ostride+rows-1]
 	_ = w[rows*rowBytes-1]
-	_ = packed[packBytesQ8_Kx8Z(cols)-1]
-	dotQ4_Kx8AVX512(&out[0], ostride, rows, &w[0], cols/256, &packed[0])
+	_ = packed[packBytesQ8_KT8Z(cols)-1]
+	dotQ4_KT8AVX512(&out[0], ostride, rows, &w[0], cols/256, &packed[0])
 }

@@ -148,12 +148,12 @@ x16store:
 	VZEROUPPER
 	RET
 
-// func dotQ4_0x8x4AVX512(out *float32, ostride, pairs int, w *byte, nb int, packed *byte)
+// func dotQ4_0x8T4AVX512(out *float32, ostride, pairs int, w *byte, nb int, packed *byte)
 //
-// The tile: four activations (packed by packQ4_0x8x4T: activation t's
+// The tile: four activations (packed by packQ4_0x8T4Z: activation t's
 // prepQ4_0x8 form at t·nb·40) against pairs of groups of 8 rows, each
 // block's nibbles unpacked once for the four.
-TEXT ·dotQ4_0x8x4AVX512(SB), NOSPLIT, $0-48
+TEXT ·dotQ4_0x8T4AVX512(SB), NOSPLIT, $0-48
 	MOVQ out+0(FP), R8
 	MOVQ ostride+8(FP), R12
 	SHLQ $2, R12
@@ -348,12 +348,12 @@ r8reduce:
 	VMULPS.BCST (32)base, Z15, Z9 \
 	VFMADD231PS Z9, Z7, acc1
 
-// func dotQ8_0x4TileAVX512(out *float32, ostride, groups int, w *byte, nb int, packed *byte)
+// func dotQ8_0x4T4AVX512(out *float32, ostride, groups int, w *byte, nb int, packed *byte)
 //
-// The tile: four activations packed by packQ4_0x8x4T (activation t's
+// The tile: four activations packed by packQ4_0x8T4Z (activation t's
 // prepQ4_0x8 form at t·nb·40) against groups of four rows; activation t's rows (0, 1) and (2, 3) accumulate in Z(16+2t) and
 // Z(17+2t).
-TEXT ·dotQ8_0x4TileAVX512(SB), NOSPLIT, $0-48
+TEXT ·dotQ8_0x4T4AVX512(SB), NOSPLIT, $0-48
 	MOVQ out+0(FP), R8
 	MOVQ ostride+8(FP), R12
 	SHLQ $2, R12
@@ -404,7 +404,7 @@ r8tblock:
 	RET
 
 // F32 and F16 tiles in blocks of three or two rows: the sums of
-// dotF32R3x4AVX2 and its kin (matmul_amd64.s), bit for bit. ggml's four
+// dotF32R3T4AVX2 and its kin (matmul_amd64.s), bit for bit. ggml's four
 // 8-lane accumulators of a dot cover the floats 32i+8j..32i+8j+7 of chunk
 // i; accumulators 0, 1 are the 16 floats at 32i and 2, 3 those at 32i+16,
 // so a zmm holds two of them and two passes (over bytes 0..63, then
@@ -487,12 +487,12 @@ r8tblock:
 	VFMADD231PS Z15, Z12, a \
 	VFMADD231PS Z15, Z13, b
 
-// func dotF32R3x4AVX512(out *float32, ostride, blocks int, w *byte, chunks, rowBytes int, act *byte, actStride int, scratch *float32, sstride, flags int)
+// func dotF32R3T4AVX512(out *float32, ostride, blocks int, w *byte, chunks, rowBytes int, act *byte, actStride int, scratch *float32, sstride, flags int)
 //
-// dotF32R3x4AVX2 in two zmm passes. Pass 0 prefetches the second line of
+// dotF32R3T4AVX2 in two zmm passes. Pass 0 prefetches the second line of
 // each 128 bytes of the rows, which pass 1 reads; pass 1 the first line
 // of the next block's rows.
-TEXT ·dotF32R3x4AVX512(SB), NOSPLIT, $0-88
+TEXT ·dotF32R3T4AVX512(SB), NOSPLIT, $0-88
 	ZPROLOGUE
 
 z3block:
@@ -557,10 +557,10 @@ z3next:
 	VZEROUPPER
 	RET
 
-// The F32 block of three rows × eight activations: dotF32R3x4AVX512 for
+// The F32 block of three rows × eight activations: dotF32R3T4AVX512 for
 // activations 0..3 and 4..7 at once (24 accumulators: activation t, row r
 // in Z(3t+r)), each loaded chunk of the rows used eight times. The scratch
-// holds the two halves one after the other, each in dotF32R3x4AVX512's
+// holds the two halves one after the other, each in dotF32R3T4AVX512's
 // layout (activations 4..7 1536 bytes on), so F32R3FINISH reduces each.
 
 // ZLOADB and ZSAVEB are ZLOAD and ZSAVE for the second half.
@@ -624,11 +624,11 @@ z3next:
 	VFMADD231PS Z27, Z25, b \
 	VFMADD231PS Z27, Z26, c
 
-// func dotF32R3x8AVX512(out *float32, ostride, blocks int, w *byte, chunks, rowBytes int, act *byte, actStride int, scratch *float32, sstride, flags int)
+// func dotF32R3T8AVX512(out *float32, ostride, blocks int, w *byte, chunks, rowBytes int, act *byte, actStride int, scratch *float32, sstride, flags int)
 //
 // R15 walks activations 0..3, R14 activations 4..7 (the output stride is
 // read again for the reduction).
-TEXT ·dotF32R3x8AVX512(SB), NOSPLIT, $0-88
+TEXT ·dotF32R3T8AVX512(SB), NOSPLIT, $0-88
 	ZPROLOGUE
 
 z38block:
@@ -707,10 +707,10 @@ z38next:
 	VZEROUPPER
 	RET
 
-// func dotF32R2x4AVX512(out *float32, ostride, blocks int, w *byte, chunks, rowBytes int, act *byte, actStride int, scratch *float32, sstride, flags int)
+// func dotF32R2T4AVX512(out *float32, ostride, blocks int, w *byte, chunks, rowBytes int, act *byte, actStride int, scratch *float32, sstride, flags int)
 //
-// dotF32R2x4AVX2 in two zmm passes.
-TEXT ·dotF32R2x4AVX512(SB), NOSPLIT, $0-88
+// dotF32R2T4AVX2 in two zmm passes.
+TEXT ·dotF32R2T4AVX512(SB), NOSPLIT, $0-88
 	ZPROLOGUE
 
 z2block:
@@ -771,12 +771,12 @@ z2next:
 	VZEROUPPER
 	RET
 
-// func dotF16R3x4AVX512(out *float32, ostride, blocks int, w *byte, chunks, rowBytes int, act *byte, actStride int, scratch *float32, sstride, flags int)
+// func dotF16R3T4AVX512(out *float32, ostride, blocks int, w *byte, chunks, rowBytes int, act *byte, actStride int, scratch *float32, sstride, flags int)
 //
-// dotF32R3x4AVX512 on F16 rows, widened as they are loaded (pass j reads
-// 32 bytes at 32j of each 64-byte chunk): dotF16R3x4AVX2's sums. Both
+// dotF32R3T4AVX512 on F16 rows, widened as they are loaded (pass j reads
+// 32 bytes at 32j of each 64-byte chunk): dotF16R3T4AVX2's sums. Both
 // passes prefetch the next block's three rows.
-TEXT ·dotF16R3x4AVX512(SB), NOSPLIT, $0-88
+TEXT ·dotF16R3T4AVX512(SB), NOSPLIT, $0-88
 	ZPROLOGUE
 
 h3zblock:
@@ -838,10 +838,10 @@ h3znext:
 	VZEROUPPER
 	RET
 
-// func dotF16R2x4AVX512(out *float32, ostride, blocks int, w *byte, chunks, rowBytes int, act *byte, actStride int, scratch *float32, sstride, flags int)
+// func dotF16R2T4AVX512(out *float32, ostride, blocks int, w *byte, chunks, rowBytes int, act *byte, actStride int, scratch *float32, sstride, flags int)
 //
-// dotF32R2x4AVX512 on F16 rows: dotF16R2x4AVX2's sums.
-TEXT ·dotF16R2x4AVX512(SB), NOSPLIT, $0-88
+// dotF32R2T4AVX512 on F16 rows: dotF16R2T4AVX2's sums.
+TEXT ·dotF16R2T4AVX512(SB), NOSPLIT, $0-88
 	ZPROLOGUE
 
 h2zblock:
@@ -899,14 +899,14 @@ h2znext:
 	VZEROUPPER
 	RET
 
-// Q4_K × Q8_K tile: dotQ4_Kx4AVX2's arithmetic with two activations per
+// Q4_K × Q8_K tile: dotQ4_KT4AVX2's arithmetic with two activations per
 // register (activations 2p and 2p+1 of pair p): the integer sums in a
 // zmm (lanes 0..7 and 8..15), with the row's nibbles and scales in both
 // halves, lane for lane the AVX2 kernel's VPMADDUBSW and VPMADDWD; the
 // float accumulator of the sums in a zmm (Z0 pair 0, Z1 pair 1), and that
 // of the mins' products in a ymm (lanes 0..3 and 4..7; Y2, Y3) instead of
 // memory, each lane doing the AVX2 kernel's FMA; K4ZSTORE reduces them as
-// K4STORE does. The activations come packed by packQ8_Kx4Z: per block,
+// K4STORE does. The activations come packed by packQ8_KT4Z: per block,
 // sub-block s of pair p's quants at 512p+64s (32 of each activation), the
 // pair's da as [da0 ×8, da1 ×8] at 1024+64p and [da0 ×4, da1 ×4] at
 // 1152+32p, its bsums 0..7 as [act0, act1] at 1216+64p and 8..15 32 bytes
@@ -961,8 +961,8 @@ h2znext:
 	VSUBSS xm, xacc, xacc \
 	VMOVSS xacc, dst
 
-// func dotQ4_Kx4AVX512(out *float32, ostride, rows int, w *byte, nb int, packed *byte)
-TEXT ·dotQ4_Kx4AVX512(SB), NOSPLIT, $0-48
+// func dotQ4_KT4AVX512(out *float32, ostride, rows int, w *byte, nb int, packed *byte)
+TEXT ·dotQ4_KT4AVX512(SB), NOSPLIT, $0-48
 	MOVQ out+0(FP), R8
 	MOVQ ostride+8(FP), R14
 	SHLQ $2, R14

@@ -103,7 +103,7 @@ func bf16AVX2(out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
 }
 
 //go:noescape
-func dotF32R3x8AVX512(out *float32, ostride, blocks int, w *byte, chunks, rowBytes int, act *byte, actStride int, scratch *float32, sstride, flags int)
+func dotF32R3T8AVX512(out *float32, ostride, blocks int, w *byte, chunks, rowBytes int, act *byte, actStride int, scratch *float32, sstride, flags int)
 
 // f32BlockScratch8 is the scratch of a block of three rows × eight
 // activations in float32: two of f32BlockScratch.
@@ -113,11 +113,11 @@ const f32BlockScratch8 = 2 * f32BlockScratch
 var f32Scratch8Pool = sync.Pool{New: func() any { return new([f32SlabBlocks * f32BlockScratch8]float32) }}
 
 // f32Blocks8 is floatBlocks for blocks of three rows × eight activations
-// (dotF32R3x8AVX512).
+// (dotF32R3T8AVX512).
 func f32Blocks8(blocks int, out []float32, ostride int, w []byte, rowBytes, chunks int, packed []byte, actStride int) {
 	if chunks <= f32SlabChunks {
 		var scratch [f32BlockScratch8]float32
-		dotF32R3x8AVX512(&out[0], ostride, blocks, &w[0], chunks, rowBytes, &packed[0], actStride, &scratch[0], 0, f32Finish)
+		dotF32R3T8AVX512(&out[0], ostride, blocks, &w[0], chunks, rowBytes, &packed[0], actStride, &scratch[0], 0, f32Finish)
 		return
 	}
 	scratch := f32Scratch8Pool.Get().(*[f32SlabBlocks * f32BlockScratch8]float32)
@@ -134,19 +134,19 @@ func f32Blocks8(blocks int, out []float32, ostride int, w []byte, rowBytes, chun
 			if c0+nc == chunks {
 				flags |= f32Finish
 			}
-			dotF32R3x8AVX512(&out[3*b0], ostride, nb, &w[3*b0*rowBytes+128*c0], nc, rowBytes,
+			dotF32R3T8AVX512(&out[3*b0], ostride, nb, &w[3*b0*rowBytes+128*c0], nc, rowBytes,
 				&packed[128*c0], actStride, &scratch[0], 4*f32BlockScratch8, flags)
 		}
 	}
 	f32Scratch8Pool.Put(scratch)
 }
 
-// f32x8AVX512 is the avx512 tier's F32 tile of eight activations: blocks
-// of three rows through dotF32R3x8AVX512, the one or two rows left (and
+// f32T8AVX512 is the avx512 tier's F32 tile of eight activations: blocks
+// of three rows through dotF32R3T8AVX512, the one or two rows left (and
 // rows narrower than a chunk) through the four-activation tile, twice;
 // the sums of dotF32AVX2 bit for bit, and the tail past the last whole
 // chunk added as f32AVX2 does.
-func f32x8AVX512(out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
+func f32T8AVX512(out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
 	_ = out[7*ostride+rows-1]
 	_ = w[rows*rowBytes-1]
 	actStride := f32ActStride(cols)
@@ -177,16 +177,16 @@ func f32x8AVX512(out []float32, ostride int, w []byte, rowBytes, cols, rows int,
 	}
 	if r := 3 * n3; r < rows {
 		for h := 0; h < 2; h++ {
-			f32x4(true, out[4*h*ostride+r:], ostride, w[r*rowBytes:], rowBytes, cols, rows-r, packed[4*h*actStride:])
+			f32T4(true, out[4*h*ostride+r:], ostride, w[r*rowBytes:], rowBytes, cols, rows-r, packed[4*h*actStride:])
 		}
 	}
 }
 
-func packBytesF32x8(cols int) int { return 8 * f32ActStride(cols) }
+func packBytesF32T8(cols int) int { return 8 * f32ActStride(cols) }
 
-// packF32x8 copies eight float32 activations, f32ActStride(cols) bytes
+// packF32T8 copies eight float32 activations, f32ActStride(cols) bytes
 // apart.
-func packF32x8(dst, acts []byte, actBytes, cols int) {
+func packF32T8(dst, acts []byte, actBytes, cols int) {
 	stride := f32ActStride(cols)
 	for t := 0; t < 8; t++ {
 		copy(dst[t*stride:t*stride+actBytes], acts[t*actBytes:(t+1)*actBytes])

@@ -55,11 +55,11 @@ func q6_KAVX512(out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
 // by packQ6_KZ: eight chunks of 128 bytes and the pair's da.
 const q6zPair = 8*128 + 64
 
-func packBytesQ6_Kx8Z(cols int) int { return cols / 256 * 4 * q6zPair }
+func packBytesQ6_KT8Z(cols int) int { return cols / 256 * 4 * q6zPair }
 
-// packQ6_Kx8Z packs eight Q8_K activations for dotQ6_Kx8AVX512 (see
+// packQ6_KT8Z packs eight Q8_K activations for dotQ6_KT8AVX512 (see
 // packQ6_KZ).
-func packQ6_Kx8Z(dst, acts []byte, actBytes, cols int) { packQ6_KZ(dst, acts, actBytes, cols, 4) }
+func packQ6_KT8Z(dst, acts []byte, actBytes, cols int) { packQ6_KZ(dst, acts, actBytes, cols, 4) }
 
 // packQ6_KZ packs 2·pairs Q8_K activations for the Q6_K tile in pairs p
 // (activations 2p, 2p+1), P = pairs: per block (P·1088 bytes), chunk c
@@ -91,24 +91,24 @@ func packQ6_KZ(dst, acts []byte, actBytes, cols, pairs int) {
 }
 
 //go:noescape
-func dotQ6_Kx8AVX512(out *float32, ostride, rows int, w *byte, nb int, packed *byte)
+func dotQ6_KT8AVX512(out *float32, ostride, rows int, w *byte, nb int, packed *byte)
 
-// q6_Kx8AVX512 is the avx512 tier's Q6_K tile kernel of eight
+// q6_KT8AVX512 is the avx512 tier's Q6_K tile kernel of eight
 // activations; a group of four left over goes through the AVX2 tile.
-func q6_Kx8AVX512(out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
+func q6_KT8AVX512(out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
 	_ = out[7*ostride+rows-1]
 	_ = w[rows*rowBytes-1]
-	_ = packed[packBytesQ6_Kx8Z(cols)-1]
-	dotQ6_Kx8AVX512(&out[0], ostride, rows, &w[0], cols/256, &packed[0])
+	_ = packed[packBytesQ6_KT8Z(cols)-1]
+	dotQ6_KT8AVX512(&out[0], ostride, rows, &w[0], cols/256, &packed[0])
 }
 
-var tileQ6_Kx8AVX512 = tileKernel{
-	run:       q6_Kx8AVX512,
+var tileQ6_KT8AVX512 = tileKernel{
+	run:       q6_KT8AVX512,
 	rowStep:   1,
 	tokens:    8,
 	rest:      &tileQ6_K,
-	packBytes: packBytesQ6_Kx8Z,
-	pack:      packQ6_Kx8Z,
+	packBytes: packBytesQ6_KT8Z,
+	pack:      packQ6_KT8Z,
 }
 
 // decodeAhead is how far ahead of the rows they multiply the avx512

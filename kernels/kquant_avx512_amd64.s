@@ -452,8 +452,8 @@ GLOBL k4zScaleShuf<>(SB), RODATA|NOPTR, $512
 	VSUBSS X13, X12, X12 \
 	VMOVSS X12, dst1
 
-// func dotQ4_Kx8AVX512(out *float32, ostride, rows int, w *byte, nb int, packed *byte)
-TEXT ·dotQ4_Kx8AVX512(SB), NOSPLIT, $0-48
+// func dotQ4_KT8AVX512(out *float32, ostride, rows int, w *byte, nb int, packed *byte)
+TEXT ·dotQ4_KT8AVX512(SB), NOSPLIT, $0-48
 	MOVQ out+0(FP), R8
 	MOVQ ostride+8(FP), R14
 	SHLQ $2, R14
@@ -596,8 +596,8 @@ k8block:
 	HSUM8(Y6, X6, X1) \
 	VMOVSS X6, dst1
 
-// func dotQ6_Kx8AVX512(out *float32, ostride, rows int, w *byte, nb int, packed *byte)
-TEXT ·dotQ6_Kx8AVX512(SB), NOSPLIT, $0-48
+// func dotQ6_KT8AVX512(out *float32, ostride, rows int, w *byte, nb int, packed *byte)
+TEXT ·dotQ6_KT8AVX512(SB), NOSPLIT, $0-48
 	MOVQ out+0(FP), R8
 	MOVQ ostride+8(FP), R14
 	SHLQ $2, R14

@@ -94,14 +94,14 @@ func BenchmarkF32Tile(b *testing.B) {
 		r := rand.New(rand.NewPCG(31, 32))
 		w := randomRows(r, quant.F32, sh.rows, sh.cols)
 		acts := randomRows(r, quant.F32, tileTokens, sh.cols)
-		packed := make([]byte, packBytesF32x4(sh.cols))
-		packF32x4(packed, acts, 4*sh.cols, sh.cols)
+		packed := make([]byte, packBytesF32T4(sh.cols))
+		packF32T4(packed, acts, 4*sh.cols, sh.cols)
 		out := make([]float32, tileTokens*sh.rows)
 		for _, blocks := range []bool{false, true} {
 			b.Run(fmt.Sprintf("%dx%d/blocks=%v", sh.rows, sh.cols, blocks), func(b *testing.B) {
-				tile := f32x4AVX2
+				tile := f32T4AVX2
 				if !blocks {
-					tile = f32x4Plain
+					tile = f32T4Plain
 				}
 				runtime.LockOSThread()
 				defer runtime.UnlockOSThread()
@@ -118,15 +118,15 @@ func BenchmarkF32Tile(b *testing.B) {
 	}
 }
 
-// f32x4Plain is the F32 tile of dotF32x4AVX2 alone, without the block
+// f32T4Plain is the F32 tile of dotF32T4AVX2 alone, without the block
 // kernels, for the benchmarks that compare the two (cols a multiple of
 // 32).
-func f32x4Plain(out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
+func f32T4Plain(out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
 	_ = out[3*ostride+rows-1]
 	_ = w[rows*rowBytes-1]
 	actBytes := f32ActStride(cols)
 	_ = packed[(tileTokens-1)*actBytes+4*cols-1]
-	dotF32x4AVX2(&out[0], ostride, rows, &w[0], cols/32, rowBytes, &packed[0], actBytes)
+	dotF32T4AVX2(&out[0], ostride, rows, &w[0], cols/32, rowBytes, &packed[0], actBytes)
 }
 
-var tileF32Plain = tileKernel{run: f32x4Plain, rowStep: 1, packBytes: packBytesF32x4, pack: packF32x4}
+var tileF32Plain = tileKernel{run: f32T4Plain, rowStep: 1, packBytes: packBytesF32T4, pack: packF32T4}
