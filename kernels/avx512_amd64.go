@@ -254,9 +254,6 @@ func q4_KT4AVX512(out []float32, ostride int, w []byte, rowBytes, cols, rows int
 	dotQ4_KT4AVX512(&out[0], ostride, rows, &w[0], cols/256, &packed[0])
 }
 
-//go:noescape
-func dotQ4_KT8AVX512(out *float32, ostride, rows int, w *byte, nb int, packed *byte)
-
 // q4_KT8AVX512 is the avx512 tier's Q4_K tile kernel of eight
 // activations (kquant_avx512_amd64.s).
 func q4_KT8AVX512(out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
