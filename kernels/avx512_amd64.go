@@ -206,12 +206,10 @@ func f16T4AVX512(out []float32, ostride int, w []byte, rowBytes, cols, rows int,
 const q8KzPair = 672
 
 func packBytesQ8_KT4Z(cols int) int { return cols / 256 * 2 * q8KzPair }
-func packBytesQ8_KT8Z(cols int) int { return cols / 256 * 4 * q8KzPair }
 
-// packQ8_KT4Z packs tileTokens Q8_K activations for dotQ4_KT4AVX512, and
-// packQ8_KT8Z eight for dotQ4_KT8AVX512 (see packQ8_KZ).
+// packQ8_KT4Z packs tileTokens Q8_K activations for dotQ4_KT4AVX512 (see
+// packQ8_KZ).
 func packQ8_KT4Z(dst, acts []byte, actBytes, cols int) { packQ8_KZ(dst, acts, actBytes, cols, 2) }
-func packQ8_KT8Z(dst, acts []byte, actBytes, cols int) { packQ8_KZ(dst, acts, actBytes, cols, 4) }
 
 // packQ8_KZ packs 2·pairs Q8_K activations in pairs p (activations 2p,
 // 2p+1), P = pairs: per block (P·672 bytes), sub-block s (32 quants) of

@@ -150,3 +150,40 @@ var q8KTraits = func() *quant.Traits {
 	}
 	return tr
 }()
+
+// q8KT8Block is the size of one block of eight Q8_K activations packed by
+// packQ8_KT8Z.
+const q8KT8Block = 2560
+
+func packBytesQ8_KT8Z(cols int) int { return cols / 256 * q8KT8Block }
+
+// packQ8_KT8Z packs eight Q8_K activations for dotQ4_KT8AVX512 in pairs p
+// (activations 2p, 2p+1): per block, sub-block s (32 quants) of both at
+// 512p+64s, the pair's da as [da0 ×8, da1 ×8] at 2048+64p and [da0 ×4,
+// da1 ×4] at 2304+32p, and the sums of 32 quants (bsums added in pairs,
+// int16) of both at 2432+32p.
+func packQ8_KT8Z(dst, acts []byte, actBytes, cols int) {
+	nb := cols / 256
+	for t := 0; t < 8; t++ {
+		p, h := t/2, t%2
+		act := acts[t*actBytes : (t+1)*actBytes]
+		for b := 0; b < nb; b++ {
+			blk := act[b*q8KBlock : (b+1)*q8KBlock]
+			o := dst[b*q8KT8Block : (b+1)*q8KT8Block]
+			for s := 0; s < 8; s++ {
+				copy(o[512*p+64*s+32*h:][:32], blk[4+32*s:])
+			}
+			da := binary.LittleEndian.Uint32(blk)
+			for l := 0; l < 8; l++ {
+				binary.LittleEndian.PutUint32(o[2048+64*p+32*h+4*l:], da)
+			}
+			for l := 0; l < 4; l++ {
+				binary.LittleEndian.PutUint32(o[2304+32*p+16*h+4*l:], da)
+			}
+			for i := 0; i < 8; i++ {
+				s := binary.LittleEndian.Uint16(blk[260+4*i:]) + binary.LittleEndian.Uint16(blk[262+4*i:])
+				binary.LittleEndian.PutUint16(o[2432+32*p+16*h+2*i:], s)
+			}
+		}
+	}
+}

@@ -38,71 +38,15 @@ DATA q6zScaleShuf<>+112(SB)/8, $0x0f0e0f0e0f0e0f0e
 DATA q6zScaleShuf<>+120(SB)/8, $0x0f0e0f0e0f0e0f0e
 GLOBL q6zScaleShuf<>(SB), RODATA|NOPTR, $128
 
-DATA k4zScaleShuf<>+0(SB)/8, $0x0100010001000100
-DATA k4zScaleShuf<>+8(SB)/8, $0x0100010001000100
-DATA k4zScaleShuf<>+16(SB)/8, $0x0100010001000100
-DATA k4zScaleShuf<>+24(SB)/8, $0x0100010001000100
-DATA k4zScaleShuf<>+32(SB)/8, $0x0100010001000100
-DATA k4zScaleShuf<>+40(SB)/8, $0x0100010001000100
-DATA k4zScaleShuf<>+48(SB)/8, $0x0100010001000100
-DATA k4zScaleShuf<>+56(SB)/8, $0x0100010001000100
-DATA k4zScaleShuf<>+64(SB)/8, $0x0302030203020302
-DATA k4zScaleShuf<>+72(SB)/8, $0x0302030203020302
-DATA k4zScaleShuf<>+80(SB)/8, $0x0302030203020302
-DATA k4zScaleShuf<>+88(SB)/8, $0x0302030203020302
-DATA k4zScaleShuf<>+96(SB)/8, $0x0302030203020302
-DATA k4zScaleShuf<>+104(SB)/8, $0x0302030203020302
-DATA k4zScaleShuf<>+112(SB)/8, $0x0302030203020302
-DATA k4zScaleShuf<>+120(SB)/8, $0x0302030203020302
-DATA k4zScaleShuf<>+128(SB)/8, $0x0504050405040504
-DATA k4zScaleShuf<>+136(SB)/8, $0x0504050405040504
-DATA k4zScaleShuf<>+144(SB)/8, $0x0504050405040504
-DATA k4zScaleShuf<>+152(SB)/8, $0x0504050405040504
-DATA k4zScaleShuf<>+160(SB)/8, $0x0504050405040504
-DATA k4zScaleShuf<>+168(SB)/8, $0x0504050405040504
-DATA k4zScaleShuf<>+176(SB)/8, $0x0504050405040504
-DATA k4zScaleShuf<>+184(SB)/8, $0x0504050405040504
-DATA k4zScaleShuf<>+192(SB)/8, $0x0706070607060706
-DATA k4zScaleShuf<>+200(SB)/8, $0x0706070607060706
-DATA k4zScaleShuf<>+208(SB)/8, $0x0706070607060706
-DATA k4zScaleShuf<>+216(SB)/8, $0x0706070607060706
-DATA k4zScaleShuf<>+224(SB)/8, $0x0706070607060706
-DATA k4zScaleShuf<>+232(SB)/8, $0x0706070607060706
-DATA k4zScaleShuf<>+240(SB)/8, $0x0706070607060706
-DATA k4zScaleShuf<>+248(SB)/8, $0x0706070607060706
-DATA k4zScaleShuf<>+256(SB)/8, $0x0908090809080908
-DATA k4zScaleShuf<>+264(SB)/8, $0x0908090809080908
-DATA k4zScaleShuf<>+272(SB)/8, $0x0908090809080908
-DATA k4zScaleShuf<>+280(SB)/8, $0x0908090809080908
-DATA k4zScaleShuf<>+288(SB)/8, $0x0908090809080908
-DATA k4zScaleShuf<>+296(SB)/8, $0x0908090809080908
-DATA k4zScaleShuf<>+304(SB)/8, $0x0908090809080908
-DATA k4zScaleShuf<>+312(SB)/8, $0x0908090809080908
-DATA k4zScaleShuf<>+320(SB)/8, $0x0b0a0b0a0b0a0b0a
-DATA k4zScaleShuf<>+328(SB)/8, $0x0b0a0b0a0b0a0b0a
-DATA k4zScaleShuf<>+336(SB)/8, $0x0b0a0b0a0b0a0b0a
-DATA k4zScaleShuf<>+344(SB)/8, $0x0b0a0b0a0b0a0b0a
-DATA k4zScaleShuf<>+352(SB)/8, $0x0b0a0b0a0b0a0b0a
-DATA k4zScaleShuf<>+360(SB)/8, $0x0b0a0b0a0b0a0b0a
-DATA k4zScaleShuf<>+368(SB)/8, $0x0b0a0b0a0b0a0b0a
-DATA k4zScaleShuf<>+376(SB)/8, $0x0b0a0b0a0b0a0b0a
-DATA k4zScaleShuf<>+384(SB)/8, $0x0d0c0d0c0d0c0d0c
-DATA k4zScaleShuf<>+392(SB)/8, $0x0d0c0d0c0d0c0d0c
-DATA k4zScaleShuf<>+400(SB)/8, $0x0d0c0d0c0d0c0d0c
-DATA k4zScaleShuf<>+408(SB)/8, $0x0d0c0d0c0d0c0d0c
-DATA k4zScaleShuf<>+416(SB)/8, $0x0d0c0d0c0d0c0d0c
-DATA k4zScaleShuf<>+424(SB)/8, $0x0d0c0d0c0d0c0d0c
-DATA k4zScaleShuf<>+432(SB)/8, $0x0d0c0d0c0d0c0d0c
-DATA k4zScaleShuf<>+440(SB)/8, $0x0d0c0d0c0d0c0d0c
-DATA k4zScaleShuf<>+448(SB)/8, $0x0f0e0f0e0f0e0f0e
-DATA k4zScaleShuf<>+456(SB)/8, $0x0f0e0f0e0f0e0f0e
-DATA k4zScaleShuf<>+464(SB)/8, $0x0f0e0f0e0f0e0f0e
-DATA k4zScaleShuf<>+472(SB)/8, $0x0f0e0f0e0f0e0f0e
-DATA k4zScaleShuf<>+480(SB)/8, $0x0f0e0f0e0f0e0f0e
-DATA k4zScaleShuf<>+488(SB)/8, $0x0f0e0f0e0f0e0f0e
-DATA k4zScaleShuf<>+496(SB)/8, $0x0f0e0f0e0f0e0f0e
-DATA k4zScaleShuf<>+504(SB)/8, $0x0f0e0f0e0f0e0f0e
-GLOBL k4zScaleShuf<>(SB), RODATA|NOPTR, $512
+DATA k4zPairShuf<>+0(SB)/8, $0x0302010003020100
+DATA k4zPairShuf<>+8(SB)/8, $0x0302010003020100
+DATA k4zPairShuf<>+16(SB)/8, $0x0706050407060504
+DATA k4zPairShuf<>+24(SB)/8, $0x0706050407060504
+DATA k4zPairShuf<>+32(SB)/8, $0x0b0a09080b0a0908
+DATA k4zPairShuf<>+40(SB)/8, $0x0b0a09080b0a0908
+DATA k4zPairShuf<>+48(SB)/8, $0x0f0e0d0c0f0e0d0c
+DATA k4zPairShuf<>+56(SB)/8, $0x0f0e0d0c0f0e0d0c
+GLOBL k4zPairShuf<>(SB), RODATA|NOPTR, $64
 
 // func dotQ4_KRows2AVX512(out *float32, pairs int, w *byte, nb int, rowBytes int, act *byte, ahead int)
 // Requires: AVX, AVX2, AVX512BW, AVX512DQ, AVX512F, AVX512VL, F16C, FMA3, MMX+
@@ -219,8 +163,6 @@ q4kr_block:
 	VPERMPS         Z5, Z24, Z6
 	VPERMPS         Y5, Y25, Y5
 	VFMADD231PS     Y5, Y2, Y13
-	VPXORD          Z7, Z7, Z7
-	VPXORD          Z8, Z8, Z8
 	VMOVDQU         16(SI), Y1
 	VINSERTI64X4    $0x01, 16(BX), Z1, Z1
 	VPSRLW          $0x04, Z1, Z2
@@ -232,8 +174,8 @@ q4kr_block:
 	VPMADDUBSW      Z4, Z2, Z2
 	VPSHUFB         Z16, Z12, Z3
 	VPSHUFB         Z17, Z12, Z4
-	VPDPWSSD        Z3, Z1, Z7
-	VPDPWSSD        Z4, Z2, Z8
+	VPMADDWD        Z3, Z1, Z7
+	VPMADDWD        Z4, Z2, Z8
 	VMOVDQU         48(SI), Y1
 	VINSERTI64X4    $0x01, 48(BX), Z1, Z1
 	VPSRLW          $0x04, Z1, Z2
@@ -354,8 +296,6 @@ q6kr_block:
 	VPMOVSXBW       192(SI), Y13
 	VPMOVSXBW       192(BX), Y9
 	VINSERTI64X4    $0x01, Y9, Z13, Z13
-	VPXORD          Z7, Z7, Z7
-	VPXORD          Z8, Z8, Z8
 	VPERMQ          $0x44, Z13, Z9
 	VMOVDQU         128(SI), Y10
 	VINSERTI64X4    $0x01, 128(BX), Z10, Z10
@@ -372,7 +312,7 @@ q6kr_block:
 	VPMADDUBSW      Z3, Z1, Z1
 	VPSUBW          Z4, Z1, Z1
 	VPSHUFB         Z24, Z9, Z3
-	VPDPWSSD        Z3, Z1, Z7
+	VPMADDWD        Z3, Z1, Z7
 	VPANDD          Z14, Z12, Z1
 	VPSLLW          $0x02, Z10, Z2
 	VPANDD          Z15, Z2, Z2
@@ -382,7 +322,7 @@ q6kr_block:
 	VPMADDUBSW      Z3, Z1, Z1
 	VPSUBW          Z4, Z1, Z1
 	VPSHUFB         Z25, Z9, Z3
-	VPDPWSSD        Z3, Z1, Z8
+	VPMADDWD        Z3, Z1, Z8
 	VPSRLW          $0x04, Z11, Z1
 	VPANDD          Z14, Z1, Z1
 	VMOVDQA64       Z10, Z2
@@ -501,16 +441,22 @@ q6kr_block:
 // func dotQ4_KT8AVX512(out *float32, ostride int, rows int, w *byte, nb int, packed *byte)
 // Requires: AVX, AVX2, AVX512BW, AVX512DQ, AVX512F, AVX512VL, F16C, FMA3
 TEXT ·dotQ4_KT8AVX512(SB), NOSPLIT, $0-48
-	MOVQ         out+0(FP), R8
-	MOVQ         ostride+8(FP), R14
-	SHLQ         $0x02, R14
-	LEAQ         (R14)(R14*2), R15
-	MOVQ         rows+16(FP), R9
-	MOVQ         w+24(FP), SI
-	MOVQ         nb+32(FP), R10
-	MOVQ         packed+40(FP), R11
-	MOVL         $0x0f0f0f0f, AX
-	VPBROADCASTD AX, Z15
+	MOVQ            out+0(FP), R8
+	MOVQ            ostride+8(FP), R14
+	SHLQ            $0x02, R14
+	LEAQ            (R14)(R14*2), R15
+	MOVQ            rows+16(FP), R9
+	MOVQ            w+24(FP), SI
+	MOVQ            nb+32(FP), R10
+	MOVQ            packed+40(FP), R11
+	MOVL            $0x0f0f0f0f, AX
+	VPBROADCASTD    AX, Z15
+	MOVL            $0xaaaaaaaa, AX
+	KMOVD           AX, K1
+	VBROADCASTI32X4 k4zPairShuf<>+0(SB), Z20
+	VBROADCASTI32X4 k4zPairShuf<>+16(SB), Z21
+	VBROADCASTI32X4 k4zPairShuf<>+32(SB), Z22
+	VBROADCASTI32X4 k4zPairShuf<>+48(SB), Z23
 
 q4kt8_row:
 	VPXORD Z0, Z0, Z0
@@ -552,102 +498,138 @@ q4kt8_block:
 	VPMOVZXBW       X8, X8
 	VPERMQ          $0x44, Y8, Y8
 	VINSERTI64X4    $0x01, Y8, Z8, Z8
-	VPXORD          Z24, Z24, Z24
-	VPXORD          Z25, Z25, Z25
-	VPXORD          Z26, Z26, Z26
-	VPXORD          Z27, Z27, Z27
-	VPXORD          Z28, Z28, Z28
-	VPXORD          Z29, Z29, Z29
-	VPXORD          Z30, Z30, Z30
-	VPXORD          Z31, Z31, Z31
 	VBROADCASTI32X8 16(SI), Z9
 	VPSRLW          $0x04, Z9, Z10
 	VPANDD          Z15, Z9, Z9
 	VPANDD          Z15, Z10, Z10
-	VPSHUFB         k4zScaleShuf<>+0(SB), Z8, Z11
-	VPSHUFB         k4zScaleShuf<>+64(SB), Z8, Z12
-	VPMADDUBSW      (DI), Z9, Z13
-	VPMADDUBSW      64(DI), Z10, Z14
-	VPDPWSSD        Z11, Z13, Z24
-	VPDPWSSD        Z12, Z14, Z25
-	VPMADDUBSW      512(DI), Z9, Z13
-	VPMADDUBSW      576(DI), Z10, Z14
-	VPDPWSSD        Z11, Z13, Z26
-	VPDPWSSD        Z12, Z14, Z27
-	VPMADDUBSW      1024(DI), Z9, Z13
-	VPMADDUBSW      1088(DI), Z10, Z14
-	VPDPWSSD        Z11, Z13, Z28
-	VPDPWSSD        Z12, Z14, Z29
-	VPMADDUBSW      1536(DI), Z9, Z13
-	VPMADDUBSW      1600(DI), Z10, Z14
-	VPDPWSSD        Z11, Z13, Z30
-	VPDPWSSD        Z12, Z14, Z31
+	VPSHUFB         Z20, Z8, Z11
+	VPXORD          Z12, Z12, Z12
+	VPXORD          Z13, Z13, Z13
+	VPDPBUSD        (DI), Z9, Z12
+	VPDPBUSD        64(DI), Z10, Z13
+	VPSLLD          $0x10, Z13, Z13
+	VPBLENDMW       Z13, Z12, K1, Z12
+	VPMADDWD        Z11, Z12, Z24
+	VPXORD          Z12, Z12, Z12
+	VPXORD          Z13, Z13, Z13
+	VPDPBUSD        512(DI), Z9, Z12
+	VPDPBUSD        576(DI), Z10, Z13
+	VPSLLD          $0x10, Z13, Z13
+	VPBLENDMW       Z13, Z12, K1, Z12
+	VPMADDWD        Z11, Z12, Z26
+	VPXORD          Z12, Z12, Z12
+	VPXORD          Z13, Z13, Z13
+	VPDPBUSD        1024(DI), Z9, Z12
+	VPDPBUSD        1088(DI), Z10, Z13
+	VPSLLD          $0x10, Z13, Z13
+	VPBLENDMW       Z13, Z12, K1, Z12
+	VPMADDWD        Z11, Z12, Z28
+	VPXORD          Z12, Z12, Z12
+	VPXORD          Z13, Z13, Z13
+	VPDPBUSD        1536(DI), Z9, Z12
+	VPDPBUSD        1600(DI), Z10, Z13
+	VPSLLD          $0x10, Z13, Z13
+	VPBLENDMW       Z13, Z12, K1, Z12
+	VPMADDWD        Z11, Z12, Z30
 	VBROADCASTI32X8 48(SI), Z9
 	VPSRLW          $0x04, Z9, Z10
 	VPANDD          Z15, Z9, Z9
 	VPANDD          Z15, Z10, Z10
-	VPSHUFB         k4zScaleShuf<>+128(SB), Z8, Z11
-	VPSHUFB         k4zScaleShuf<>+192(SB), Z8, Z12
-	VPMADDUBSW      128(DI), Z9, Z13
-	VPMADDUBSW      192(DI), Z10, Z14
-	VPDPWSSD        Z11, Z13, Z24
-	VPDPWSSD        Z12, Z14, Z25
-	VPMADDUBSW      640(DI), Z9, Z13
-	VPMADDUBSW      704(DI), Z10, Z14
-	VPDPWSSD        Z11, Z13, Z26
-	VPDPWSSD        Z12, Z14, Z27
-	VPMADDUBSW      1152(DI), Z9, Z13
-	VPMADDUBSW      1216(DI), Z10, Z14
-	VPDPWSSD        Z11, Z13, Z28
-	VPDPWSSD        Z12, Z14, Z29
-	VPMADDUBSW      1664(DI), Z9, Z13
-	VPMADDUBSW      1728(DI), Z10, Z14
-	VPDPWSSD        Z11, Z13, Z30
-	VPDPWSSD        Z12, Z14, Z31
+	VPSHUFB         Z21, Z8, Z11
+	VPXORD          Z12, Z12, Z12
+	VPXORD          Z13, Z13, Z13
+	VPDPBUSD        128(DI), Z9, Z12
+	VPDPBUSD        192(DI), Z10, Z13
+	VPSLLD          $0x10, Z13, Z13
+	VPBLENDMW       Z13, Z12, K1, Z12
+	VPMADDWD        Z11, Z12, Z25
+	VPXORD          Z12, Z12, Z12
+	VPXORD          Z13, Z13, Z13
+	VPDPBUSD        640(DI), Z9, Z12
+	VPDPBUSD        704(DI), Z10, Z13
+	VPSLLD          $0x10, Z13, Z13
+	VPBLENDMW       Z13, Z12, K1, Z12
+	VPMADDWD        Z11, Z12, Z27
+	VPXORD          Z12, Z12, Z12
+	VPXORD          Z13, Z13, Z13
+	VPDPBUSD        1152(DI), Z9, Z12
+	VPDPBUSD        1216(DI), Z10, Z13
+	VPSLLD          $0x10, Z13, Z13
+	VPBLENDMW       Z13, Z12, K1, Z12
+	VPMADDWD        Z11, Z12, Z29
+	VPXORD          Z12, Z12, Z12
+	VPXORD          Z13, Z13, Z13
+	VPDPBUSD        1664(DI), Z9, Z12
+	VPDPBUSD        1728(DI), Z10, Z13
+	VPSLLD          $0x10, Z13, Z13
+	VPBLENDMW       Z13, Z12, K1, Z12
+	VPMADDWD        Z11, Z12, Z31
 	VBROADCASTI32X8 80(SI), Z9
 	VPSRLW          $0x04, Z9, Z10
 	VPANDD          Z15, Z9, Z9
 	VPANDD          Z15, Z10, Z10
-	VPSHUFB         k4zScaleShuf<>+256(SB), Z8, Z11
-	VPSHUFB         k4zScaleShuf<>+320(SB), Z8, Z12
-	VPMADDUBSW      256(DI), Z9, Z13
-	VPMADDUBSW      320(DI), Z10, Z14
-	VPDPWSSD        Z11, Z13, Z24
-	VPDPWSSD        Z12, Z14, Z25
-	VPMADDUBSW      768(DI), Z9, Z13
-	VPMADDUBSW      832(DI), Z10, Z14
-	VPDPWSSD        Z11, Z13, Z26
-	VPDPWSSD        Z12, Z14, Z27
-	VPMADDUBSW      1280(DI), Z9, Z13
-	VPMADDUBSW      1344(DI), Z10, Z14
-	VPDPWSSD        Z11, Z13, Z28
-	VPDPWSSD        Z12, Z14, Z29
-	VPMADDUBSW      1792(DI), Z9, Z13
-	VPMADDUBSW      1856(DI), Z10, Z14
-	VPDPWSSD        Z11, Z13, Z30
-	VPDPWSSD        Z12, Z14, Z31
+	VPSHUFB         Z22, Z8, Z11
+	VPXORD          Z12, Z12, Z12
+	VPXORD          Z13, Z13, Z13
+	VPDPBUSD        256(DI), Z9, Z12
+	VPDPBUSD        320(DI), Z10, Z13
+	VPSLLD          $0x10, Z13, Z13
+	VPBLENDMW       Z13, Z12, K1, Z12
+	VPDPWSSD        Z11, Z12, Z24
+	VPXORD          Z12, Z12, Z12
+	VPXORD          Z13, Z13, Z13
+	VPDPBUSD        768(DI), Z9, Z12
+	VPDPBUSD        832(DI), Z10, Z13
+	VPSLLD          $0x10, Z13, Z13
+	VPBLENDMW       Z13, Z12, K1, Z12
+	VPDPWSSD        Z11, Z12, Z26
+	VPXORD          Z12, Z12, Z12
+	VPXORD          Z13, Z13, Z13
+	VPDPBUSD        1280(DI), Z9, Z12
+	VPDPBUSD        1344(DI), Z10, Z13
+	VPSLLD          $0x10, Z13, Z13
+	VPBLENDMW       Z13, Z12, K1, Z12
+	VPDPWSSD        Z11, Z12, Z28
+	VPXORD          Z12, Z12, Z12
+	VPXORD          Z13, Z13, Z13
+	VPDPBUSD        1792(DI), Z9, Z12
+	VPDPBUSD        1856(DI), Z10, Z13
+	VPSLLD          $0x10, Z13, Z13
+	VPBLENDMW       Z13, Z12, K1, Z12
+	VPDPWSSD        Z11, Z12, Z30
 	VBROADCASTI32X8 112(SI), Z9
 	VPSRLW          $0x04, Z9, Z10
 	VPANDD          Z15, Z9, Z9
 	VPANDD          Z15, Z10, Z10
-	VPSHUFB         k4zScaleShuf<>+384(SB), Z8, Z11
-	VPSHUFB         k4zScaleShuf<>+448(SB), Z8, Z12
-	VPMADDUBSW      384(DI), Z9, Z13
-	VPMADDUBSW      448(DI), Z10, Z14
-	VPDPWSSD        Z11, Z13, Z24
-	VPDPWSSD        Z12, Z14, Z25
-	VPMADDUBSW      896(DI), Z9, Z13
-	VPMADDUBSW      960(DI), Z10, Z14
-	VPDPWSSD        Z11, Z13, Z26
-	VPDPWSSD        Z12, Z14, Z27
-	VPMADDUBSW      1408(DI), Z9, Z13
-	VPMADDUBSW      1472(DI), Z10, Z14
-	VPDPWSSD        Z11, Z13, Z28
-	VPDPWSSD        Z12, Z14, Z29
-	VPMADDUBSW      1920(DI), Z9, Z13
-	VPMADDUBSW      1984(DI), Z10, Z14
-	VPDPWSSD        Z11, Z13, Z30
-	VPDPWSSD        Z12, Z14, Z31
+	VPSHUFB         Z23, Z8, Z11
+	VPXORD          Z12, Z12, Z12
+	VPXORD          Z13, Z13, Z13
+	VPDPBUSD        384(DI), Z9, Z12
+	VPDPBUSD        448(DI), Z10, Z13
+	VPSLLD          $0x10, Z13, Z13
+	VPBLENDMW       Z13, Z12, K1, Z12
+	VPDPWSSD        Z11, Z12, Z25
+	VPXORD          Z12, Z12, Z12
+	VPXORD          Z13, Z13, Z13
+	VPDPBUSD        896(DI), Z9, Z12
+	VPDPBUSD        960(DI), Z10, Z13
+	VPSLLD          $0x10, Z13, Z13
+	VPBLENDMW       Z13, Z12, K1, Z12
+	VPDPWSSD        Z11, Z12, Z27
+	VPXORD          Z12, Z12, Z12
+	VPXORD          Z13, Z13, Z13
+	VPDPBUSD        1408(DI), Z9, Z12
+	VPDPBUSD        1472(DI), Z10, Z13
+	VPSLLD          $0x10, Z13, Z13
+	VPBLENDMW       Z13, Z12, K1, Z12
+	VPDPWSSD        Z11, Z12, Z29
+	VPXORD          Z12, Z12, Z12
+	VPXORD          Z13, Z13, Z13
+	VPDPBUSD        1920(DI), Z9, Z12
+	VPDPBUSD        1984(DI), Z10, Z13
+	VPSLLD          $0x10, Z13, Z13
+	VPBLENDMW       Z13, Z12, K1, Z12
+	VPDPWSSD        Z11, Z12, Z31
 	VMOVQ           BX, X9
 	VPMOVZXBW       X9, X9
 	VPERMQ          $0x44, Y9, Y18
@@ -660,9 +642,7 @@ q4kt8_block:
 	VCVTDQ2PS       Z24, Z24
 	VMULPS          2048(DI), Z16, Z19
 	VFMADD231PS     Z19, Z24, Z0
-	VMOVDQU         2432(DI), Y13
-	VPHADDW         2464(DI), Y13, Y13
-	VPMADDWD        Y13, Y18, Y13
+	VPMADDWD        2432(DI), Y18, Y13
 	VCVTDQ2PS       Y13, Y13
 	VMULPS          2304(DI), Y17, Y14
 	VFMADD231PS     Y14, Y13, Y4
@@ -670,9 +650,7 @@ q4kt8_block:
 	VCVTDQ2PS       Z26, Z26
 	VMULPS          2112(DI), Z16, Z19
 	VFMADD231PS     Z19, Z26, Z1
-	VMOVDQU         2496(DI), Y13
-	VPHADDW         2528(DI), Y13, Y13
-	VPMADDWD        Y13, Y18, Y13
+	VPMADDWD        2464(DI), Y18, Y13
 	VCVTDQ2PS       Y13, Y13
 	VMULPS          2336(DI), Y17, Y14
 	VFMADD231PS     Y14, Y13, Y5
@@ -680,9 +658,7 @@ q4kt8_block:
 	VCVTDQ2PS       Z28, Z28
 	VMULPS          2176(DI), Z16, Z19
 	VFMADD231PS     Z19, Z28, Z2
-	VMOVDQU         2560(DI), Y13
-	VPHADDW         2592(DI), Y13, Y13
-	VPMADDWD        Y13, Y18, Y13
+	VPMADDWD        2496(DI), Y18, Y13
 	VCVTDQ2PS       Y13, Y13
 	VMULPS          2368(DI), Y17, Y14
 	VFMADD231PS     Y14, Y13, Y6
@@ -690,14 +666,12 @@ q4kt8_block:
 	VCVTDQ2PS       Z30, Z30
 	VMULPS          2240(DI), Z16, Z19
 	VFMADD231PS     Z19, Z30, Z3
-	VMOVDQU         2624(DI), Y13
-	VPHADDW         2656(DI), Y13, Y13
-	VPMADDWD        Y13, Y18, Y13
+	VPMADDWD        2528(DI), Y18, Y13
 	VCVTDQ2PS       Y13, Y13
 	VMULPS          2400(DI), Y17, Y14
 	VFMADD231PS     Y14, Y13, Y7
 	ADDQ            $0x00000090, SI
-	ADDQ            $0x00000a80, DI
+	ADDQ            $0x00000a00, DI
 	DECQ            CX
 	JNZ             q4kt8_block
 	LEAQ            (R8)(R14*4), R12
@@ -842,14 +816,6 @@ q6kt8_row:
 q6kt8_block:
 	VPMOVSXBW       192(SI), Y13
 	VINSERTI64X4    $0x01, Y13, Z13, Z13
-	VPXORD          Z24, Z24, Z24
-	VPXORD          Z25, Z25, Z25
-	VPXORD          Z26, Z26, Z26
-	VPXORD          Z27, Z27, Z27
-	VPXORD          Z28, Z28, Z28
-	VPXORD          Z29, Z29, Z29
-	VPXORD          Z30, Z30, Z30
-	VPXORD          Z31, Z31, Z31
 	VPERMQ          $0x44, Z13, Z9
 	VBROADCASTI32X8 128(SI), Z10
 	VBROADCASTI32X8 (SI), Z11
@@ -861,16 +827,16 @@ q6kt8_block:
 	VPSHUFB         Z20, Z9, Z3
 	VPMADDUBSW      (DI), Z1, Z4
 	VPSUBW          64(DI), Z4, Z4
-	VPDPWSSD        Z3, Z4, Z24
+	VPMADDWD        Z3, Z4, Z24
 	VPMADDUBSW      1024(DI), Z1, Z4
 	VPSUBW          1088(DI), Z4, Z4
-	VPDPWSSD        Z3, Z4, Z26
+	VPMADDWD        Z3, Z4, Z26
 	VPMADDUBSW      2048(DI), Z1, Z4
 	VPSUBW          2112(DI), Z4, Z4
-	VPDPWSSD        Z3, Z4, Z28
+	VPMADDWD        Z3, Z4, Z28
 	VPMADDUBSW      3072(DI), Z1, Z4
 	VPSUBW          3136(DI), Z4, Z4
-	VPDPWSSD        Z3, Z4, Z30
+	VPMADDWD        Z3, Z4, Z30
 	VPANDD          Z14, Z12, Z1
 	VPSLLW          $0x02, Z10, Z2
 	VPANDD          Z15, Z2, Z2
@@ -878,16 +844,16 @@ q6kt8_block:
 	VPSHUFB         Z21, Z9, Z3
 	VPMADDUBSW      128(DI), Z1, Z4
 	VPSUBW          192(DI), Z4, Z4
-	VPDPWSSD        Z3, Z4, Z25
+	VPMADDWD        Z3, Z4, Z25
 	VPMADDUBSW      1152(DI), Z1, Z4
 	VPSUBW          1216(DI), Z4, Z4
-	VPDPWSSD        Z3, Z4, Z27
+	VPMADDWD        Z3, Z4, Z27
 	VPMADDUBSW      2176(DI), Z1, Z4
 	VPSUBW          2240(DI), Z4, Z4
-	VPDPWSSD        Z3, Z4, Z29
+	VPMADDWD        Z3, Z4, Z29
 	VPMADDUBSW      3200(DI), Z1, Z4
 	VPSUBW          3264(DI), Z4, Z4
-	VPDPWSSD        Z3, Z4, Z31
+	VPMADDWD        Z3, Z4, Z31
 	VPSRLW          $0x04, Z11, Z1
 	VPANDD          Z14, Z1, Z1
 	VMOVDQA64       Z10, Z2

@@ -16,7 +16,7 @@ func dotQ4_KRows2AVX512(out *float32, pairs int, w *byte, nb int, rowBytes int, 
 //go:noescape
 func dotQ6_KRows2AVX512(out *float32, pairs int, w *byte, nb int, rowBytes int, act *byte, aux *byte, ahead int)
 
-// dotQ4_KT8AVX512 multiplies Q4_K rows with eight Q8_K activations packed by packQ8_KZ.
+// dotQ4_KT8AVX512 multiplies Q4_K rows with eight Q8_K activations packed by packQ8_KT8Z.
 //
 //go:noescape
 func dotQ4_KT8AVX512(out *float32, ostride int, rows int, w *byte, nb int, packed *byte)

@@ -37,6 +37,10 @@ func raw(op string, ops ...Op) {
 // of a and b.
 func vpdpwssd(a, b, dst Op) { raw("VPDPWSSD", a, b, dst) }
 
+// vpdpbusd is VPDPBUSD: dst += the sums of four products of the unsigned
+// bytes of u and the signed bytes of s.
+func vpdpbusd(s, u, dst Op) { raw("VPDPBUSD", s, u, dst) }
+
 // u64s emits a data table of 64-bit words.
 func u64s(name string, words ...uint64) Mem {
 	g := GLOBL(name, RODATA|NOPTR)

@@ -23,7 +23,7 @@ var zr = []VecPhysical{Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7, Z8, Z9, Z10, Z11, Z12, Z1
 	Z16, Z17, Z18, Z19, Z20, Z21, Z22, Z23, Z24, Z25, Z26, Z27, Z28, Z29, Z30, Z31}
 
 // kquantData emits the tables of the kernels.
-func kquantData() (dIdx, mIdx, q6Shuf, k4Shuf Mem) {
+func kquantData() (dIdx, mIdx, q6Shuf, k4Pair Mem) {
 	// VPERMPS indices that spread [d, dmin, d', dmin'] over the lanes of
 	// two rows: d to lanes 0..7 and d' to 8..15; dmin to lanes 0..3 and
 	// dmin' to 4..7.
@@ -38,13 +38,14 @@ func kquantData() (dIdx, mIdx, q6Shuf, k4Shuf Mem) {
 		q6 = append(q6, lo, lo, hi, hi)
 	}
 	q6Shuf = u64s("q6zScaleShuf", q6...)
-	// k4ScaleShuf with each control repeated over a zmm: 64 bytes per
-	// scale.
-	var k4 []uint64
-	for s := uint64(0); s < 8; s++ {
-		k4 = append(k4, repeat(8, wordBroadcast(s))...)
+	// For j in 0..3, the VPSHUFB control (16 bytes) that copies int16
+	// words 2j, 2j+1 of a 128-bit lane into each of its dwords.
+	var pair []uint64
+	for j := uint64(0); j < 4; j++ {
+		d := (4*j+3)<<24 | (4*j+2)<<16 | (4*j+1)<<8 | 4*j
+		pair = append(pair, d|d<<32, d|d<<32)
 	}
-	k4Shuf = u64s("k4zScaleShuf", k4...)
+	k4Pair = u64s("k4zPairShuf", pair...)
 	return
 }
 
@@ -131,8 +132,6 @@ func q4KRows2(dIdx, mIdx Mem) {
 	VPERMPS(Y5, Y25, Y5) // [da·dmin ×4 | da·dmin' ×4]
 	VFMADD231PS(Y5, Y2, Y13)
 
-	VPXORD(Z7, Z7, Z7)
-	VPXORD(Z8, Z8, Z8)
 	for j := 0; j < 4; j++ {
 		// Sub-blocks 2j, 2j+1 of both rows: the nibbles of 32 bytes of
 		// each, the activation's 64 quants broadcast, the scales of
@@ -149,8 +148,13 @@ func q4KRows2(dIdx, mIdx Mem) {
 		VPMADDUBSW(Z4, Z2, Z2)
 		VPSHUFB(zr[16+2*j], Z12, Z3)
 		VPSHUFB(zr[17+2*j], Z12, Z4)
-		vpdpwssd(Z3, Z1, Z7)
-		vpdpwssd(Z4, Z2, Z8)
+		if j == 0 { // the first of the sums
+			VPMADDWD(Z3, Z1, Z7)
+			VPMADDWD(Z4, Z2, Z8)
+		} else {
+			vpdpwssd(Z3, Z1, Z7)
+			vpdpwssd(Z4, Z2, Z8)
+		}
 	}
 	VPADDD(Z8, Z7, Z7)
 	VCVTDQ2PS(Z7, Z7)
@@ -201,7 +205,11 @@ func q6KHalfR(h int) {
 		VPMADDUBSW(Z3, Z1, Z1)
 		VPSUBW(Z4, Z1, Z1)
 		VPSHUFB(zr[24+k], Z9, Z3)
-		vpdpwssd(Z3, Z1, zr[7+k%2])
+		if h == 0 && k < 2 { // the first of its sums
+			VPMADDWD(Z3, Z1, zr[7+k%2])
+		} else {
+			vpdpwssd(Z3, Z1, zr[7+k%2])
+		}
 	}
 }
 
@@ -275,8 +283,6 @@ func q6KRows2(q6Shuf Mem) {
 	VPMOVSXBW(m(RSI, 192), Y13)
 	VPMOVSXBW(m(RBX, 192), Y9)
 	VINSERTI64X4(U8(1), Y9, Z13, Z13) // scales as int16, [row 0 | row 1]
-	VPXORD(Z7, Z7, Z7)
-	VPXORD(Z8, Z8, Z8)
 	q6KHalfR(0)
 	q6KHalfR(1)
 	VPADDD(Z8, Z7, Z7)

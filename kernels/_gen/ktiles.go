@@ -33,21 +33,21 @@ func tileDst(t int) Mem {
 // q4KT8 is dotQ4_KT8AVX512: the Q4_K tile of eight activations (four
 // pairs p: activations 2p in lanes 0..7, 2p+1 in lanes 8..15) against
 // rows one at a time, each block's nibbles and scales unpacked once for
-// the eight. The activations come packed by packQ8_KZ with four pairs:
-// per block (2688 bytes), sub-block s of pair p's quants at 512p+64s (32
-// of each activation), the pair's da as [da0 ×8, da1 ×8] at 2048+64p and
-// [da0 ×4, da1 ×4] at 2304+32p, its bsums 0..7 as [act0, act1] at
-// 2432+64p and 8..15 32 bytes on.
+// the eight. The activations come packed by packQ8_KT8Z: per block (2560
+// bytes), sub-block s of pair p's quants at 512p+64s (32 of each
+// activation), the pair's da as [da0 ×8, da1 ×8] at 2048+64p and [da0 ×4,
+// da1 ×4] at 2304+32p, its sums of 32 quants as [act0, act1] at 2432+32p.
 //
 // Registers: Z0..Z3 the sums' float accumulators of pairs 0..3, Y4..Y7
-// their mins', Z24..Z31 the block's integer sums (two per pair: low and
-// high nibbles), Z8 the row's scales as int16 in every 128-bit lane, Z15
-// the nibble mask.
-func q4KT8(k4Shuf Mem) {
+// their mins', Z24..Z31 the block's integer sums (two per pair: quads
+// 0, 2 and 1, 3), Z8 the row's scales as int16 in every 128-bit lane, Z15
+// the nibble mask, Z20..Z23 the controls that pair scales 2j, 2j+1, K1
+// the odd words.
+func q4KT8(k4Pair Mem) {
 	const fn = "q4kt8"
 	TEXT("dotQ4_KT8AVX512", NOSPLIT, "func(out *float32, ostride, rows int, w *byte, nb int, packed *byte)")
 	Pragma("noescape")
-	Doc("dotQ4_KT8AVX512 multiplies Q4_K rows with eight Q8_K activations packed by packQ8_KZ.")
+	Doc("dotQ4_KT8AVX512 multiplies Q4_K rows with eight Q8_K activations packed by packQ8_KT8Z.")
 	tileOut()
 	Load(Param("rows"), R9)
 	Load(Param("w"), RSI)
@@ -56,6 +56,11 @@ func q4KT8(k4Shuf Mem) {
 
 	MOVL(U32(0x0f0f0f0f), EAX)
 	VPBROADCASTD(EAX, Z15) // low nibble mask
+	MOVL(U32(0xaaaaaaaa), EAX)
+	KMOVD(EAX, K1) // the odd words
+	for j := 0; j < 4; j++ {
+		VBROADCASTI32X4(k4Pair.Offset(16*j), zr[20+j])
+	}
 
 	Label(label(fn, "row"))
 	for p := 0; p < 4; p++ {
@@ -75,22 +80,31 @@ func q4KT8(k4Shuf Mem) {
 	VPERMQ(U8(0x44), Y8, Y8)
 	VINSERTI64X4(U8(1), Y8, Z8, Z8) // scales as int16, in every 128-bit lane
 
-	for i := 24; i < 32; i++ {
-		VPXORD(zr[i], zr[i], zr[i])
-	}
 	for j := 0; j < 4; j++ {
 		VBROADCASTI32X8(m(RSI, 16+32*j), Z9)
 		VPSRLW(U8(4), Z9, Z10)
 		VPANDD(Z15, Z9, Z9)
 		VPANDD(Z15, Z10, Z10)
-		VPSHUFB(k4Shuf.Offset(128*j), Z8, Z11)
-		VPSHUFB(k4Shuf.Offset(128*j+64), Z8, Z12)
+		VPSHUFB(zr[20+j], Z8, Z11) // [sc(2j), sc(2j+1)] in every dword
 		for p := 0; p < 4; p++ {
-			// Pair p's part of sub-blocks 2j, 2j+1.
-			VPMADDUBSW(m(RDI, 512*p+128*j), Z9, Z13)
-			VPMADDUBSW(m(RDI, 512*p+128*j+64), Z10, Z14)
-			vpdpwssd(Z11, Z13, zr[24+2*p])
-			vpdpwssd(Z12, Z14, zr[25+2*p])
+			// Pair p's part of sub-blocks 2j, 2j+1: each sub-block's
+			// four-element sums (VPDPBUSD, lane l the elements 4l..4l+3
+			// as in the AVX2 kernel), as int16 (|sum| <= 4·15·128), the
+			// two sub-blocks' interleaved in each dword, times their
+			// scales and added (VPDPWSSD); the first pair of sub-blocks
+			// of each accumulator starts its sums.
+			lo, hi := zr[12], zr[13]
+			VPXORD(lo, lo, lo)
+			VPXORD(hi, hi, hi)
+			vpdpbusd(m(RDI, 512*p+128*j), Z9, lo)
+			vpdpbusd(m(RDI, 512*p+128*j+64), Z10, hi)
+			VPSLLD(U8(16), hi, hi)
+			VPBLENDMW(hi, lo, K1, lo)
+			if acc := zr[24+2*p+j%2]; j < 2 {
+				VPMADDWD(Z11, lo, acc)
+			} else {
+				vpdpwssd(Z11, lo, acc)
+			}
 		}
 	}
 
@@ -110,16 +124,14 @@ func q4KT8(k4Shuf Mem) {
 		VCVTDQ2PS(ilo, ilo)
 		VMULPS(m(RDI, 2048+64*p), Z16, Z19)
 		VFMADD231PS(Z19, ilo, zr[p])
-		VMOVDQU(m(RDI, 2432+64*p), Y13)
-		VPHADDW(m(RDI, 2464+64*p), Y13, Y13)
-		VPMADDWD(Y13, Y18, Y13)
+		VPMADDWD(m(RDI, 2432+32*p), Y18, Y13)
 		VCVTDQ2PS(Y13, Y13)
 		VMULPS(m(RDI, 2304+32*p), Y17, Y14)
 		VFMADD231PS(Y14, Y13, zr[4+p].AsY())
 	}
 
 	ADDQ(U32(144), RSI)
-	ADDQ(U32(2688), RDI)
+	ADDQ(U32(2560), RDI)
 	DECQ(RCX)
 	JNZ(LabelRef(label(fn, "block")))
 
@@ -186,9 +198,6 @@ func q6KT8(q6Shuf Mem) {
 	Label(label(fn, "block"))
 	VPMOVSXBW(m(RSI, 192), Y13)
 	VINSERTI64X4(U8(1), Y13, Z13, Z13) // scales as int16, in both halves
-	for i := 24; i < 32; i++ {
-		VPXORD(zr[i], zr[i], zr[i])
-	}
 	for h := 0; h < 2; h++ {
 		VPERMQ(U8(0x44+0xaa*h), Z13, Z9)
 		VBROADCASTI32X8(m(RSI, 128+32*h), Z10)
@@ -204,7 +213,11 @@ func q6KT8(q6Shuf Mem) {
 				// Pair p's part of chunk c.
 				VPMADDUBSW(m(RDI, 1024*p+128*c), Z1, Z4)
 				VPSUBW(m(RDI, 1024*p+128*c+64), Z4, Z4)
-				vpdpwssd(Z3, Z4, zr[24+2*p+k%2])
+				if c < 2 { // the first of its sums
+					VPMADDWD(Z3, Z4, zr[24+2*p+k%2])
+				} else {
+					vpdpwssd(Z3, Z4, zr[24+2*p+k%2])
+				}
 			}
 		}
 	}

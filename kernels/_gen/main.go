@@ -12,10 +12,10 @@ import (
 
 func main() {
 	ConstraintExpr("amd64,!purego")
-	dIdx, mIdx, q6Shuf, k4Shuf := kquantData()
+	dIdx, mIdx, q6Shuf, k4Pair := kquantData()
 	q4KRows2(dIdx, mIdx)
 	q6KRows2(q6Shuf)
-	q4KT8(k4Shuf)
+	q4KT8(k4Pair)
 	q6KT8(q6Shuf)
 	Generate()
 }
