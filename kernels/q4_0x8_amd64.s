@@ -57,7 +57,7 @@
 // func dotQ4_0x8AVX2(out *float32, groups int, w *byte, nb int, aux *byte)
 //
 // The groups are back to back, so SI walks the matrix as one linear
-// stream; it prefetches about 1 KiB ahead (five lines per two blocks).
+// stream; it prefetches about 8 KiB ahead (five lines per two blocks).
 TEXT ·dotQ4_0x8AVX2(SB), NOSPLIT, $0-40
 	MOVQ out+0(FP), R8
 	MOVQ groups+8(FP), R9
@@ -79,11 +79,11 @@ group:
 block:
 	CMPQ CX, $2
 	JLT  single
-	PREFETCHT0 1024(SI)
-	PREFETCHT0 1088(SI)
-	PREFETCHT0 1152(SI)
-	PREFETCHT0 1216(SI)
-	PREFETCHT0 1280(SI)
+	PREFETCHT0 8192(SI)
+	PREFETCHT0 8256(SI)
+	PREFETCHT0 8320(SI)
+	PREFETCHT0 8384(SI)
+	PREFETCHT0 8448(SI)
 	X8BLOCK(0, 0)
 	X8BLOCK(144, 40)
 	ADDQ $288, SI
