@@ -28,7 +28,7 @@ var haveAVX512 = haveAVX2 && cpuid.CPU.Supports(cpuid.AVX512F, cpuid.AVX512BW, c
 func initAVX512Tier() {
 	avx512Tier.inherit(avx2Tier)
 	avx512Tier.register([]kernelRow{
-		{key: Q4_0x8, rows: q4_0x8AVX512, prep: prepQ4_0x8, tile: &tileQ4_0x8AVX512},
+		{key: Q4_0x8, rows: q4_0x8AVX512, prep: prepQ4_0x8, tile: &tileQ4_0x8T8AVX512},
 		{key: Q8_0x4, rows: q8_0x4RowsAVX512, prep: prepQ4_0x8, tile: &tileQ8_0x4AVX512},
 		{key: quant.Q4_K, rows: q4_KAVX512, tile: &tileQ4_KT8AVX512},
 		{key: quant.Q6_K, rows: q6_KAVX512, prep: prepQ6_K, tile: &tileQ6_KT8AVX512},
