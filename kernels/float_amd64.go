@@ -24,9 +24,6 @@ func f32AVX2(out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
 	f32Tail(out, w, rowBytes, cols, act)
 }
 
-//go:noescape
-func dotF32AVX512(out *float32, rows int, w *byte, chunks, rowBytes int, act *byte, ahead int)
-
 // f32AVX512 is the avx512 tier's F32 kernel: f32AVX2's sums, two of
 // ggml's accumulators per zmm, prefetching further ahead.
 func f32AVX512(out []float32, w []byte, rowBytes, cols int, act, aux []byte) {

@@ -24,10 +24,11 @@ var files = map[string]func(){
 		q6KT8(q6Shuf)
 	},
 	"q40x8": q40x8T8,
+	"float": f32Rows,
 }
 
 func main() {
-	file := flag.String("file", "", "which file's kernels to write: kquant or q40x8")
+	file := flag.String("file", "", "which file's kernels to write: kquant, q40x8 or float")
 	flag.Parse()
 	gen, ok := files[*file]
 	if !ok {
