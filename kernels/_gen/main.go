@@ -25,10 +25,11 @@ var files = map[string]func(){
 	},
 	"q40x8": q40x8T8,
 	"float": f32Rows,
+	"quant": quantQ8K,
 }
 
 func main() {
-	file := flag.String("file", "", "which file's kernels to write: kquant, q40x8 or float")
+	file := flag.String("file", "", "which file's kernels to write: kquant, q40x8, float or quant")
 	flag.Parse()
 	gen, ok := files[*file]
 	if !ok {
