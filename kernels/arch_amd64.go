@@ -11,38 +11,31 @@ import (
 // avx2Tier holds the AVX2+FMA+F16C kernels.
 var avx2Tier = &Tier{name: "avx2"}
 
-// initAVX2Tier fills in the AVX2 kernel table.
+// initAVX2Tier fills in the AVX2 kernel table: the generic one, with
+// these rows in place.
 func initAVX2Tier() {
-	avx2Tier.kernels[quant.Q8_0] = q8_0AVX2
-	avx2Tier.kernels[quant.Q4_0] = q4_0AVX2
-	avx2Tier.preps[quant.Q8_0] = prepQ8_0
-	avx2Tier.preps[quant.Q4_0] = prepQ4_0
-	avx2Tier.kernels[quant.IQ4_NL] = iq4nlAVX2
-	avx2Tier.preps[quant.IQ4_NL] = prepQ8_0
-	avx2Tier.kernels[quant.Q5_0] = q5_0AVX2
-	avx2Tier.preps[quant.Q5_0] = prepQ8_0
-	avx2Tier.kernels[quant.Q4_1] = q4_1AVX2
-	avx2Tier.preps[quant.Q4_1] = prepQ8_1
-	avx2Tier.kernels[quant.Q5_1] = q5_1AVX2
-	avx2Tier.preps[quant.Q5_1] = prepQ8_1
-	avx2Tier.kernels[quant.Q2_K] = q2_KAVX2
-	avx2Tier.kernels[quant.Q3_K] = q3_KAVX2
-	avx2Tier.preps[quant.Q3_K] = prepQ3_K
-	avx2Tier.kernels[quant.Q4_K] = q4_KAVX2
-	avx2Tier.kernels[quant.Q5_K] = q5_KAVX2
-	avx2Tier.kernels[quant.Q6_K] = q6_KAVX2
-	avx2Tier.kernels[quant.TQ1_0] = tq1_0AVX2
-	avx2Tier.kernels[quant.TQ2_0] = tq2_0AVX2
-	avx2Tier.preps[quant.Q6_K] = prepQ6_K
-	avx2Tier.kernels[quant.F32] = f32AVX2
-	avx2Tier.kernels[quant.F16] = f16AVX2
-	avx2Tier.kernels[quant.BF16] = bf16AVX2
-	avx2Tier.preps[quant.BF16] = prepBF16
-	avx2Tier.q4_0Gemv = q4_0GemvAVX2
-	avx2Tier.q4_0x8 = q4_0x8AVX2
-	avx2Tier.q4_0x8Prep = prepQ4_0x8
-	avx2Tier.q8_0x4 = q8_0x4RowsAVX2
-	avx2Tier.q8_0x4Prep = prepQ4_0x8
+	avx2Tier.inherit(genericTier)
+	avx2Tier.register([]kernelRow{
+		{key: quant.Q8_0, rows: q8_0AVX2, prep: prepQ8_0, tile: &tileQ8_0},
+		{key: quant.Q4_0, rows: q4_0AVX2, prep: prepQ4_0},
+		{key: q4_0Gemv, rows: q4_0GemvAVX2, prep: prepQ4_0, tile: &tileQ4_0Gemv},
+		{key: Q4_0x8, rows: q4_0x8AVX2, prep: prepQ4_0x8, tile: &tileQ4_0x8},
+		{key: Q8_0x4, rows: q8_0x4RowsAVX2, prep: prepQ4_0x8, tile: &tileQ8_0x4},
+		{key: quant.IQ4_NL, rows: iq4nlAVX2, prep: prepQ8_0},
+		{key: quant.Q5_0, rows: q5_0AVX2, prep: prepQ8_0},
+		{key: quant.Q4_1, rows: q4_1AVX2, prep: prepQ8_1},
+		{key: quant.Q5_1, rows: q5_1AVX2, prep: prepQ8_1},
+		{key: quant.Q2_K, rows: q2_KAVX2},
+		{key: quant.Q3_K, rows: q3_KAVX2, prep: prepQ3_K},
+		{key: quant.Q4_K, rows: q4_KAVX2, tile: &tileQ4_K},
+		{key: quant.Q5_K, rows: q5_KAVX2},
+		{key: quant.Q6_K, rows: q6_KAVX2, prep: prepQ6_K, tile: &tileQ6_K},
+		{key: quant.TQ1_0, rows: tq1_0AVX2},
+		{key: quant.TQ2_0, rows: tq2_0AVX2, tile: &tileTQ2_0AVX2},
+		{key: quant.F32, rows: f32AVX2, tile: &tileF32},
+		{key: quant.F16, rows: f16AVX2, tile: &tileF16},
+		{key: quant.BF16, rows: bf16AVX2, prep: prepBF16, tile: &tileBF16},
+	})
 	avx2Tier.quantQ8_0 = quantQ8_0
 	initOwnAVX2()
 }

@@ -3,6 +3,8 @@
 package kernels
 
 import (
+	"encoding/binary"
+
 	"github.com/klauspost/cpuid/v2"
 
 	"github.com/qsf-llm/qsf/quant"
@@ -22,66 +24,67 @@ var avx512Tier = &Tier{name: "avx512"}
 var haveAVX512 = haveAVX2 && cpuid.CPU.Supports(cpuid.AVX512F, cpuid.AVX512BW, cpuid.AVX512VL, cpuid.AVX512VNNI)
 
 // initAVX512Tier fills in the avx512 table: the avx2 one (filled in
-// first), with the AVX-512 kernels in place of some.
+// first), with these rows in place.
 func initAVX512Tier() {
-	name := avx512Tier.name
-	*avx512Tier = *avx2Tier
-	avx512Tier.name = name
-	avx512Tier.q4_0x8 = q4_0x8AVX512
-	avx512Tier.q8_0x4 = q8_0x4RowsAVX512
+	avx512Tier.inherit(avx2Tier)
+	avx512Tier.register([]kernelRow{
+		{key: Q4_0x8, rows: q4_0x8AVX512, prep: prepQ4_0x8, tile: &tileQ4_0x8T8AVX512},
+		{key: Q8_0x4, rows: q8_0x4RowsAVX512, prep: prepQ4_0x8, tile: &tileQ8_0x4AVX512},
+		{key: quant.Q4_K, rows: q4_KAVX512, tile: &tileQ4_KT8AVX512},
+		{key: quant.Q6_K, rows: q6_KAVX512, prep: prepQ6_K, tile: &tileQ6_KT8AVX512},
+		{key: quant.F32, rows: f32AVX512, tile: &tileF32T8AVX512},
+		{key: quant.F16, tile: &tileF16AVX512},
+	})
+	avx512Tier.quantQ8_K = quantQ8_K512
 	initTernaryAVX512()
-}
-
-// tileForAVX512 returns the avx512 tier's own tile kernel for tt, or nil
-// when it uses the avx2 one.
-func tileForAVX512(tt *quant.Traits) *tileKernel {
-	switch tt {
-	case q4_0x8Traits:
-		return &tileQ4_0x8AVX512
-	case q8_0x4Traits:
-		return &tileQ8_0x4AVX512
-	}
-	switch tt.Type {
-	case quant.Q4_K:
-		return &tileQ4_KAVX512
-	case quant.F32:
-		return &tileF32AVX512
-	case quant.F16:
-		return &tileF16AVX512
-	}
-	return nil
 }
 
 var (
 	tileQ4_0x8AVX512 = tileKernel{
-		run:       q4_0x8x4AVX512,
+		run:       q4_0x8T4AVX512,
 		rowStep:   8,
-		packBytes: packBytesQ4_0x8x4,
-		pack:      packQ4_0x8x4T,
+		packBytes: packBytesQ4_0x8T4,
+		pack:      packQ4_0x8T4Z,
 	}
 	tileQ4_KAVX512 = tileKernel{
-		run:       q4_Kx4AVX512,
+		run:       q4_KT4AVX512,
 		rowStep:   1,
-		packBytes: packBytesQ8_Kx4Z,
-		pack:      packQ8_Kx4Z,
+		packBytes: packBytesQ8_KT4Z,
+		pack:      packQ8_KT4Z,
+	}
+	tileQ4_KT8AVX512 = tileKernel{
+		run:       q4_KT8AVX512,
+		rowStep:   1,
+		tokens:    8,
+		rest:      &tileQ4_KAVX512,
+		packBytes: packBytesQ8_KT8Z,
+		pack:      packQ8_KT8Z,
+	}
+	tileF32T8AVX512 = tileKernel{
+		run:       f32T8AVX512,
+		rowStep:   1,
+		tokens:    8,
+		rest:      &tileF32AVX512,
+		packBytes: packBytesF32T8,
+		pack:      packF32T8,
 	}
 	tileF32AVX512 = tileKernel{
-		run:       f32x4AVX512,
+		run:       f32T4AVX512,
 		rowStep:   1,
-		packBytes: packBytesF32x4,
-		pack:      packF32x4,
+		packBytes: packBytesF32T4,
+		pack:      packF32T4,
 	}
 	tileF16AVX512 = tileKernel{
-		run:       f16x4AVX512,
+		run:       f16T4AVX512,
 		rowStep:   1,
-		packBytes: packBytesF32x4,
-		pack:      packF16x4,
+		packBytes: packBytesF32T4,
+		pack:      packF16T4,
 	}
 	tileQ8_0x4AVX512 = tileKernel{
-		run:       q8_0x4TileAVX512,
+		run:       q8_0x4T4AVX512,
 		rowStep:   4,
-		packBytes: packBytesQ4_0x8x4,
-		pack:      packQ4_0x8x4T,
+		packBytes: packBytesQ4_0x8T4,
+		pack:      packQ4_0x8T4Z,
 	}
 )
 
@@ -90,7 +93,7 @@ var (
 // group goes through the AVX2 kernel, whose arithmetic is the same.
 
 //go:noescape
-func dotQ4_0x8AVX512(out *float32, pairs int, w *byte, nb int, aux *byte)
+func dotQ4_0x8AVX512(out *float32, pairs int, w *byte, nb int, aux *byte, ahead int)
 
 // q4_0x8AVX512 is the tier's Q4_0x8 kernel (avx512_amd64.s); aux is the
 // activation prepared by prepQ4_0x8.
@@ -103,7 +106,7 @@ func q4_0x8AVX512(out []float32, w []byte, rowBytes, cols int, act, aux []byte) 
 	_ = aux[nb*q4_0x8TokBlock-1]
 	groups := len(out) / 8
 	if pairs := groups / 2; pairs > 0 {
-		dotQ4_0x8AVX512(&out[0], pairs, &w[0], nb, &aux[0])
+		dotQ4_0x8AVX512(&out[0], pairs, &w[0], nb, &aux[0], prefetchAhead(64))
 	}
 	if groups%2 == 1 {
 		r := 8 * (groups - 1)
@@ -112,31 +115,31 @@ func q4_0x8AVX512(out []float32, w []byte, rowBytes, cols int, act, aux []byte) 
 }
 
 //go:noescape
-func dotQ4_0x8x4AVX512(out *float32, ostride, pairs int, w *byte, nb int, packed *byte)
+func dotQ4_0x8T4AVX512(out *float32, ostride, pairs int, w *byte, nb int, packed *byte)
 
-// packQ4_0x8x4T packs tileTokens Q8_0 activations for the avx512 tiles
+// packQ4_0x8T4Z packs tileTokens Q8_0 activations for the avx512 tiles
 // of Q4_0x8 and Q8_0x4:
 // activation t's prepQ4_0x8 form (made in assembly) at t·nb·40, nb the
-// blocks of a row. packQ4_0x8x4 interleaves the same blocks, in Go.
-func packQ4_0x8x4T(dst, acts []byte, actBytes, cols int) {
+// blocks of a row. packQ4_0x8T4 interleaves the same blocks, in Go.
+func packQ4_0x8T4Z(dst, acts []byte, actBytes, cols int) {
 	nb := cols / 32
 	for t := 0; t < tileTokens; t++ {
 		prepQ4_0x8Rows(dst[t*nb*q4_0x8TokBlock:(t+1)*nb*q4_0x8TokBlock], acts[t*actBytes:(t+1)*actBytes], nb)
 	}
 }
 
-// q4_0x8x4AVX512 is the avx512 tier's Q4_0x8 tile kernel; packed comes
-// from packQ4_0x8x4T. A last odd group of 8 rows goes through the
+// q4_0x8T4AVX512 is the avx512 tier's Q4_0x8 tile kernel; packed comes
+// from packQ4_0x8T4Z. A last odd group of 8 rows goes through the
 // one-activation kernel dotQ4_0x8AVX2 per activation, whose arithmetic is
 // the same.
-func q4_0x8x4AVX512(out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
+func q4_0x8T4AVX512(out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
 	_ = out[3*ostride+rows-1]
 	_ = w[rows*rowBytes-1]
 	nb := cols / 32
 	_ = packed[tileTokens*nb*q4_0x8TokBlock-1]
 	groups := rows / 8
 	if pairs := groups / 2; pairs > 0 {
-		dotQ4_0x8x4AVX512(&out[0], ostride, pairs, &w[0], nb, &packed[0])
+		dotQ4_0x8T4AVX512(&out[0], ostride, pairs, &w[0], nb, &packed[0])
 	}
 	if groups%2 == 1 {
 		r := 8 * (groups - 1)
@@ -147,7 +150,7 @@ func q4_0x8x4AVX512(out []float32, ostride int, w []byte, rowBytes, cols, rows i
 }
 
 //go:noescape
-func dotQ8_0x4RowsAVX512(out *float32, groups int, w *byte, nb int, aux *byte)
+func dotQ8_0x4RowsAVX512(out *float32, groups int, w *byte, nb int, aux *byte, ahead int)
 
 // q8_0x4RowsAVX512 is the tier's Q8_0x4 kernel; aux is the activation
 // prepared by prepQ4_0x8.
@@ -158,17 +161,17 @@ func q8_0x4RowsAVX512(out []float32, w []byte, rowBytes, cols int, act, aux []by
 	nb := cols / 32
 	_ = w[len(out)*rowBytes-1]
 	_ = aux[nb*q4_0x8TokBlock-1]
-	dotQ8_0x4RowsAVX512(&out[0], len(out)/4, &w[0], nb, &aux[0])
+	dotQ8_0x4RowsAVX512(&out[0], len(out)/4, &w[0], nb, &aux[0], prefetchAhead(64))
 }
 
 //go:noescape
-func dotQ8_0x4TileAVX512(out *float32, ostride, groups int, w *byte, nb int, packed *byte)
+func dotQ8_0x4T4AVX512(out *float32, ostride, groups int, w *byte, nb int, packed *byte)
 
-func q8_0x4TileAVX512(out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
+func q8_0x4T4AVX512(out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
 	_ = out[3*ostride+rows-1]
 	_ = w[rows*rowBytes-1]
-	_ = packed[packBytesQ4_0x8x4(cols)-1]
-	dotQ8_0x4TileAVX512(&out[0], ostride, rows/4, &w[0], cols/32, &packed[0])
+	_ = packed[packBytesQ4_0x8T4(cols)-1]
+	dotQ8_0x4T4AVX512(&out[0], ostride, rows/4, &w[0], cols/32, &packed[0])
 }
 
 // The float block kernels (avx512_amd64.s): those of the avx2 tile
@@ -176,70 +179,85 @@ func q8_0x4TileAVX512(out []float32, ostride int, w []byte, rowBytes, cols, rows
 // with the same sums and the same scratch layout.
 
 //go:noescape
-func dotF32R3x4AVX512(out *float32, ostride, blocks int, w *byte, chunks, rowBytes int, act *byte, actStride int, scratch *float32, sstride, flags int)
+func dotF32R3T4AVX512(out *float32, ostride, blocks int, w *byte, chunks, rowBytes int, act *byte, actStride int, scratch *float32, sstride, flags int)
 
 //go:noescape
-func dotF32R2x4AVX512(out *float32, ostride, blocks int, w *byte, chunks, rowBytes int, act *byte, actStride int, scratch *float32, sstride, flags int)
+func dotF32R2T4AVX512(out *float32, ostride, blocks int, w *byte, chunks, rowBytes int, act *byte, actStride int, scratch *float32, sstride, flags int)
 
 //go:noescape
-func dotF16R3x4AVX512(out *float32, ostride, blocks int, w *byte, chunks, rowBytes int, act *byte, actStride int, scratch *float32, sstride, flags int)
+func dotF16R3T4AVX512(out *float32, ostride, blocks int, w *byte, chunks, rowBytes int, act *byte, actStride int, scratch *float32, sstride, flags int)
 
 //go:noescape
-func dotF16R2x4AVX512(out *float32, ostride, blocks int, w *byte, chunks, rowBytes int, act *byte, actStride int, scratch *float32, sstride, flags int)
+func dotF16R2T4AVX512(out *float32, ostride, blocks int, w *byte, chunks, rowBytes int, act *byte, actStride int, scratch *float32, sstride, flags int)
 
-// f32x4AVX512 is the avx512 tier's F32 tile kernel: f32x4AVX2 on the
+// f32T4AVX512 is the avx512 tier's F32 tile kernel: f32T4AVX2 on the
 // AVX-512 block kernels.
-func f32x4AVX512(out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
-	f32x4(true, out, ostride, w, rowBytes, cols, rows, packed)
+func f32T4AVX512(out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
+	f32T4(true, out, ostride, w, rowBytes, cols, rows, packed)
 }
 
-// f16x4AVX512 is the avx512 tier's F16 tile kernel: f16x4AVX2 on the
+// f16T4AVX512 is the avx512 tier's F16 tile kernel: f16T4AVX2 on the
 // AVX-512 block kernels.
-func f16x4AVX512(out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
-	halfx4AVX2(true, kindF16, out, ostride, w, rowBytes, cols, rows, packed)
+func f16T4AVX512(out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
+	halfT4AVX2(true, kindF16, out, ostride, w, rowBytes, cols, rows, packed)
 }
 
-// q8KzBlock is the size of one block of four Q8_K activations packed by
-// packQ8_Kx4Z.
-const q8KzBlock = 1344
+// q8KzPair is the size of one block of a pair of Q8_K activations packed
+// by packQ8_KZ.
+const q8KzPair = 672
 
-func packBytesQ8_Kx4Z(cols int) int { return cols / 256 * q8KzBlock }
+func packBytesQ8_KT4Z(cols int) int { return cols / 256 * 2 * q8KzPair }
 
-// packQ8_Kx4Z packs tileTokens Q8_K activations for dotQ4_Kx4AVX512, in
-// pairs p (activations 2p, 2p+1): per block, sub-block s (32 quants) of
-// both at 512p+64s, the pair's da as [da0 ×8, da1 ×8] at 1024+64p and
-// [da0 ×4, da1 ×4] at 1152+32p, bsums 0..7 of both at 1216+64p and bsums
-// 8..15 of both 32 bytes on.
-func packQ8_Kx4Z(dst, acts []byte, actBytes, cols int) {
+// packQ8_KT4Z packs tileTokens Q8_K activations for dotQ4_KT4AVX512 (see
+// packQ8_KZ).
+func packQ8_KT4Z(dst, acts []byte, actBytes, cols int) { packQ8_KZ(dst, acts, actBytes, cols, 2) }
+
+// packQ8_KZ packs 2·pairs Q8_K activations in pairs p (activations 2p,
+// 2p+1), P = pairs: per block (P·672 bytes), sub-block s (32 quants) of
+// both at 512p+64s, the pair's da as [da0 ×8, da1 ×8] at 512P+64p and
+// [da0 ×4, da1 ×4] at 576P+32p, bsums 0..7 of both at 608P+64p and
+// bsums 8..15 of both 32 bytes on.
+func packQ8_KZ(dst, acts []byte, actBytes, cols, pairs int) {
 	nb := cols / 256
-	for t := 0; t < tileTokens; t++ {
+	size := pairs * q8KzPair
+	for t := 0; t < 2*pairs; t++ {
 		p, h := t/2, t%2
 		act := acts[t*actBytes : (t+1)*actBytes]
 		for b := 0; b < nb; b++ {
 			blk := act[b*q8KBlock : (b+1)*q8KBlock]
-			o := dst[b*q8KzBlock : (b+1)*q8KzBlock]
+			o := dst[b*size : (b+1)*size]
 			for s := 0; s < 8; s++ {
 				copy(o[512*p+64*s+32*h:][:32], blk[4+32*s:])
 			}
+			da := binary.LittleEndian.Uint32(blk)
 			for l := 0; l < 8; l++ {
-				copy(o[1024+64*p+32*h+4*l:][:4], blk[:4])
+				binary.LittleEndian.PutUint32(o[512*pairs+64*p+32*h+4*l:], da)
 			}
 			for l := 0; l < 4; l++ {
-				copy(o[1152+32*p+16*h+4*l:][:4], blk[:4])
+				binary.LittleEndian.PutUint32(o[576*pairs+32*p+16*h+4*l:], da)
 			}
-			copy(o[1216+64*p+16*h:][:16], blk[260:276])
-			copy(o[1248+64*p+16*h:][:16], blk[276:292])
+			copy(o[608*pairs+64*p+16*h:][:16], blk[260:276])
+			copy(o[608*pairs+64*p+32+16*h:][:16], blk[276:292])
 		}
 	}
 }
 
 //go:noescape
-func dotQ4_Kx4AVX512(out *float32, ostride, rows int, w *byte, nb int, packed *byte)
+func dotQ4_KT4AVX512(out *float32, ostride, rows int, w *byte, nb int, packed *byte)
 
-// q4_Kx4AVX512 is the avx512 tier's Q4_K tile kernel.
-func q4_Kx4AVX512(out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
+// q4_KT4AVX512 is the avx512 tier's Q4_K tile kernel.
+func q4_KT4AVX512(out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
 	_ = out[3*ostride+rows-1]
 	_ = w[rows*rowBytes-1]
-	_ = packed[packBytesQ8_Kx4Z(cols)-1]
-	dotQ4_Kx4AVX512(&out[0], ostride, rows, &w[0], cols/256, &packed[0])
+	_ = packed[packBytesQ8_KT4Z(cols)-1]
+	dotQ4_KT4AVX512(&out[0], ostride, rows, &w[0], cols/256, &packed[0])
+}
+
+// q4_KT8AVX512 is the avx512 tier's Q4_K tile kernel of eight
+// activations (kquant_avx512_amd64.s).
+func q4_KT8AVX512(out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
+	_ = out[7*ostride+rows-1]
+	_ = w[rows*rowBytes-1]
+	_ = packed[packBytesQ8_KT8Z(cols)-1]
+	dotQ4_KT8AVX512(&out[0], ostride, rows, &w[0], cols/256, &packed[0])
 }

@@ -88,12 +88,12 @@
 	MOVL $0x0f0f0f0f, AX \
 	VPBROADCASTD AX, Z31
 
-// func dotQ4_0x8AVX512(out *float32, pairs int, w *byte, nb int, aux *byte)
+// func dotQ4_0x8AVX512(out *float32, pairs int, w *byte, nb int, aux *byte, ahead int)
 //
 // Decode: pairs of groups of 8 rows against one activation prepared by
-// prepQ4_0x8. The two groups are two streams, each prefetched about
-// 1 KiB ahead (five lines per two blocks).
-TEXT ·dotQ4_0x8AVX512(SB), NOSPLIT, $0-40
+// prepQ4_0x8. The two groups are two streams, each prefetched ahead
+// bytes ahead (five lines per two blocks).
+TEXT ·dotQ4_0x8AVX512(SB), NOSPLIT, $0-48
 	MOVQ out+0(FP), R8
 	MOVQ pairs+8(FP), R9
 	MOVQ w+16(FP), SI
@@ -101,6 +101,8 @@ TEXT ·dotQ4_0x8AVX512(SB), NOSPLIT, $0-40
 	MOVQ aux+32(FP), R11
 	MOVQ R10, R13
 	IMULQ $144, R13
+	MOVQ ahead+40(FP), R12
+	LEAQ (R13)(R12*1), R14
 	NIBMASK
 
 x16pair:
@@ -111,16 +113,16 @@ x16pair:
 x16block:
 	CMPQ CX, $2
 	JLT  x16single
-	PREFETCHT0 1024(SI)
-	PREFETCHT0 1088(SI)
-	PREFETCHT0 1152(SI)
-	PREFETCHT0 1216(SI)
-	PREFETCHT0 1280(SI)
-	PREFETCHT0 1024(SI)(R13*1)
-	PREFETCHT0 1088(SI)(R13*1)
-	PREFETCHT0 1152(SI)(R13*1)
-	PREFETCHT0 1216(SI)(R13*1)
-	PREFETCHT0 1280(SI)(R13*1)
+	PREFETCHT0 0(SI)(R12*1)
+	PREFETCHT0 64(SI)(R12*1)
+	PREFETCHT0 128(SI)(R12*1)
+	PREFETCHT0 192(SI)(R12*1)
+	PREFETCHT0 256(SI)(R12*1)
+	PREFETCHT0 0(SI)(R14*1)
+	PREFETCHT0 64(SI)(R14*1)
+	PREFETCHT0 128(SI)(R14*1)
+	PREFETCHT0 192(SI)(R14*1)
+	PREFETCHT0 256(SI)(R14*1)
 	X16LOAD(0)
 	X16TOK(0, (DI), Z0)
 	X16LOAD(144)
@@ -146,12 +148,12 @@ x16store:
 	VZEROUPPER
 	RET
 
-// func dotQ4_0x8x4AVX512(out *float32, ostride, pairs int, w *byte, nb int, packed *byte)
+// func dotQ4_0x8T4AVX512(out *float32, ostride, pairs int, w *byte, nb int, packed *byte)
 //
-// The tile: four activations (packed by packQ4_0x8x4T: activation t's
+// The tile: four activations (packed by packQ4_0x8T4Z: activation t's
 // prepQ4_0x8 form at t·nb·40) against pairs of groups of 8 rows, each
 // block's nibbles unpacked once for the four.
-TEXT ·dotQ4_0x8x4AVX512(SB), NOSPLIT, $0-48
+TEXT ·dotQ4_0x8T4AVX512(SB), NOSPLIT, $0-48
 	MOVQ out+0(FP), R8
 	MOVQ ostride+8(FP), R12
 	SHLQ $2, R12
@@ -285,16 +287,17 @@ GLOBL q8Lanes23<>(SB), RODATA|NOPTR, $64
 	Q8DOT(Z5, K2) \
 	VFMADD231PS Z15, Z7, Z17
 
-// func dotQ8_0x4RowsAVX512(out *float32, groups int, w *byte, nb int, aux *byte)
+// func dotQ8_0x4RowsAVX512(out *float32, groups int, w *byte, nb int, aux *byte, ahead int)
 //
 // Decode: groups of four rows, back to back, read as one stream and
-// prefetched about 1 KiB ahead, against one activation prepared by
+// prefetched ahead bytes ahead, against one activation prepared by
 // prepQ4_0x8.
-TEXT ·dotQ8_0x4RowsAVX512(SB), NOSPLIT, $0-40
+TEXT ·dotQ8_0x4RowsAVX512(SB), NOSPLIT, $0-48
 	MOVQ out+0(FP), R8
 	MOVQ groups+8(FP), R9
 	MOVQ w+16(FP), SI
 	MOVQ aux+32(FP), R11
+	MOVQ ahead+40(FP), R12
 	Q8CONST
 
 r8group:
@@ -306,11 +309,11 @@ r8group:
 r8pair:
 	CMPQ CX, $2
 	JLT  r8single
-	PREFETCHT0 1024(SI)
-	PREFETCHT0 1088(SI)
-	PREFETCHT0 1152(SI)
-	PREFETCHT0 1216(SI)
-	PREFETCHT0 1280(SI)
+	PREFETCHT0 0(SI)(R12*1)
+	PREFETCHT0 64(SI)(R12*1)
+	PREFETCHT0 128(SI)(R12*1)
+	PREFETCHT0 192(SI)(R12*1)
+	PREFETCHT0 256(SI)(R12*1)
 	R8BLOCK(0, 0)
 	R8BLOCK(136, 40)
 	ADDQ $272, SI
@@ -345,12 +348,12 @@ r8reduce:
 	VMULPS.BCST (32)base, Z15, Z9 \
 	VFMADD231PS Z9, Z7, acc1
 
-// func dotQ8_0x4TileAVX512(out *float32, ostride, groups int, w *byte, nb int, packed *byte)
+// func dotQ8_0x4T4AVX512(out *float32, ostride, groups int, w *byte, nb int, packed *byte)
 //
-// The tile: four activations packed by packQ4_0x8x4T (activation t's
+// The tile: four activations packed by packQ4_0x8T4Z (activation t's
 // prepQ4_0x8 form at t·nb·40) against groups of four rows; activation t's rows (0, 1) and (2, 3) accumulate in Z(16+2t) and
 // Z(17+2t).
-TEXT ·dotQ8_0x4TileAVX512(SB), NOSPLIT, $0-48
+TEXT ·dotQ8_0x4T4AVX512(SB), NOSPLIT, $0-48
 	MOVQ out+0(FP), R8
 	MOVQ ostride+8(FP), R12
 	SHLQ $2, R12
@@ -401,7 +404,7 @@ r8tblock:
 	RET
 
 // F32 and F16 tiles in blocks of three or two rows: the sums of
-// dotF32R3x4AVX2 and its kin (matmul_amd64.s), bit for bit. ggml's four
+// dotF32R3T4AVX2 and its kin (matmul_amd64.s), bit for bit. ggml's four
 // 8-lane accumulators of a dot cover the floats 32i+8j..32i+8j+7 of chunk
 // i; accumulators 0, 1 are the 16 floats at 32i and 2, 3 those at 32i+16,
 // so a zmm holds two of them and two passes (over bytes 0..63, then
@@ -484,12 +487,12 @@ r8tblock:
 	VFMADD231PS Z15, Z12, a \
 	VFMADD231PS Z15, Z13, b
 
-// func dotF32R3x4AVX512(out *float32, ostride, blocks int, w *byte, chunks, rowBytes int, act *byte, actStride int, scratch *float32, sstride, flags int)
+// func dotF32R3T4AVX512(out *float32, ostride, blocks int, w *byte, chunks, rowBytes int, act *byte, actStride int, scratch *float32, sstride, flags int)
 //
-// dotF32R3x4AVX2 in two zmm passes. Pass 0 prefetches the second line of
+// dotF32R3T4AVX2 in two zmm passes. Pass 0 prefetches the second line of
 // each 128 bytes of the rows, which pass 1 reads; pass 1 the first line
 // of the next block's rows.
-TEXT ·dotF32R3x4AVX512(SB), NOSPLIT, $0-88
+TEXT ·dotF32R3T4AVX512(SB), NOSPLIT, $0-88
 	ZPROLOGUE
 
 z3block:
@@ -554,10 +557,160 @@ z3next:
 	VZEROUPPER
 	RET
 
-// func dotF32R2x4AVX512(out *float32, ostride, blocks int, w *byte, chunks, rowBytes int, act *byte, actStride int, scratch *float32, sstride, flags int)
+// The F32 block of three rows × eight activations: dotF32R3T4AVX512 for
+// activations 0..3 and 4..7 at once (24 accumulators: activation t, row r
+// in Z(3t+r)), each loaded chunk of the rows used eight times. The scratch
+// holds the two halves one after the other, each in dotF32R3T4AVX512's
+// layout (activations 4..7 1536 bytes on), so F32R3FINISH reduces each.
+
+// ZLOADB and ZSAVEB are ZLOAD and ZSAVE for the second half.
+#define ZLOADB(s, P, y, z) \
+	VMOVUPS (1536+32*s)(DI), y \
+	VINSERTF64X4 $1, (1536+P+32*s)(DI), z, z
+
+#define ZSAVEB(s, P, y, z) \
+	VMOVUPS y, (1536+32*s)(DI) \
+	VEXTRACTF64X4 $1, z, (1536+P+32*s)(DI)
+
+#define ZLOAD24(P) \
+	ZLOAD12(P) \
+	ZLOADB(0, P, Y12, Z12) \
+	ZLOADB(1, P, Y13, Z13) \
+	ZLOADB(2, P, Y14, Z14) \
+	ZLOADB(3, P, Y15, Z15) \
+	ZLOADB(4, P, Y16, Z16) \
+	ZLOADB(5, P, Y17, Z17) \
+	ZLOADB(6, P, Y18, Z18) \
+	ZLOADB(7, P, Y19, Z19) \
+	ZLOADB(8, P, Y20, Z20) \
+	ZLOADB(9, P, Y21, Z21) \
+	ZLOADB(10, P, Y22, Z22) \
+	ZLOADB(11, P, Y23, Z23)
+
+#define ZSAVE24(P) \
+	ZSAVE12(P) \
+	ZSAVEB(0, P, Y12, Z12) \
+	ZSAVEB(1, P, Y13, Z13) \
+	ZSAVEB(2, P, Y14, Z14) \
+	ZSAVEB(3, P, Y15, Z15) \
+	ZSAVEB(4, P, Y16, Z16) \
+	ZSAVEB(5, P, Y17, Z17) \
+	ZSAVEB(6, P, Y18, Z18) \
+	ZSAVEB(7, P, Y19, Z19) \
+	ZSAVEB(8, P, Y20, Z20) \
+	ZSAVEB(9, P, Y21, Z21) \
+	ZSAVEB(10, P, Y22, Z22) \
+	ZSAVEB(11, P, Y23, Z23)
+
+#define ZZERO24 \
+	ZZERO12 \
+	VPXORD Z12, Z12, Z12 \
+	VPXORD Z13, Z13, Z13 \
+	VPXORD Z14, Z14, Z14 \
+	VPXORD Z15, Z15, Z15 \
+	VPXORD Z16, Z16, Z16 \
+	VPXORD Z17, Z17, Z17 \
+	VPXORD Z18, Z18, Z18 \
+	VPXORD Z19, Z19, Z19 \
+	VPXORD Z20, Z20, Z20 \
+	VPXORD Z21, Z21, Z21 \
+	VPXORD Z22, Z22, Z22 \
+	VPXORD Z23, Z23, Z23
+
+// Z3FMA8 is Z3FMA with the rows in Z24..Z26.
+#define Z3FMA8(src, a, b, c) \
+	VMOVUPS src, Z27 \
+	VFMADD231PS Z27, Z24, a \
+	VFMADD231PS Z27, Z25, b \
+	VFMADD231PS Z27, Z26, c
+
+// func dotF32R3T8AVX512(out *float32, ostride, blocks int, w *byte, chunks, rowBytes int, act *byte, actStride int, scratch *float32, sstride, flags int)
 //
-// dotF32R2x4AVX2 in two zmm passes.
-TEXT ·dotF32R2x4AVX512(SB), NOSPLIT, $0-88
+// R15 walks activations 0..3, R14 activations 4..7 (the output stride is
+// read again for the reduction).
+TEXT ·dotF32R3T8AVX512(SB), NOSPLIT, $0-88
+	ZPROLOGUE
+
+z38block:
+	XORQ R10, R10
+
+z38pass:
+	TESTQ $1, flags+80(FP)
+	JNZ   z38resume
+	ZZERO24
+	JMP   z38start
+
+z38resume:
+	ZLOAD24(384)
+
+z38start:
+	LEAQ 64(SI), BX
+	CMPQ R10, $64
+	JLT  z38pf
+	LEAQ (SI)(R12*2), BX
+	ADDQ R12, BX
+
+z38pf:
+	LEAQ (SI)(R10*1), AX
+	LEAQ (R11)(R10*1), R15
+	LEAQ (R15)(R13*4), R14
+	MOVQ chunks+32(FP), CX
+
+z38chunk:
+	PREFETCHT0 (BX)
+	PREFETCHT0 (BX)(R12*1)
+	PREFETCHT0 (BX)(R12*2)
+	VMOVUPS (AX), Z24
+	VMOVUPS (AX)(R12*1), Z25
+	VMOVUPS (AX)(R12*2), Z26
+	Z3FMA8((R15), Z0, Z1, Z2)
+	Z3FMA8((R15)(R13*1), Z3, Z4, Z5)
+	Z3FMA8((R15)(R13*2), Z6, Z7, Z8)
+	Z3FMA8((R15)(DX*1), Z9, Z10, Z11)
+	Z3FMA8((R14), Z12, Z13, Z14)
+	Z3FMA8((R14)(R13*1), Z15, Z16, Z17)
+	Z3FMA8((R14)(R13*2), Z18, Z19, Z20)
+	Z3FMA8((R14)(DX*1), Z21, Z22, Z23)
+	ADDQ $128, AX
+	ADDQ $128, R15
+	ADDQ $128, R14
+	ADDQ $128, BX
+	DECQ CX
+	JNZ  z38chunk
+
+	ZSAVE24(384)
+	ADDQ $768, DI
+	ADDQ $64, R10
+	CMPQ R10, $128
+	JNE  z38pass
+
+	SUBQ  $1536, DI
+	TESTQ $2, flags+80(FP)
+	JZ    z38next
+	MOVQ ostride+8(FP), R14
+	SHLQ $2, R14
+	F32R3FINISH
+	MOVQ R8, AX
+	LEAQ (R8)(R14*4), R8
+	ADDQ $1536, DI
+	F32R3FINISH
+	SUBQ $1536, DI
+	MOVQ AX, R8
+
+z38next:
+	ADDQ sstride+72(FP), DI
+	ADDQ $12, R8
+	LEAQ (SI)(R12*2), SI
+	ADDQ R12, SI
+	DECQ R9
+	JNZ  z38block
+	VZEROUPPER
+	RET
+
+// func dotF32R2T4AVX512(out *float32, ostride, blocks int, w *byte, chunks, rowBytes int, act *byte, actStride int, scratch *float32, sstride, flags int)
+//
+// dotF32R2T4AVX2 in two zmm passes.
+TEXT ·dotF32R2T4AVX512(SB), NOSPLIT, $0-88
 	ZPROLOGUE
 
 z2block:
@@ -618,12 +771,12 @@ z2next:
 	VZEROUPPER
 	RET
 
-// func dotF16R3x4AVX512(out *float32, ostride, blocks int, w *byte, chunks, rowBytes int, act *byte, actStride int, scratch *float32, sstride, flags int)
+// func dotF16R3T4AVX512(out *float32, ostride, blocks int, w *byte, chunks, rowBytes int, act *byte, actStride int, scratch *float32, sstride, flags int)
 //
-// dotF32R3x4AVX512 on F16 rows, widened as they are loaded (pass j reads
-// 32 bytes at 32j of each 64-byte chunk): dotF16R3x4AVX2's sums. Both
+// dotF32R3T4AVX512 on F16 rows, widened as they are loaded (pass j reads
+// 32 bytes at 32j of each 64-byte chunk): dotF16R3T4AVX2's sums. Both
 // passes prefetch the next block's three rows.
-TEXT ·dotF16R3x4AVX512(SB), NOSPLIT, $0-88
+TEXT ·dotF16R3T4AVX512(SB), NOSPLIT, $0-88
 	ZPROLOGUE
 
 h3zblock:
@@ -685,10 +838,10 @@ h3znext:
 	VZEROUPPER
 	RET
 
-// func dotF16R2x4AVX512(out *float32, ostride, blocks int, w *byte, chunks, rowBytes int, act *byte, actStride int, scratch *float32, sstride, flags int)
+// func dotF16R2T4AVX512(out *float32, ostride, blocks int, w *byte, chunks, rowBytes int, act *byte, actStride int, scratch *float32, sstride, flags int)
 //
-// dotF32R2x4AVX512 on F16 rows: dotF16R2x4AVX2's sums.
-TEXT ·dotF16R2x4AVX512(SB), NOSPLIT, $0-88
+// dotF32R2T4AVX512 on F16 rows: dotF16R2T4AVX2's sums.
+TEXT ·dotF16R2T4AVX512(SB), NOSPLIT, $0-88
 	ZPROLOGUE
 
 h2zblock:
@@ -746,14 +899,14 @@ h2znext:
 	VZEROUPPER
 	RET
 
-// Q4_K × Q8_K tile: dotQ4_Kx4AVX2's arithmetic with two activations per
+// Q4_K × Q8_K tile: dotQ4_KT4AVX2's arithmetic with two activations per
 // register (activations 2p and 2p+1 of pair p): the integer sums in a
 // zmm (lanes 0..7 and 8..15), with the row's nibbles and scales in both
 // halves, lane for lane the AVX2 kernel's VPMADDUBSW and VPMADDWD; the
 // float accumulator of the sums in a zmm (Z0 pair 0, Z1 pair 1), and that
 // of the mins' products in a ymm (lanes 0..3 and 4..7; Y2, Y3) instead of
 // memory, each lane doing the AVX2 kernel's FMA; K4ZSTORE reduces them as
-// K4STORE does. The activations come packed by packQ8_Kx4Z: per block,
+// K4STORE does. The activations come packed by packQ8_KT4Z: per block,
 // sub-block s of pair p's quants at 512p+64s (32 of each activation), the
 // pair's da as [da0 ×8, da1 ×8] at 1024+64p and [da0 ×4, da1 ×4] at
 // 1152+32p, its bsums 0..7 as [act0, act1] at 1216+64p and 8..15 32 bytes
@@ -808,8 +961,8 @@ h2znext:
 	VSUBSS xm, xacc, xacc \
 	VMOVSS xacc, dst
 
-// func dotQ4_Kx4AVX512(out *float32, ostride, rows int, w *byte, nb int, packed *byte)
-TEXT ·dotQ4_Kx4AVX512(SB), NOSPLIT, $0-48
+// func dotQ4_KT4AVX512(out *float32, ostride, rows int, w *byte, nb int, packed *byte)
+TEXT ·dotQ4_KT4AVX512(SB), NOSPLIT, $0-48
 	MOVQ out+0(FP), R8
 	MOVQ ostride+8(FP), R14
 	SHLQ $2, R14

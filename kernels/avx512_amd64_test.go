@@ -58,12 +58,12 @@ func TestAVX512Kernels(t *testing.T) {
 				acts := make([]byte, 0)
 				if arbitrary {
 					w = arbitraryRows(r, rc.file, sh.rows, sh.cols)
-					acts = arbitraryRows(r, quant.Q8_0, tileTokens, sh.cols)
+					acts = arbitraryRows(r, quant.Q8_0, maxTileTokens, sh.cols)
 				} else {
 					w = randomRows(r, rc.file, sh.rows, sh.cols)
-					acts = randomRows(r, quant.Q8_0, tileTokens, sh.cols)
+					acts = randomRows(r, quant.Q8_0, maxTileTokens, sh.cols)
 				}
-				actBytes := len(acts) / tileTokens
+				actBytes := len(acts) / maxTileTokens
 				act = acts[:actBytes]
 				rowBytes, _ := quant.RowBytes(rc.file, sh.cols)
 				packed := make([]byte, len(w))
@@ -90,20 +90,35 @@ func TestAVX512Kernels(t *testing.T) {
 				if k512 == nil || k512 == k2 {
 					t.Fatalf("%s: avx512 has no tile kernel of its own", name)
 				}
-				pk := make([]byte, k512.packBytes(sh.cols))
-				k512.pack(pk, acts, actBytes, sh.cols)
-				pk2 := make([]byte, k2.packBytes(sh.cols))
-				k2.pack(pk2, acts, actBytes, sh.cols)
+				// The avx2 tile, four activations at a time, gives the
+				// bits of the avx512 one (of its width) and of its rest.
+				n := k512.width()
 				ostride := sh.rows + 3
-				got = make([]float32, tileTokens*ostride)
-				want = make([]float32, tileTokens*ostride)
+				got = make([]float32, n*ostride)
+				want = make([]float32, n*ostride)
 				for i := range got {
 					got[i], want[i] = 42, 42
 				}
+				pk := make([]byte, k512.packBytes(sh.cols))
+				k512.pack(pk, acts[:n*actBytes], actBytes, sh.cols)
 				k512.run(got, ostride, packed, rowBytes, sh.cols, sh.rows, pk)
-				k2.run(want, ostride, packed, rowBytes, sh.cols, sh.rows, pk2)
+				pk2 := make([]byte, k2.packBytes(sh.cols))
+				for t0 := 0; t0 < n; t0 += k2.width() {
+					k2.pack(pk2, acts[t0*actBytes:(t0+k2.width())*actBytes], actBytes, sh.cols)
+					k2.run(want[t0*ostride:], ostride, packed, rowBytes, sh.cols, sh.rows, pk2)
+				}
 				equalBits(t, name+"/tile vs avx2", got, want)
-				for tok := 0; tok < tileTokens && !arbitrary; tok++ {
+				if r := k512.rest; r != nil {
+					rest := make([]float32, r.width()*ostride)
+					for i := range rest {
+						rest[i] = 42
+					}
+					pkr := make([]byte, r.packBytes(sh.cols))
+					r.pack(pkr, acts[:r.width()*actBytes], actBytes, sh.cols)
+					r.run(rest, ostride, packed, rowBytes, sh.cols, sh.rows, pkr)
+					equalBits(t, name+"/rest tile vs avx2", rest, want[:len(rest)])
+				}
+				for tok := 0; tok < n && !arbitrary; tok++ {
 					one := make([]float32, sh.rows)
 					a := acts[tok*actBytes : (tok+1)*actBytes]
 					genericTier.run(tt, one, packed, rowBytes, sh.cols, a, genericTier.prepare(tt.Type, nil, a, sh.cols))
@@ -113,6 +128,9 @@ func TestAVX512Kernels(t *testing.T) {
 		}
 	}
 }
+
+// maxTileTokens is the widest tile kernel's number of activations.
+const maxTileTokens = 8
 
 func mustLookup(t quant.Type) *quant.Traits {
 	tt, err := Lookup(t)

@@ -39,7 +39,7 @@ func TestDecodeRowsBits(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		kern := avx2Tier.kernels[typ]
+		kern := avx2Tier.rowsOf(typ)
 		for _, nb := range []int{1, 2, 3, 5, 8} {
 			cols := nb * typ.BlockSize()
 			if typ == quant.Q8_0 && nb == 8 {
@@ -175,7 +175,7 @@ func BenchmarkDecodeRows(b *testing.B) {
 			for _, k := range []struct {
 				name string
 				f    rowsFunc
-			}{{"one", oneRowKernels[typ]}, {"rows", avx2Tier.kernels[typ]}} {
+			}{{"one", oneRowKernels[typ]}, {"rows", avx2Tier.rowsOf(typ)}} {
 				b.Run(fmt.Sprintf("%v/%dx%d/%s", typ, sh.rows, sh.cols, k.name), func(b *testing.B) {
 					runtime.LockOSThread()
 					defer runtime.UnlockOSThread()

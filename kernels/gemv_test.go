@@ -139,7 +139,7 @@ func TestQ4_0Gemv(t *testing.T) {
 func TestQ4_0GemvKernel(t *testing.T) {
 	r := rand.New(rand.NewPCG(33, 34))
 	for _, tr := range available {
-		if tr.q4_0Gemv == nil {
+		if tr.rowsOf(q4_0Gemv) == nil {
 			continue
 		}
 		for _, sh := range []struct{ rows, cols int }{{1, 32}, {7, 64}, {8, 32}, {9, 96}, {23, 256}, {32, 4096}} {
@@ -148,7 +148,7 @@ func TestQ4_0GemvKernel(t *testing.T) {
 			rowBytes, _ := quant.RowBytes(quant.Q4_0, sh.cols)
 			out := make([]float32, sh.rows+1)
 			out[sh.rows] = 42
-			tr.q4_0Gemv(out[:sh.rows], w, rowBytes, sh.cols, act, tr.prepare(quant.Q4_0, nil, act, sh.cols))
+			tr.rowsOf(q4_0Gemv)(out[:sh.rows], w, rowBytes, sh.cols, act, tr.prepare(quant.Q4_0, nil, act, sh.cols))
 			for i := 0; i < sh.rows; i++ {
 				want := quant.DotQ4_0Gemv(sh.cols, w[i*rowBytes:(i+1)*rowBytes], act)
 				if math.Float32bits(out[i]) != math.Float32bits(want) {
@@ -177,7 +177,7 @@ func BenchmarkQ4_0Order(b *testing.B) {
 		for _, k := range []struct {
 			name string
 			f    rowsFunc
-		}{{"vecdot", tr.kernels[quant.Q4_0]}, {"gemv", tr.q4_0Gemv}} {
+		}{{"vecdot", tr.rowsOf(quant.Q4_0)}, {"gemv", tr.rowsOf(q4_0Gemv)}} {
 			if k.f == nil {
 				continue
 			}

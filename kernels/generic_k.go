@@ -141,10 +141,10 @@ func hsumLanes(acc *[8]float32) float32 {
 // SWAR kernels of this package where they are faster.
 func newGenericTier() *Tier {
 	t := &Tier{name: "generic"}
-	t.kernels[quant.Q6_K] = q6_KSWAR
-	t.preps[quant.Q6_K] = prepQ6_KSWAR
-	t.kernels[quant.Q4_K] = q4_KSWAR
-	t.preps[quant.Q4_K] = prepQ4_KSWAR
+	t.register([]kernelRow{
+		{key: quant.Q6_K, rows: q6_KSWAR, prep: prepQ6_KSWAR},
+		{key: quant.Q4_K, rows: q4_KSWAR, prep: prepQ4_KSWAR},
+	})
 	return t
 }
 

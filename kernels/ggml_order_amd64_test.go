@@ -342,6 +342,16 @@ func ggmlQ6_K(nb int, w, act []byte) float32 {
 	return hsum8(acc)
 }
 
+// asmTiers returns the assembly tiers this CPU can run (their kernels
+// are checked whether or not the tier is the default).
+func asmTiers() []*Tier {
+	tiers := []*Tier{avx2Tier}
+	if haveAVX512 {
+		tiers = append(tiers, avx512Tier)
+	}
+	return tiers
+}
+
 func TestGGMLOrder(t *testing.T) {
 	if !hasAVX2() {
 		t.Skip("no AVX2")
@@ -363,19 +373,22 @@ func TestGGMLOrder(t *testing.T) {
 			w := randomRows(r, typ, sh.rows, sh.cols)
 			act := randomRows(r, vecDotType[typ], 1, sh.cols)
 			rowBytes, _ := quant.RowBytes(typ, sh.cols)
-			out := make([]float32, sh.rows)
-			avx2Tier.kernels[typ](out, w, rowBytes, sh.cols, act, avx2Tier.prepare(typ, nil, act, sh.cols))
-			for i := range out {
-				want := model(sh.cols/typ.BlockSize(), w[i*rowBytes:(i+1)*rowBytes], act)
-				if math.Float32bits(out[i]) != math.Float32bits(want) {
-					t.Errorf("%v %dx%d row %d: kernel %g, ggml AVX2 order %g", typ, sh.rows, sh.cols, i, out[i], want)
+			for _, tier := range asmTiers() {
+				out := make([]float32, sh.rows)
+				tier.rowsOf(typ)(out, w, rowBytes, sh.cols, act, tier.prepare(typ, nil, act, sh.cols))
+				for i := range out {
+					want := model(sh.cols/typ.BlockSize(), w[i*rowBytes:(i+1)*rowBytes], act)
+					if math.Float32bits(out[i]) != math.Float32bits(want) {
+						t.Errorf("%s %v %dx%d row %d: kernel %g, ggml AVX2 order %g", tier.name, typ, sh.rows, sh.cols, i, out[i], want)
+					}
 				}
 			}
 		}
 	}
 }
 
-// TestFloatOrder checks the float kernels against package quant's Dot,
+// TestFloatOrder checks the float kernels of each assembly tier against
+// package quant's Dot,
 // which follows ggml's AVX2 order for F32, F16 and BF16.
 func TestFloatOrder(t *testing.T) {
 	if !hasAVX2() {
@@ -391,12 +404,14 @@ func TestFloatOrder(t *testing.T) {
 			w := randomRows(r, typ, sh.rows, sh.cols)
 			act := randomRows(r, typ, 1, sh.cols)
 			rowBytes, _ := quant.RowBytes(typ, sh.cols)
-			out := make([]float32, sh.rows)
-			avx2Tier.kernels[typ](out, w, rowBytes, sh.cols, act, avx2Tier.prepare(typ, nil, act, sh.cols))
-			for i := range out {
-				want := tt.Dot(sh.cols, w[i*rowBytes:(i+1)*rowBytes], act)
-				if math.Float32bits(out[i]) != math.Float32bits(want) {
-					t.Errorf("%v %dx%d row %d: kernel %g, quant.Dot %g", typ, sh.rows, sh.cols, i, out[i], want)
+			for _, tier := range asmTiers() {
+				out := make([]float32, sh.rows)
+				tier.rowsOf(typ)(out, w, rowBytes, sh.cols, act, tier.prepare(typ, nil, act, sh.cols))
+				for i := range out {
+					want := tt.Dot(sh.cols, w[i*rowBytes:(i+1)*rowBytes], act)
+					if math.Float32bits(out[i]) != math.Float32bits(want) {
+						t.Errorf("%s %v %dx%d row %d: kernel %g, quant.Dot %g", tier.name, typ, sh.rows, sh.cols, i, out[i], want)
+					}
 				}
 			}
 		}

@@ -11,10 +11,6 @@ import (
 // enough to stay in a core's L2 cache while every activation passes over.
 const tileBytes = 128 << 10
 
-// useTiles enables the tile kernels; benchmarks switch it off to measure
-// the one-activation path they replace.
-var useTiles = true
-
 // MatMul computes n matrix-vector products with the same weights, as for
 // the tokens of a prompt: out[i*rows+r] = dot(row r of w, activation i) for
 // i in [0, n) and r in [0, rows), where rows = len(out)/n and activation i
@@ -57,8 +53,12 @@ type matmulJob struct {
 	acts     []byte
 	auxes    [][]byte
 	tile     *tileKernel // nil: every activation goes through tier.run
-	packed   []byte      // the full groups of tileTokens activations, packed for tile
-	packSize int         // bytes of one packed group
+	rest     *tileKernel // tile.rest, when it takes some of the activations tile leaves
+	packed   []byte      // the whole tiles of activations, packed for tile, then those for rest
+	packSize int         // bytes of one packed tile of tile
+	restSize int         // bytes of one packed tile of rest
+	tileEnd  int         // activations [0, tileEnd) go through tile
+	restEnd  int         // activations [tileEnd, restEnd) go through rest
 	rows     int
 	cols     int
 	n        int
@@ -89,11 +89,26 @@ func (j *matmulJob) init(tr *Tier, t quant.Type, out []float32, w []byte, cols i
 	tt, rowBytes := check(t, out[:rows], w, cols, acts[:actBytes])
 	*j = matmulJob{tier: tr, traits: tt, out: out, w: w, acts: acts,
 		rows: rows, cols: cols, n: n, rowBytes: rowBytes, actBytes: actBytes}
-	if useTiles && n >= tileTokens && cols > 0 {
+	if cols > 0 {
 		// Row ranges are multiples of rowAlign or end at rows, so they
 		// are whole steps of the kernel when rows is.
-		if k := tileFor(j.tier, tt); k != nil && rows%k.rowStep == 0 && rowAlign%k.rowStep == 0 {
-			j.tile = k
+		fits := func(k *tileKernel) bool {
+			return k != nil && rows%k.rowStep == 0 && rowAlign%k.rowStep == 0
+		}
+		if k := tileFor(j.tier, tt); fits(k) {
+			if n >= k.width() {
+				j.tile = k
+				j.tileEnd = n / k.width() * k.width()
+				j.restEnd = j.tileEnd
+				if r := k.rest; fits(r) && n-j.tileEnd >= r.width() {
+					j.rest = r
+					j.restEnd += (n - j.tileEnd) / r.width() * r.width()
+				}
+			} else if r := k.rest; fits(r) && n >= r.width() {
+				j.tile = r
+				j.tileEnd = n / r.width() * r.width()
+				j.restEnd = j.tileEnd
+			}
 		}
 	}
 }
@@ -103,31 +118,78 @@ func (j *matmulJob) init(tr *Tier, t quant.Type, out []float32, w []byte, cols i
 // whole tiles go packed into the buffer after them, j.packed. It returns
 // bufs for reuse.
 func (j *matmulJob) prepare(bufs [][]byte) [][]byte {
+	bufs = j.prepBufs(bufs)
+	for u := range j.prepUnits() {
+		j.prepUnit(u)
+	}
+	return bufs
+}
+
+// prepBufs sizes the buffers of prepare: bufs[j.n] for the packed tiles
+// (j.packed), bufs[:j.n] for the activations prepared one at a time
+// (j.auxes). It returns bufs for reuse.
+func (j *matmulJob) prepBufs(bufs [][]byte) [][]byte {
 	for len(bufs) < j.n+1 {
 		bufs = append(bufs, nil)
 	}
-	first := 0
 	if j.tile != nil {
-		groups := j.n / tileTokens
-		first = groups * tileTokens
+		need := j.tileEnd / j.tile.width() * j.tile.packBytes(j.cols)
 		j.packSize = j.tile.packBytes(j.cols)
+		if j.rest != nil {
+			j.restSize = j.rest.packBytes(j.cols)
+			need += (j.restEnd - j.tileEnd) / j.rest.width() * j.restSize
+		}
 		buf := bufs[j.n]
-		if need := groups * j.packSize; cap(buf) < need {
+		if cap(buf) < need {
 			buf = make([]byte, need)
 		} else {
 			buf = buf[:need]
 		}
-		for g := 0; g < groups; g++ {
-			j.tile.pack(buf[g*j.packSize:(g+1)*j.packSize], j.acts[g*tileTokens*j.actBytes:(g+1)*tileTokens*j.actBytes], j.actBytes, j.cols)
-		}
 		bufs[j.n] = buf
 		j.packed = buf
 	}
-	for i := first; i < j.n; i++ {
-		bufs[i] = j.tier.prepare(j.traits.Type, bufs[i], j.act(i), j.cols)
-	}
 	j.auxes = bufs[:j.n]
 	return bufs
+}
+
+// prepUnits returns the number of independent pieces of work prepUnit
+// does: the tiles to pack, then the activations left over.
+func (j *matmulJob) prepUnits() int {
+	u := j.n - j.restEnd
+	if j.tile != nil {
+		u += j.tileEnd / j.tile.width()
+	}
+	if j.rest != nil {
+		u += (j.restEnd - j.tileEnd) / j.rest.width()
+	}
+	return u
+}
+
+// prepUnit does piece u of the preparation (see prepUnits), after
+// prepBufs; pieces write disjoint memory, so they may run concurrently.
+func (j *matmulJob) prepUnit(u int) {
+	if j.tile != nil {
+		wt := j.tile.width()
+		groups := j.tileEnd / wt
+		if u < groups {
+			j.tile.pack(j.packed[u*j.packSize:(u+1)*j.packSize], j.acts[u*wt*j.actBytes:(u+1)*wt*j.actBytes], j.actBytes, j.cols)
+			return
+		}
+		u -= groups
+	}
+	if j.rest != nil {
+		wr := j.rest.width()
+		groups := (j.restEnd - j.tileEnd) / wr
+		if u < groups {
+			off := j.tileEnd/j.tile.width()*j.packSize + u*j.restSize
+			i := j.tileEnd + u*wr
+			j.rest.pack(j.packed[off:off+j.restSize], j.acts[i*j.actBytes:(i+wr)*j.actBytes], j.actBytes, j.cols)
+			return
+		}
+		u -= groups
+	}
+	i := j.restEnd + u
+	j.auxes[i] = j.tier.prepare(kernelKey(j.traits), j.auxes[i], j.act(i), j.cols)
 }
 
 func (j *matmulJob) act(i int) []byte { return j.acts[i*j.actBytes : (i+1)*j.actBytes] }
@@ -140,10 +202,18 @@ func (j *matmulJob) run(lo, hi int) {
 		w := j.w[t0*j.rowBytes : t1*j.rowBytes]
 		i := 0
 		if j.tile != nil {
-			for ; i+tileTokens <= j.n; i += tileTokens {
-				g := i / tileTokens
+			wt := j.tile.width()
+			for ; i < j.tileEnd; i += wt {
+				g := i / wt
 				j.tile.run(j.out[i*j.rows+t0:], j.rows, w, j.rowBytes, j.cols, t1-t0,
 					j.packed[g*j.packSize:(g+1)*j.packSize])
+			}
+			if j.rest != nil {
+				wr, off := j.rest.width(), j.tileEnd/wt*j.packSize
+				for ; i < j.restEnd; i += wr {
+					j.rest.run(j.out[i*j.rows+t0:], j.rows, w, j.rowBytes, j.cols, t1-t0, j.packed[off:off+j.restSize])
+					off += j.restSize
+				}
 			}
 		}
 		for ; i < j.n; i++ {

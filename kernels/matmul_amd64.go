@@ -8,106 +8,62 @@ import (
 	"sync"
 
 	"github.com/x448/float16"
-
-	"github.com/qsf-llm/qsf/quant"
 )
-
-// tileFor returns the tile kernel of tier tr for traits tt, or nil when
-// it has none. The tile kernels do per (row, activation) exactly what the
-// AVX2 one-activation kernels do.
-func tileFor(tr *Tier, tt *quant.Traits) *tileKernel {
-	if k := ternaryTile(tr, tt); k != nil {
-		return k
-	}
-	if tr == avx512Tier {
-		if k := tileForAVX512(tt); k != nil {
-			return k
-		}
-		tr = avx2Tier // the avx512 tier inherits the other tiles
-	}
-	if tr != avx2Tier {
-		return nil
-	}
-	if tt == q4_0Repacked {
-		return &tileQ4_0Gemv
-	}
-	switch tt {
-	case q4_0x8Traits:
-		return &tileQ4_0x8
-	case q8_0x4Traits:
-		return &tileQ8_0x4
-	}
-	switch tt.Type {
-	case quant.Q8_0:
-		return &tileQ8_0
-	case quant.Q4_K:
-		return &tileQ4_K
-	case quant.Q6_K:
-		return &tileQ6_K
-	case quant.F32:
-		return &tileF32
-	case quant.F16:
-		return &tileF16
-	case quant.BF16:
-		return &tileBF16
-	}
-	return nil
-}
 
 var (
 	tileQ8_0 = tileKernel{
-		run:       q8_0x4AVX2,
+		run:       q8_0T4AVX2,
 		rowStep:   1,
-		packBytes: packBytesQ8_0x4,
-		pack:      packQ8_0x4,
+		packBytes: packBytesQ8_0T4,
+		pack:      packQ8_0T4,
 	}
 	tileQ4_K = tileKernel{
-		run:       q4_Kx4AVX2,
+		run:       q4_KT4AVX2,
 		rowStep:   1,
-		packBytes: packBytesQ8_Kx4,
-		pack:      packQ8_Kx4,
+		packBytes: packBytesQ8_KT4,
+		pack:      packQ8_KT4,
 	}
 	tileQ6_K = tileKernel{
-		run:       q6_Kx4AVX2,
+		run:       q6_KT4AVX2,
 		rowStep:   1,
-		packBytes: packBytesQ6_Kx4,
-		pack:      packQ6_Kx4,
+		packBytes: packBytesQ6_KT4,
+		pack:      packQ6_KT4,
 	}
 	tileF32 = tileKernel{
-		run:       f32x4AVX2,
+		run:       f32T4AVX2,
 		rowStep:   1,
-		packBytes: packBytesF32x4,
-		pack:      packF32x4,
+		packBytes: packBytesF32T4,
+		pack:      packF32T4,
 	}
 	tileF16 = tileKernel{
-		run:       f16x4AVX2,
+		run:       f16T4AVX2,
 		rowStep:   1,
-		packBytes: packBytesF32x4,
-		pack:      packF16x4,
+		packBytes: packBytesF32T4,
+		pack:      packF16T4,
 	}
 	tileBF16 = tileKernel{
-		run:       bf16x4AVX2,
+		run:       bf16T4AVX2,
 		rowStep:   1,
-		packBytes: packBytesF32x4,
-		pack:      packBF16x4,
+		packBytes: packBytesF32T4,
+		pack:      packBF16T4,
 	}
 	tileQ8_0x4 = tileKernel{
-		run:       q8_0x4TileAVX2,
+		run:       q8_0x4T4AVX2,
 		rowStep:   4,
-		packBytes: packBytesQ8_0x4,
-		pack:      packQ8_0x4,
+		packBytes: packBytesQ8_0T4,
+		pack:      packQ8_0T4,
 	}
 	tileQ4_0x8 = tileKernel{
-		run:       q4_0x8x4AVX2,
+		run:       q4_0x8T4AVX2,
 		rowStep:   8,
-		packBytes: packBytesQ4_0x8x4,
-		pack:      packQ4_0x8x4,
+		packBytes: packBytesQ4_0x8T4,
+		pack:      packQ4_0x8T4,
 	}
 	tileQ4_0Gemv = tileKernel{
-		run:       q4_0Gemvx4AVX2,
+		run:       q4_0GemvT4AVX2,
 		rowStep:   8,
-		packBytes: packBytesQ4_0Gx4,
-		pack:      packQ4_0Gx4,
+		packBytes: packBytesQ4_0GemvT4,
+		pack:      packQ4_0GemvT4,
 	}
 )
 
@@ -117,86 +73,82 @@ var (
 // bytes.
 
 //go:noescape
-func dotQ8_0x4AVX2(out *float32, ostride, rows int, w *byte, nb int, packed *byte)
+func dotQ8_0T4AVX2(out *float32, ostride, rows int, w *byte, nb int, packed *byte)
 
-func q8_0x4AVX2(out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
+func q8_0T4AVX2(out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
 	_ = out[3*ostride+rows-1]
 	_ = w[rows*rowBytes-1]
-	dotQ8_0x4AVX2(&out[0], ostride, rows, &w[0], cols/32, &packed[0])
+	dotQ8_0T4AVX2(&out[0], ostride, rows, &w[0], cols/32, &packed[0])
 }
 
 //go:noescape
-func dotQ4_0Gemvx4AVX2(out *float32, ostride, groups int, w *byte, nb, rowBytes int, packed *byte)
+func dotQ4_0GemvT4AVX2(out *float32, ostride, groups int, w *byte, nb, rowBytes int, packed *byte)
 
-func q4_0Gemvx4AVX2(out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
+func q4_0GemvT4AVX2(out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
 	_ = out[3*ostride+rows-1]
 	_ = w[rows*rowBytes-1]
-	dotQ4_0Gemvx4AVX2(&out[0], ostride, rows/8, &w[0], cols/32, rowBytes, &packed[0])
+	dotQ4_0GemvT4AVX2(&out[0], ostride, rows/8, &w[0], cols/32, rowBytes, &packed[0])
 }
 
 //go:noescape
-func dotQ8_0x4TileAVX2(out *float32, ostride, groups int, w *byte, nb int, packed *byte)
+func dotQ8_0x4T4AVX2(out *float32, ostride, groups int, w *byte, nb int, packed *byte)
 
-func q8_0x4TileAVX2(out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
+func q8_0x4T4AVX2(out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
 	_ = out[3*ostride+rows-1]
 	_ = w[rows*rowBytes-1]
-	_ = packed[packBytesQ8_0x4(cols)-1]
-	dotQ8_0x4TileAVX2(&out[0], ostride, rows/4, &w[0], cols/32, &packed[0])
+	_ = packed[packBytesQ8_0T4(cols)-1]
+	dotQ8_0x4T4AVX2(&out[0], ostride, rows/4, &w[0], cols/32, &packed[0])
 }
 
 //go:noescape
-func dotQ4_0x8x4AVX2(out *float32, ostride, groups int, w *byte, nb int, packed *byte)
+func dotQ4_0x8T4AVX2(out *float32, ostride, groups int, w *byte, nb int, packed *byte)
 
-func q4_0x8x4AVX2(out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
+func q4_0x8T4AVX2(out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
 	_ = out[3*ostride+rows-1]
 	_ = w[rows*rowBytes-1]
-	_ = packed[packBytesQ4_0x8x4(cols)-1]
-	dotQ4_0x8x4AVX2(&out[0], ostride, rows/8, &w[0], cols/32, &packed[0])
+	_ = packed[packBytesQ4_0x8T4(cols)-1]
+	dotQ4_0x8T4AVX2(&out[0], ostride, rows/8, &w[0], cols/32, &packed[0])
 }
 
 //go:noescape
-func dotQ4_Kx4AVX2(out *float32, ostride, rows int, w *byte, nb int, packed *byte)
+func dotQ4_KT4AVX2(out *float32, ostride, rows int, w *byte, nb int, packed *byte)
 
-func q4_Kx4AVX2(out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
+func q4_KT4AVX2(out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
 	_ = out[3*ostride+rows-1]
 	_ = w[rows*rowBytes-1]
-	dotQ4_Kx4AVX2(&out[0], ostride, rows, &w[0], cols/256, &packed[0])
+	dotQ4_KT4AVX2(&out[0], ostride, rows, &w[0], cols/256, &packed[0])
 }
 
 //go:noescape
-func dotQ6_Kx4AVX2(out *float32, ostride, rows int, w *byte, nb int, packed *byte)
+func dotQ6_KT4AVX2(out *float32, ostride, rows int, w *byte, nb int, packed *byte)
 
-func q6_Kx4AVX2(out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
+func q6_KT4AVX2(out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
 	_ = out[3*ostride+rows-1]
 	_ = w[rows*rowBytes-1]
-	dotQ6_Kx4AVX2(&out[0], ostride, rows, &w[0], cols/256, &packed[0])
+	dotQ6_KT4AVX2(&out[0], ostride, rows, &w[0], cols/256, &packed[0])
 }
 
-// useF32Blocks enables the block kernels for the F32 tiles; benchmarks
-// switch it off to measure dotF32x4AVX2 alone.
-var useF32Blocks = true
-
 //go:noescape
-func dotF32x4AVX2(out *float32, ostride, rows int, w *byte, chunks, rowBytes int, act *byte, actStride int)
+func dotF32T4AVX2(out *float32, ostride, rows int, w *byte, chunks, rowBytes int, act *byte, actStride int)
 
 // The block kernels of the float tiles (matmul_amd64.s): blocks of three
 // or two rows of F32, F16 or BF16 weights against four activations
 // widened to float32, one pass per ggml accumulator.
 
 //go:noescape
-func dotF32R3x4AVX2(out *float32, ostride, blocks int, w *byte, chunks, rowBytes int, act *byte, actStride int, scratch *float32, sstride, flags int)
+func dotF32R3T4AVX2(out *float32, ostride, blocks int, w *byte, chunks, rowBytes int, act *byte, actStride int, scratch *float32, sstride, flags int)
 
 //go:noescape
-func dotF32R2x4AVX2(out *float32, ostride, blocks int, w *byte, chunks, rowBytes int, act *byte, actStride int, scratch *float32, sstride, flags int)
+func dotF32R2T4AVX2(out *float32, ostride, blocks int, w *byte, chunks, rowBytes int, act *byte, actStride int, scratch *float32, sstride, flags int)
 
 //go:noescape
-func dotF16R3x4AVX2(out *float32, ostride, blocks int, w *byte, chunks, rowBytes int, act *byte, actStride int, scratch *float32, sstride, flags int)
+func dotF16R3T4AVX2(out *float32, ostride, blocks int, w *byte, chunks, rowBytes int, act *byte, actStride int, scratch *float32, sstride, flags int)
 
 //go:noescape
-func dotF16R2x4AVX2(out *float32, ostride, blocks int, w *byte, chunks, rowBytes int, act *byte, actStride int, scratch *float32, sstride, flags int)
+func dotF16R2T4AVX2(out *float32, ostride, blocks int, w *byte, chunks, rowBytes int, act *byte, actStride int, scratch *float32, sstride, flags int)
 
 //go:noescape
-func dotBF16R2x4AVX2(out *float32, ostride, blocks int, w *byte, chunks, rowBytes int, act *byte, actStride int, scratch *float32, sstride, flags int)
+func dotBF16R2T4AVX2(out *float32, ostride, blocks int, w *byte, chunks, rowBytes int, act *byte, actStride int, scratch *float32, sstride, flags int)
 
 //go:noescape
 func widenF16AVX2(dst, src *byte, n int)
@@ -228,23 +180,23 @@ func (k floatKind) chunkBytes() int {
 func blockDot(z bool, kind floatKind, k int, out *float32, ostride, blocks int, w *byte, chunks, rowBytes int, act *byte, actStride int, scratch *float32, sstride, flags int) {
 	switch {
 	case z && kind == kindF16 && k == 3:
-		dotF16R3x4AVX512(out, ostride, blocks, w, chunks, rowBytes, act, actStride, scratch, sstride, flags)
+		dotF16R3T4AVX512(out, ostride, blocks, w, chunks, rowBytes, act, actStride, scratch, sstride, flags)
 	case z && kind == kindF16:
-		dotF16R2x4AVX512(out, ostride, blocks, w, chunks, rowBytes, act, actStride, scratch, sstride, flags)
+		dotF16R2T4AVX512(out, ostride, blocks, w, chunks, rowBytes, act, actStride, scratch, sstride, flags)
 	case z && kind == kindF32 && k == 3:
-		dotF32R3x4AVX512(out, ostride, blocks, w, chunks, rowBytes, act, actStride, scratch, sstride, flags)
+		dotF32R3T4AVX512(out, ostride, blocks, w, chunks, rowBytes, act, actStride, scratch, sstride, flags)
 	case z && kind == kindF32:
-		dotF32R2x4AVX512(out, ostride, blocks, w, chunks, rowBytes, act, actStride, scratch, sstride, flags)
+		dotF32R2T4AVX512(out, ostride, blocks, w, chunks, rowBytes, act, actStride, scratch, sstride, flags)
 	case kind == kindBF16:
-		dotBF16R2x4AVX2(out, ostride, blocks, w, chunks, rowBytes, act, actStride, scratch, sstride, flags)
+		dotBF16R2T4AVX2(out, ostride, blocks, w, chunks, rowBytes, act, actStride, scratch, sstride, flags)
 	case kind == kindF16 && k == 3:
-		dotF16R3x4AVX2(out, ostride, blocks, w, chunks, rowBytes, act, actStride, scratch, sstride, flags)
+		dotF16R3T4AVX2(out, ostride, blocks, w, chunks, rowBytes, act, actStride, scratch, sstride, flags)
 	case kind == kindF16:
-		dotF16R2x4AVX2(out, ostride, blocks, w, chunks, rowBytes, act, actStride, scratch, sstride, flags)
+		dotF16R2T4AVX2(out, ostride, blocks, w, chunks, rowBytes, act, actStride, scratch, sstride, flags)
 	case k == 3:
-		dotF32R3x4AVX2(out, ostride, blocks, w, chunks, rowBytes, act, actStride, scratch, sstride, flags)
+		dotF32R3T4AVX2(out, ostride, blocks, w, chunks, rowBytes, act, actStride, scratch, sstride, flags)
 	default:
-		dotF32R2x4AVX2(out, ostride, blocks, w, chunks, rowBytes, act, actStride, scratch, sstride, flags)
+		dotF32R2T4AVX2(out, ostride, blocks, w, chunks, rowBytes, act, actStride, scratch, sstride, flags)
 	}
 }
 
@@ -333,25 +285,25 @@ func floatRows(z bool, kind floatKind, out []float32, ostride int, w []byte, row
 	}
 }
 
-// f32x4AVX2 is the F32 tile kernel: the block kernels, or dotF32x4AVX2
-// for a single row (and for all rows when useF32Blocks is off); all give
+// f32T4AVX2 is the F32 tile kernel: the block kernels, or dotF32T4AVX2
+// for a single row; all give
 // the sums of dotF32AVX2 bit for bit. The tail past the last whole chunk
 // is added as f32AVX2 does.
-func f32x4AVX2(out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
-	f32x4(false, out, ostride, w, rowBytes, cols, rows, packed)
+func f32T4AVX2(out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
+	f32T4(false, out, ostride, w, rowBytes, cols, rows, packed)
 }
 
-// f32x4 is f32x4AVX2, with the AVX-512 block kernels when z is set.
-func f32x4(z bool, out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
+// f32T4 is f32T4AVX2, with the AVX-512 block kernels when z is set.
+func f32T4(z bool, out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
 	_ = out[3*ostride+rows-1]
 	_ = w[rows*rowBytes-1]
 	actBytes := f32ActStride(cols)
 	_ = packed[(tileTokens-1)*actBytes+4*cols-1]
 	chunks := cols / 32
-	if useF32Blocks && chunks > 0 && rows >= 2 {
+	if chunks > 0 && rows >= 2 {
 		floatRows(z, kindF32, out, ostride, w, rowBytes, chunks, rows, packed, actBytes)
 	} else {
-		dotF32x4AVX2(&out[0], ostride, rows, &w[0], chunks, rowBytes, &packed[0], actBytes)
+		dotF32T4AVX2(&out[0], ostride, rows, &w[0], chunks, rowBytes, &packed[0], actBytes)
 	}
 	if tail := cols &^ 31; tail < cols {
 		// ggml_vec_dot_f32's tail, as in f32AVX2.
@@ -371,23 +323,23 @@ func f32x4(z bool, out []float32, ostride int, w []byte, rowBytes, cols, rows in
 	}
 }
 
-// f16x4AVX2 is the F16 tile kernel, the block kernels on F16 weights: the
+// f16T4AVX2 is the F16 tile kernel, the block kernels on F16 weights: the
 // sums of dotF16AVX2 bit for bit, and the tail added as f16AVX2 does.
-func f16x4AVX2(out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
-	halfx4AVX2(false, kindF16, out, ostride, w, rowBytes, cols, rows, packed)
+func f16T4AVX2(out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
+	halfT4AVX2(false, kindF16, out, ostride, w, rowBytes, cols, rows, packed)
 }
 
-// bf16x4AVX2 is the BF16 tile kernel, the block kernels on BF16 weights:
+// bf16T4AVX2 is the BF16 tile kernel, the block kernels on BF16 weights:
 // the sums of dotBF16AVX2 bit for bit, and the tail added as bf16AVX2
 // does.
-func bf16x4AVX2(out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
-	halfx4AVX2(false, kindBF16, out, ostride, w, rowBytes, cols, rows, packed)
+func bf16T4AVX2(out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
+	halfT4AVX2(false, kindBF16, out, ostride, w, rowBytes, cols, rows, packed)
 }
 
-// halfx4AVX2 is the tile kernel of 16-bit weights, with the AVX-512
+// halfT4AVX2 is the tile kernel of 16-bit weights, with the AVX-512
 // block kernels where there are some when z is set; the activations come
-// widened to float32 by packHalfx4.
-func halfx4AVX2(z bool, kind floatKind, out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
+// widened to float32 by packHalfT4.
+func halfT4AVX2(z bool, kind floatKind, out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
 	_ = out[3*ostride+rows-1]
 	_ = w[rows*rowBytes-1]
 	actStride := f32ActStride(cols)
@@ -423,19 +375,19 @@ func halfx4AVX2(z bool, kind floatKind, out []float32, ostride int, w []byte, ro
 	}
 }
 
-// packF16x4 widens tileTokens F16 activations to float32 for the F16
+// packF16T4 widens tileTokens F16 activations to float32 for the F16
 // tile kernel.
-func packF16x4(dst, acts []byte, actBytes, cols int) { packHalfx4(kindF16, dst, acts, actBytes, cols) }
+func packF16T4(dst, acts []byte, actBytes, cols int) { packHalfT4(kindF16, dst, acts, actBytes, cols) }
 
-// packBF16x4 widens tileTokens BF16 activations to float32 for the BF16
+// packBF16T4 widens tileTokens BF16 activations to float32 for the BF16
 // tile kernel.
-func packBF16x4(dst, acts []byte, actBytes, cols int) {
-	packHalfx4(kindBF16, dst, acts, actBytes, cols)
+func packBF16T4(dst, acts []byte, actBytes, cols int) {
+	packHalfT4(kindBF16, dst, acts, actBytes, cols)
 }
 
-// packHalfx4 widens tileTokens 16-bit activations of cols elements to
+// packHalfT4 widens tileTokens 16-bit activations of cols elements to
 // float32 (exactly), f32ActStride(cols) bytes apart.
-func packHalfx4(kind floatKind, dst, acts []byte, actBytes, cols int) {
+func packHalfT4(kind floatKind, dst, acts []byte, actBytes, cols int) {
 	stride := f32ActStride(cols)
 	for t := 0; t < tileTokens; t++ {
 		act := acts[t*actBytes : t*actBytes+2*cols]

@@ -14,7 +14,7 @@
 
 // Q8_0: acc_t = fma(float(isum), fp32(dw)·da_t, acc_t) per block, one
 // 8-lane accumulator per activation, hsum_float_8 at the end, as
-// dotQ8_0AVX2. The activations come packed by packQ8_0x4: per block, for
+// dotQ8_0AVX2. The activations come packed by packQ8_0T4: per block, for
 // each of the four in turn, 64 bytes: the 32 quants, then da as eight
 // float32.
 
@@ -39,8 +39,8 @@
 	VADDSS X1, xacc, xacc \
 	VMOVSS xacc, dst
 
-// func dotQ8_0x4AVX2(out *float32, ostride, rows int, w *byte, nb int, packed *byte)
-TEXT ·dotQ8_0x4AVX2(SB), NOSPLIT, $0-48
+// func dotQ8_0T4AVX2(out *float32, ostride, rows int, w *byte, nb int, packed *byte)
+TEXT ·dotQ8_0T4AVX2(SB), NOSPLIT, $0-48
 	MOVQ out+0(FP), R8
 	MOVQ ostride+8(FP), R13
 	SHLQ $2, R13
@@ -86,12 +86,12 @@ block:
 	VZEROUPPER
 	RET
 
-// func dotQ8_0x4TileAVX2(out *float32, ostride, groups int, w *byte, nb int, packed *byte)
+// func dotQ8_0x4T4AVX2(out *float32, ostride, groups int, w *byte, nb int, packed *byte)
 //
-// dotQ8_0x4AVX2 for a matrix repacked into Q8_0x4 (q8_0x4.go): the same
+// dotQ8_0T4AVX2 for a matrix repacked into Q8_0x4 (q8_0x4.go): the same
 // per-row work, each row of a group of four walked with SI at its quants
 // and BX at its scale, both 136 bytes a block.
-TEXT ·dotQ8_0x4TileAVX2(SB), NOSPLIT, $0-48
+TEXT ·dotQ8_0x4T4AVX2(SB), NOSPLIT, $0-48
 	MOVQ out+0(FP), R8
 	MOVQ ostride+8(FP), R13
 	SHLQ $2, R13
@@ -167,7 +167,7 @@ r4tblock:
 // too. The rows' nibbles are unpacked once per block into Y8..Y15, rows
 // (0,1), (2,3), (4,5), (6,7) paired in the halves of a register, low
 // nibbles and high nibbles apart; the activations come packed by
-// packQ4_0Gx4 (per block, for each activation, 128 bytes: quants 0..15 in
+// packQ4_0GemvT4 (per block, for each activation, 128 bytes: quants 0..15 in
 // both halves, quants 16..31 in both halves, da as eight float32, 8·Σa as
 // eight int32).
 
@@ -224,8 +224,8 @@ GLOBL tileLanes<>(SB), RODATA|NOPTR, $32
 	VMULPS off+64(DI), Y5, Y5 \
 	VFMADD231PS Y5, Y4, acc
 
-// func dotQ4_0Gemvx4AVX2(out *float32, ostride, groups int, w *byte, nb, rowBytes int, packed *byte)
-TEXT ·dotQ4_0Gemvx4AVX2(SB), NOSPLIT, $32-56
+// func dotQ4_0GemvT4AVX2(out *float32, ostride, groups int, w *byte, nb, rowBytes int, packed *byte)
+TEXT ·dotQ4_0GemvT4AVX2(SB), NOSPLIT, $32-56
 	MOVQ out+0(FP), R8
 	MOVQ ostride+8(FP), R12
 	SHLQ $2, R12
@@ -294,7 +294,7 @@ block:
 // not see), fma'd with da·d into an 8-lane accumulator per activation, and
 // the four lanes of the mins' products fma'd with da·dmin into a 4-lane
 // one, kept at t·16(SP); each reduced as in the one-activation kernel. The
-// activations come packed by packQ8_Kx4: per block the four activations'
+// activations come packed by packQ8_KT4: per block the four activations'
 // 292-byte Q8_K blocks in turn.
 
 // K4TOK adds activation t's part of sub-blocks 2j, 2j+1 into iacc: the
@@ -354,8 +354,8 @@ block:
 	VSUBSS X13, xacc, xacc \
 	VMOVSS xacc, dst
 
-// func dotQ4_Kx4AVX2(out *float32, ostride, rows int, w *byte, nb int, packed *byte)
-TEXT ·dotQ4_Kx4AVX2(SB), NOSPLIT, $64-48
+// func dotQ4_KT4AVX2(out *float32, ostride, rows int, w *byte, nb int, packed *byte)
+TEXT ·dotQ4_KT4AVX2(SB), NOSPLIT, $64-48
 	MOVQ out+0(FP), R8
 	MOVQ ostride+8(FP), R14
 	SHLQ $2, R14
@@ -447,7 +447,7 @@ k4block:
 // before the scales, fma'd with da·d into one 8-lane accumulator per
 // activation, hsum_float_8 at the end. The quants of each 32 are unpacked
 // once for the four activations. The activations come packed by
-// packQ6_Kx4: per block, for each activation in turn, its 292-byte Q8_K
+// packQ6_KT4: per block, for each activation in turn, its 292-byte Q8_K
 // block and then the 256 bytes prepQ6_K makes of it.
 
 DATA q6Mask30<>+0(SB)/8, $0x3030303030303030
@@ -534,8 +534,8 @@ GLOBL q6Shuf<>(SB), RODATA|NOPTR, $128
 	VADDSS X8, xacc, xacc \
 	VMOVSS xacc, dst
 
-// func dotQ6_Kx4AVX2(out *float32, ostride, rows int, w *byte, nb int, packed *byte)
-TEXT ·dotQ6_Kx4AVX2(SB), NOSPLIT, $0-48
+// func dotQ6_KT4AVX2(out *float32, ostride, rows int, w *byte, nb int, packed *byte)
+TEXT ·dotQ6_KT4AVX2(SB), NOSPLIT, $0-48
 	MOVQ out+0(FP), R8
 	MOVQ ostride+8(FP), R14
 	SHLQ $2, R14
@@ -601,8 +601,8 @@ k6block:
 	VMOVSS xa0, dst
 
 
-// func dotF32x4AVX2(out *float32, ostride, rows int, w *byte, chunks, rowBytes int, act *byte, actStride int)
-TEXT ·dotF32x4AVX2(SB), NOSPLIT, $0-64
+// func dotF32T4AVX2(out *float32, ostride, rows int, w *byte, chunks, rowBytes int, act *byte, actStride int)
+TEXT ·dotF32T4AVX2(SB), NOSPLIT, $0-64
 	MOVQ out+0(FP), R8
 	MOVQ ostride+8(FP), R14
 	SHLQ $2, R14
@@ -667,13 +667,13 @@ f32done:
 	VZEROUPPER
 	RET
 
-// F32 in blocks of three rows: the same sums as dotF32x4AVX2, with the
+// F32 in blocks of three rows: the same sums as dotF32T4AVX2, with the
 // loads shared by more multiply-adds. Accumulator j of a dot only ever
 // adds the 8-float chunks at 32i+8j, in the order of i, so it can be
 // formed in a pass of its own: pass j walks the rows and activations at
 // a stride of 128 bytes, from byte 32j, with one accumulator per (row,
 // activation), twelve in all, plus three registers of weights and one of
-// activation. A chunk index costs 7 loads for 12 FMAs (dotF32x4AVX2
+// activation. A chunk index costs 7 loads for 12 FMAs (dotF32T4AVX2
 // spends 12 for 8). Each pass ends with its accumulators in scratch;
 // accumulator t·3+r (row r, activation t) is slot t·3+r of the pass's 384
 // bytes. A call may cover only a slab of the columns: the next slab's call
@@ -693,14 +693,14 @@ f32done:
 
 // F32SUM and F32QUAD are in hsum_amd64.h.
 
-// func dotF32R3x4AVX2(out *float32, ostride, blocks int, w *byte, chunks, rowBytes int, act *byte, actStride int, scratch *float32, sstride, flags int)
+// func dotF32R3T4AVX2(out *float32, ostride, blocks int, w *byte, chunks, rowBytes int, act *byte, actStride int, scratch *float32, sstride, flags int)
 //
 // blocks is the number of three-row blocks; chunks, at least 1, the
 // chunks of 32 columns of this call's slab. Block b's scratch is the
 // 4·12·8 float32 at scratch + b·sstride bytes. flags bit 0 (f32Resume)
 // starts the accumulators from scratch, bit 1 (f32Finish) reduces them
 // into out.
-TEXT ·dotF32R3x4AVX2(SB), NOSPLIT, $0-88
+TEXT ·dotF32R3T4AVX2(SB), NOSPLIT, $0-88
 	MOVQ out+0(FP), R8
 	MOVQ ostride+8(FP), R14
 	SHLQ $2, R14
@@ -830,13 +830,13 @@ r3next:
 	VFMADD231PS Y15, Y12, a \
 	VFMADD231PS Y15, Y13, b
 
-// func dotF32R2x4AVX2(out *float32, ostride, blocks int, w *byte, chunks, rowBytes int, act *byte, actStride int, scratch *float32, sstride, flags int)
+// func dotF32R2T4AVX2(out *float32, ostride, blocks int, w *byte, chunks, rowBytes int, act *byte, actStride int, scratch *float32, sstride, flags int)
 //
-// dotF32R3x4AVX2 for blocks of two rows, for the rows a tile has past its
+// dotF32R3T4AVX2 for blocks of two rows, for the rows a tile has past its
 // blocks of three: eight accumulators, 6 loads for 8 FMAs. Accumulator
 // t·2+r (row r, activation t) is slot t·2+r of a pass's 256 bytes of
 // scratch; a block's scratch is 4·8·8 float32.
-TEXT ·dotF32R2x4AVX2(SB), NOSPLIT, $0-88
+TEXT ·dotF32R2T4AVX2(SB), NOSPLIT, $0-88
 	MOVQ out+0(FP), R8
 	MOVQ ostride+8(FP), R14
 	SHLQ $2, R14
@@ -941,13 +941,13 @@ r2next:
 // blocks (ggml_vec_dot_f16 on AVX2 widens both vectors and sums them as
 // ggml_vec_dot_f32 does), on F16 weights widened as they are loaded.
 
-// func dotF16R3x4AVX2(out *float32, ostride, blocks int, w *byte, chunks, rowBytes int, act *byte, actStride int, scratch *float32, sstride, flags int)
+// func dotF16R3T4AVX2(out *float32, ostride, blocks int, w *byte, chunks, rowBytes int, act *byte, actStride int, scratch *float32, sstride, flags int)
 //
-// dotF32R3x4AVX2 for F16 rows, as dotF16AVX2 per (row, activation): the
+// dotF32R3T4AVX2 for F16 rows, as dotF16AVX2 per (row, activation): the
 // weights are widened to float32 as they are loaded, the activations come
 // widened already; pass j reads 16 bytes of weights at 16j of each chunk
 // of 64.
-TEXT ·dotF16R3x4AVX2(SB), NOSPLIT, $0-88
+TEXT ·dotF16R3T4AVX2(SB), NOSPLIT, $0-88
 	MOVQ out+0(FP), R8
 	MOVQ ostride+8(FP), R14
 	SHLQ $2, R14
@@ -1068,13 +1068,13 @@ h3next:
 	VZEROUPPER
 	RET
 
-// func dotF16R2x4AVX2(out *float32, ostride, blocks int, w *byte, chunks, rowBytes int, act *byte, actStride int, scratch *float32, sstride, flags int)
+// func dotF16R2T4AVX2(out *float32, ostride, blocks int, w *byte, chunks, rowBytes int, act *byte, actStride int, scratch *float32, sstride, flags int)
 //
-// dotF32R2x4AVX2 for F16 rows, as dotF16AVX2 per (row, activation): the
+// dotF32R2T4AVX2 for F16 rows, as dotF16AVX2 per (row, activation): the
 // weights are widened to float32 as they are loaded, the activations come
 // widened already; pass j reads 16 bytes of weights at 16j of each chunk
 // of 64.
-TEXT ·dotF16R2x4AVX2(SB), NOSPLIT, $0-88
+TEXT ·dotF16R2T4AVX2(SB), NOSPLIT, $0-88
 	MOVQ out+0(FP), R8
 	MOVQ ostride+8(FP), R14
 	SHLQ $2, R14
@@ -1222,14 +1222,14 @@ widendone:
 	VADDSS X1, X0, X0 \
 	VMOVSS X0, dst
 
-// func dotBF16R2x4AVX2(out *float32, ostride, blocks int, w *byte, chunks, rowBytes int, act *byte, actStride int, scratch *float32, sstride, flags int)
+// func dotBF16R2T4AVX2(out *float32, ostride, blocks int, w *byte, chunks, rowBytes int, act *byte, actStride int, scratch *float32, sstride, flags int)
 //
-// dotF32R2x4AVX2 for BF16 rows, as dotBF16AVX2 per (row, activation):
+// dotF32R2T4AVX2 for BF16 rows, as dotBF16AVX2 per (row, activation):
 // the weights are widened to float32 as they are loaded, the activations
 // come widened already; each product is rounded, then added (no FMA); the
 // four accumulators are reduced as dotBF16AVX2 does. Pass j reads 16
 // bytes of weights at 16j of each chunk of 64.
-TEXT ·dotBF16R2x4AVX2(SB), NOSPLIT, $0-88
+TEXT ·dotBF16R2T4AVX2(SB), NOSPLIT, $0-88
 	MOVQ out+0(FP), R8
 	MOVQ ostride+8(FP), R14
 	SHLQ $2, R14

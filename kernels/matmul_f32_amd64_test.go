@@ -16,7 +16,6 @@ import (
 // down) and attention (768×768): without tiles, with the two-pass tile
 // kernel alone (blocks=false) and with the three-row blocks.
 func BenchmarkMatMulF32(b *testing.B) {
-	defer func() { useTiles, useF32Blocks = true, true }()
 	const n = 32
 	for _, sh := range []struct{ rows, cols int }{{2048, 768}, {768, 2048}, {768, 768}} {
 		r := rand.New(rand.NewPCG(29, 30))
@@ -28,13 +27,19 @@ func BenchmarkMatMulF32(b *testing.B) {
 			tiles, blocks bool
 		}{{"tiles=false", false, false}, {"blocks=false", true, false}, {"blocks=true", true, true}} {
 			b.Run(fmt.Sprintf("%dx%d/%s", sh.rows, sh.cols, v.name), func(b *testing.B) {
-				useTiles, useF32Blocks = v.tiles, v.blocks
+				tr := DefaultTier()
+				switch {
+				case !v.tiles:
+					tr = tr.withoutTiles()
+				case !v.blocks:
+					tr = tr.withTile(quant.F32, &tileF32Plain)
+				}
 				b.SetBytes(int64(n * len(w)))
 				runtime.LockOSThread()
 				defer runtime.UnlockOSThread()
 				c0 := threadCPU()
 				for i := 0; i < b.N; i++ {
-					MatMul(quant.F32, out, w, sh.cols, acts, n)
+					tr.MatMul(quant.F32, out, w, sh.cols, acts, n)
 				}
 				flops := 2 * float64(n) * float64(sh.rows) * float64(sh.cols) * float64(b.N)
 				if c0 >= 0 {
@@ -50,7 +55,6 @@ func BenchmarkMatMulF32(b *testing.B) {
 // BenchmarkMatMulHalf measures F16 and BF16 MatMul of 32 activations on
 // one thread, as BenchmarkMatMulF32, without and with the tile kernels.
 func BenchmarkMatMulHalf(b *testing.B) {
-	defer func() { useTiles = true }()
 	const n = 32
 	for _, typ := range []quant.Type{quant.F16, quant.BF16} {
 		for _, sh := range []struct{ rows, cols int }{{2048, 768}, {768, 2048}} {
@@ -60,13 +64,16 @@ func BenchmarkMatMulHalf(b *testing.B) {
 			out := make([]float32, n*sh.rows)
 			for _, tiles := range []bool{false, true} {
 				b.Run(fmt.Sprintf("%v/%dx%d/tiles=%v", typ, sh.rows, sh.cols, tiles), func(b *testing.B) {
-					useTiles = tiles
+					tr := DefaultTier()
+					if !tiles {
+						tr = tr.withoutTiles()
+					}
 					b.SetBytes(int64(n * len(w)))
 					runtime.LockOSThread()
 					defer runtime.UnlockOSThread()
 					c0 := threadCPU()
 					for i := 0; i < b.N; i++ {
-						MatMul(typ, out, w, sh.cols, acts, n)
+						tr.MatMul(typ, out, w, sh.cols, acts, n)
 					}
 					flops := 2 * float64(n) * float64(sh.rows) * float64(sh.cols) * float64(b.N)
 					if c0 >= 0 {
@@ -83,22 +90,24 @@ func BenchmarkMatMulHalf(b *testing.B) {
 // BenchmarkF32Tile measures the F32 tile kernel alone on a tile that stays
 // in cache: rows×cols weights against four activations, repeatedly.
 func BenchmarkF32Tile(b *testing.B) {
-	defer func() { useF32Blocks = true }()
 	for _, sh := range []struct{ rows, cols int }{{3, 256}, {6, 768}, {39, 768}, {15, 2048}} {
 		r := rand.New(rand.NewPCG(31, 32))
 		w := randomRows(r, quant.F32, sh.rows, sh.cols)
 		acts := randomRows(r, quant.F32, tileTokens, sh.cols)
-		packed := make([]byte, packBytesF32x4(sh.cols))
-		packF32x4(packed, acts, 4*sh.cols, sh.cols)
+		packed := make([]byte, packBytesF32T4(sh.cols))
+		packF32T4(packed, acts, 4*sh.cols, sh.cols)
 		out := make([]float32, tileTokens*sh.rows)
 		for _, blocks := range []bool{false, true} {
 			b.Run(fmt.Sprintf("%dx%d/blocks=%v", sh.rows, sh.cols, blocks), func(b *testing.B) {
-				useF32Blocks = blocks
+				tile := f32T4AVX2
+				if !blocks {
+					tile = f32T4Plain
+				}
 				runtime.LockOSThread()
 				defer runtime.UnlockOSThread()
 				c0 := threadCPU()
 				for i := 0; i < b.N; i++ {
-					f32x4AVX2(out, sh.rows, w, 4*sh.cols, sh.cols, sh.rows, packed)
+					tile(out, sh.rows, w, 4*sh.cols, sh.cols, sh.rows, packed)
 				}
 				flops := 2 * float64(tileTokens) * float64(sh.rows) * float64(sh.cols) * float64(b.N)
 				if c0 >= 0 {
@@ -108,3 +117,16 @@ func BenchmarkF32Tile(b *testing.B) {
 		}
 	}
 }
+
+// f32T4Plain is the F32 tile of dotF32T4AVX2 alone, without the block
+// kernels, for the benchmarks that compare the two (cols a multiple of
+// 32).
+func f32T4Plain(out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
+	_ = out[3*ostride+rows-1]
+	_ = w[rows*rowBytes-1]
+	actBytes := f32ActStride(cols)
+	_ = packed[(tileTokens-1)*actBytes+4*cols-1]
+	dotF32T4AVX2(&out[0], ostride, rows, &w[0], cols/32, rowBytes, &packed[0], actBytes)
+}
+
+var tileF32Plain = tileKernel{run: f32T4Plain, rowStep: 1, packBytes: packBytesF32T4, pack: packF32T4}

@@ -69,10 +69,10 @@ func TestMatMulF32(t *testing.T) {
 	}
 }
 
-// TestPackF32x4 checks the packed activations of the F32 tiles: each
+// TestPackF32T4 checks the packed activations of the F32 tiles: each
 // activation whole at its stride, the strides never a multiple of 4 KiB
 // give or take 512 bytes.
-func TestPackF32x4(t *testing.T) {
+func TestPackF32T4(t *testing.T) {
 	for _, cols := range []int{1, 31, 32, 768, 1024, 1100, 2048, 3000, 4096, 4200} {
 		t.Run(fmt.Sprint(cols), func(t *testing.T) {
 			stride := f32ActStride(cols)
@@ -84,8 +84,8 @@ func TestPackF32x4(t *testing.T) {
 			}
 			r := rand.New(rand.NewPCG(uint64(cols), 43))
 			acts := randomRows(r, quant.F32, tileTokens, cols)
-			dst := make([]byte, packBytesF32x4(cols))
-			packF32x4(dst, acts, 4*cols, cols)
+			dst := make([]byte, packBytesF32T4(cols))
+			packF32T4(dst, acts, 4*cols, cols)
 			for tok := 0; tok < tileTokens; tok++ {
 				if got, want := string(dst[tok*stride:tok*stride+4*cols]), string(acts[tok*4*cols:(tok+1)*4*cols]); got != want {
 					t.Fatalf("activation %d differs in the packed form", tok)

@@ -24,9 +24,10 @@ func TestMatMul(t *testing.T) {
 		{quant.Q6_K, 1, 256, 1},
 		{quant.F32, 5, 33, 4},
 	}
-	// Tile kernels take activations four at a time: whole tiles, a
-	// remainder, and matrices of several row tiles and odd row counts.
-	for _, n := range []int{1, 3, 4, 5, 64, 65} {
+	// Tile kernels take activations four (or eight, with a four-wide
+	// kernel for what is left) at a time: whole tiles, remainders, and
+	// matrices of several row tiles and odd row counts.
+	for _, n := range []int{1, 3, 4, 5, 8, 13, 64, 65} {
 		cases = append(cases, []struct {
 			typ        quant.Type
 			rows, cols int
@@ -50,6 +51,8 @@ func TestMatMul(t *testing.T) {
 		{quant.Q4_K, 70, 4096, 5},
 		{quant.Q6_K, 70, 4096, 5},
 		{quant.F32, 70, 1024, 5},
+		{quant.F32, 71, 1056, 9}, // eight-wide tiles over two slabs of columns
+		{quant.F32, 50, 8200, 16},
 	}...)
 	for _, c := range cases {
 		if _, err := quant.Lookup(c.typ); err != nil {

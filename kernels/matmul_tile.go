@@ -7,11 +7,17 @@ import (
 	"github.com/x448/float16"
 )
 
-// tileTokens is how many activations a tile kernel multiplies at once.
+// Names: a type with x4 or x8 (Q8_0x4, Q4_0x8) is a repacked layout of
+// groups of 4 or 8 rows; T4 and T8 name tile kernels and packings of 4
+// or 8 tokens (activations), R2 and R3 blocks of 2 or 3 rows, Z the
+// packings of the avx512 tiles (two activations per zmm).
+
+// tileTokens is how many activations a tile kernel multiplies at once,
+// unless it says otherwise (tileKernel.tokens).
 const tileTokens = 4
 
-// tileKernel computes a tile of tileTokens activations × rows rows:
-// out[t*ostride+r] = dot(row r, activation t) for t in [0, tileTokens) and
+// tileKernel computes a tile of k.width() activations × rows rows:
+// out[t*ostride+r] = dot(row r, activation t) for t in [0, k.width()) and
 // r in [0, rows), with exactly the arithmetic of the tier's one-activation
 // kernel for each (row, activation). The activations come interleaved by
 // the tile's pack function.
@@ -20,29 +26,43 @@ type tileKernel struct {
 	run func(out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte)
 	// rowStep is the granularity of rows run accepts.
 	rowStep int
-	// packBytes returns the size of the packed form of tileTokens
+	// tokens is how many activations run takes; 0 means tileTokens.
+	tokens int
+	// rest, if not nil, is the kernel for the activations left over
+	// after the last whole tile of this one (fewer than tokens), in
+	// tiles of its own width.
+	rest *tileKernel
+	// packBytes returns the size of the packed form of width()
 	// activations of cols elements.
 	packBytes func(cols int) int
-	// pack writes the packed form of the tileTokens activations of
+	// pack writes the packed form of the width() activations of
 	// actBytes bytes each, back to back in acts, into dst.
 	pack func(dst, acts []byte, actBytes, cols int)
 }
 
-// q8x4Block is the size of one Q8_0 block of one activation in the packed
-// form of packQ8_0x4: its 32 quants, then its scale as eight float32.
-const q8x4Block = 64
+// width returns how many activations k multiplies at once.
+func (k *tileKernel) width() int {
+	if k.tokens == 0 {
+		return tileTokens
+	}
+	return k.tokens
+}
 
-func packBytesQ8_0x4(cols int) int { return cols / 32 * tileTokens * q8x4Block }
+// q8T4Block is the size of one Q8_0 block of one activation in the packed
+// form of packQ8_0T4: its 32 quants, then its scale as eight float32.
+const q8T4Block = 64
 
-// packQ8_0x4 interleaves tileTokens Q8_0 activations block by block: block
-// b of activation t is at (b·tileTokens+t)·q8x4Block.
-func packQ8_0x4(dst, acts []byte, actBytes, cols int) {
+func packBytesQ8_0T4(cols int) int { return cols / 32 * tileTokens * q8T4Block }
+
+// packQ8_0T4 interleaves tileTokens Q8_0 activations block by block: block
+// b of activation t is at (b·tileTokens+t)·q8T4Block.
+func packQ8_0T4(dst, acts []byte, actBytes, cols int) {
 	nb := cols / 32
 	for t := 0; t < tileTokens; t++ {
 		act := acts[t*actBytes : (t+1)*actBytes]
 		for b := 0; b < nb; b++ {
 			a := act[34*b : 34*b+34]
-			o := dst[(b*tileTokens+t)*q8x4Block:][:q8x4Block]
+			o := dst[(b*tileTokens+t)*q8T4Block:][:q8T4Block]
 			copy(o, a[2:34])
 			d := math.Float32bits(float16.Frombits(binary.LittleEndian.Uint16(a)).Float32())
 			for l := 0; l < 8; l++ {
@@ -52,23 +72,23 @@ func packQ8_0x4(dst, acts []byte, actBytes, cols int) {
 	}
 }
 
-// q4gx4Block is the size of one Q8_0 block of one activation in the packed
-// form of packQ4_0Gx4: quants 0..15 twice, quants 16..31 twice, the scale
+// q4gT4Block is the size of one Q8_0 block of one activation in the packed
+// form of packQ4_0GemvT4: quants 0..15 twice, quants 16..31 twice, the scale
 // da as eight float32, 8·Σa as eight int32.
-const q4gx4Block = 128
+const q4gT4Block = 128
 
-func packBytesQ4_0Gx4(cols int) int { return cols / 32 * tileTokens * q4gx4Block }
+func packBytesQ4_0GemvT4(cols int) int { return cols / 32 * tileTokens * q4gT4Block }
 
-// packQ4_0Gx4 interleaves tileTokens Q8_0 activations block by block for
+// packQ4_0GemvT4 interleaves tileTokens Q8_0 activations block by block for
 // the Q4_0 tile kernel of the gemv order: block b of activation t is at
-// (b·tileTokens+t)·q4gx4Block.
-func packQ4_0Gx4(dst, acts []byte, actBytes, cols int) {
+// (b·tileTokens+t)·q4gT4Block.
+func packQ4_0GemvT4(dst, acts []byte, actBytes, cols int) {
 	nb := cols / 32
 	for t := 0; t < tileTokens; t++ {
 		act := acts[t*actBytes : (t+1)*actBytes]
 		for b := 0; b < nb; b++ {
 			a := act[34*b : 34*b+34]
-			o := dst[(b*tileTokens+t)*q4gx4Block:][:q4gx4Block]
+			o := dst[(b*tileTokens+t)*q4gT4Block:][:q4gT4Block]
 			copy(o[0:16], a[2:18])
 			copy(o[16:32], a[2:18])
 			copy(o[32:48], a[18:34])
@@ -90,11 +110,11 @@ func packQ4_0Gx4(dst, acts []byte, actBytes, cols int) {
 // int16 sums of 16 quants.
 const q8KBlock = 292
 
-func packBytesQ8_Kx4(cols int) int { return cols / 256 * tileTokens * q8KBlock }
+func packBytesQ8_KT4(cols int) int { return cols / 256 * tileTokens * q8KBlock }
 
-// packQ8_Kx4 interleaves tileTokens Q8_K activations block by block: block
+// packQ8_KT4 interleaves tileTokens Q8_K activations block by block: block
 // b of activation t is at (b·tileTokens+t)·q8KBlock, as in the activation.
-func packQ8_Kx4(dst, acts []byte, actBytes, cols int) {
+func packQ8_KT4(dst, acts []byte, actBytes, cols int) {
 	nb := cols / 256
 	for t := 0; t < tileTokens; t++ {
 		act := acts[t*actBytes : (t+1)*actBytes]
@@ -104,31 +124,31 @@ func packQ8_Kx4(dst, acts []byte, actBytes, cols int) {
 	}
 }
 
-// q6x4Block is the size of one Q8_K block of one activation in the packed
-// form of packQ6_Kx4: the block, then its prepared form for Q6_K
+// q6T4Block is the size of one Q8_K block of one activation in the packed
+// form of packQ6_KT4: the block, then its prepared form for Q6_K
 // (pairAuxBlock bytes).
-const q6x4Block = q8KBlock + pairAuxBlock
+const q6T4Block = q8KBlock + pairAuxBlock
 
-func packBytesQ6_Kx4(cols int) int { return cols / 256 * tileTokens * q6x4Block }
+func packBytesQ6_KT4(cols int) int { return cols / 256 * tileTokens * q6T4Block }
 
-// packQ6_Kx4 interleaves tileTokens Q8_K activations and their prepared
+// packQ6_KT4 interleaves tileTokens Q8_K activations and their prepared
 // forms for Q6_K block by block: block b of activation t is at
-// (b·tileTokens+t)·q6x4Block.
-func packQ6_Kx4(dst, acts []byte, actBytes, cols int) {
+// (b·tileTokens+t)·q6T4Block.
+func packQ6_KT4(dst, acts []byte, actBytes, cols int) {
 	nb := cols / 256
 	for t := 0; t < tileTokens; t++ {
 		act := acts[t*actBytes : (t+1)*actBytes]
 		for b := 0; b < nb; b++ {
-			o := dst[(b*tileTokens+t)*q6x4Block:][:q6x4Block]
+			o := dst[(b*tileTokens+t)*q6T4Block:][:q6T4Block]
 			blk := act[b*q8KBlock : (b+1)*q8KBlock]
 			copy(o, blk)
-			prepPairs(o[q8KBlock:q8KBlock:q6x4Block], blk, 256, 32)
+			prepPairs(o[q8KBlock:q8KBlock:q6T4Block], blk, 256, 32)
 		}
 	}
 }
 
 // f32ActStride is the distance in bytes between the activations in the
-// packed form of packF32x4: their 4·cols bytes, padded when that is within
+// packed form of packF32T4: their 4·cols bytes, padded when that is within
 // 512 bytes of a multiple of 4 KiB. The F32 tile kernel walks the four
 // activations side by side; at such strides they would all fall in the
 // same sets of the L1 cache and evict each other.
@@ -140,11 +160,11 @@ func f32ActStride(cols int) int {
 	return s
 }
 
-func packBytesF32x4(cols int) int { return tileTokens * f32ActStride(cols) }
+func packBytesF32T4(cols int) int { return tileTokens * f32ActStride(cols) }
 
-// packF32x4 copies tileTokens float32 activations, f32ActStride(cols)
+// packF32T4 copies tileTokens float32 activations, f32ActStride(cols)
 // bytes apart.
-func packF32x4(dst, acts []byte, actBytes, cols int) {
+func packF32T4(dst, acts []byte, actBytes, cols int) {
 	stride := f32ActStride(cols)
 	for t := 0; t < tileTokens; t++ {
 		copy(dst[t*stride:t*stride+actBytes], acts[t*actBytes:(t+1)*actBytes])

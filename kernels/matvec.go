@@ -27,9 +27,9 @@ func (tr *Tier) MatVec(t quant.Type, out []float32, w []byte, cols int, act []by
 	if len(out) == 0 {
 		return
 	}
-	if tr.prepFor(t) != nil {
+	if key := kernelKey(tt); tr.prepFor(key) != nil {
 		bp := auxPool.Get().(*[]byte)
-		*bp = tr.prepare(t, *bp, act, cols)
+		*bp = tr.prepare(key, *bp, act, cols)
 		tr.run(tt, out, w, rowBytes, cols, act, *bp)
 		auxPool.Put(bp)
 		return

@@ -40,6 +40,7 @@ const (
 	jobMatVec jobKind = iota
 	jobParallel
 	jobMatMul
+	jobMatMulPrep
 	jobMatVecs
 )
 
@@ -87,9 +88,10 @@ type Pool struct {
 	mm       matmulJob // jobMatMul's job
 	auxes    [][]byte  // jobMatMul's prepared activations, reused
 	tasks    []MatVecTask
-	taskAux  [][]byte // jobMatVecs' prepared activations, reused
-	taskPrep [][]byte // the prepared activation of each task: its own taskAux or an earlier task's
-	taskEnd  []int    // jobMatVecs' cumulative row counts, reused
+	taskAux  [][]byte     // jobMatVecs' prepared activations, reused
+	taskPrep [][]byte     // the prepared activation of each task: its own taskAux or an earlier task's
+	taskEnd  []int        // jobMatVecs' cumulative row counts, reused
+	taskKey  []quant.Type // the table key of each task's matrix, reused
 }
 
 type worker struct {
@@ -151,7 +153,7 @@ func (p *Pool) MatVec(t quant.Type, out []float32, w []byte, cols int, act []byt
 	}
 	tr := p.base
 	p.mu.Lock()
-	p.aux = tr.prepare(t, p.aux, act, cols)
+	p.aux = tr.prepare(kernelKey(tt), p.aux, act, cols)
 	if p.threads == 1 || len(out) <= rowAlign {
 		tr.run(tt, out, w, rowBytes, cols, act, p.aux)
 		p.mu.Unlock()
@@ -174,7 +176,16 @@ func (p *Pool) MatMul(t quant.Type, out []float32, w []byte, cols int, acts []by
 	}
 	p.mu.Lock()
 	p.mm = j
-	p.auxes = p.mm.prepare(p.auxes)
+	p.auxes = p.mm.prepBufs(p.auxes)
+	if units := p.mm.prepUnits(); p.threads == 1 || units < 2 {
+		for u := range units {
+			p.mm.prepUnit(u)
+		}
+	} else {
+		// Packing the activations is work for every thread too.
+		p.kind = jobMatMulPrep
+		p.run(units, 1)
+	}
 	if p.threads == 1 || j.rows <= rowAlign {
 		p.mm.run(0, j.rows)
 	} else {
@@ -204,7 +215,12 @@ func (p *Pool) MatVecs(tasks []MatVecTask) {
 	// that each piece starts on a group of its task.
 	total := 0
 	for i, t := range tasks {
-		check(t.Type, t.Out, t.W, t.Cols, t.Act)
+		tt, _ := check(t.Type, t.Out, t.W, t.Cols, t.Act)
+		if i < len(p.taskKey) {
+			p.taskKey[i] = kernelKey(tt)
+		} else {
+			p.taskKey = append(p.taskKey, kernelKey(tt))
+		}
 		if i < len(tasks)-1 && len(t.Out)%rowAlign != 0 {
 			for _, t := range tasks {
 				p.MatVec(t.Type, t.Out, t.W, t.Cols, t.Act)
@@ -227,10 +243,10 @@ func (p *Pool) MatVecs(tasks []MatVecTask) {
 	for i, t := range tasks {
 		// Tasks that read the same activation with the same type (Q, K
 		// and V; gate and up) share one preparation.
-		if i > 0 && t.Type == tasks[i-1].Type && t.Cols == tasks[i-1].Cols && sameBytes(t.Act, tasks[i-1].Act) {
+		if i > 0 && p.taskKey[i] == p.taskKey[i-1] && t.Cols == tasks[i-1].Cols && sameBytes(t.Act, tasks[i-1].Act) {
 			p.taskPrep[i] = p.taskPrep[i-1]
 		} else {
-			p.taskAux[i] = tr.prepare(t.Type, p.taskAux[i], t.Act, t.Cols)
+			p.taskAux[i] = tr.prepare(p.taskKey[i], p.taskAux[i], t.Act, t.Cols)
 			p.taskPrep[i] = p.taskAux[i]
 		}
 		end += len(t.Out)
@@ -350,6 +366,10 @@ func (p *Pool) piece(i int) {
 		p.fn(lo, hi)
 	case jobMatMul:
 		p.mm.run(lo, hi)
+	case jobMatMulPrep:
+		for u := lo; u < hi; u++ {
+			p.mm.prepUnit(u)
+		}
 	case jobMatVecs:
 		p.runTasks(lo, hi)
 	}

@@ -123,7 +123,7 @@ func TestPoolNoAlloc(t *testing.T) {
 	fn := c.add
 	// The generic tier is package quant's Dot, whose allocations are not
 	// the pool's; measure the pool with an assembly kernel when there is one.
-	if current.Load().kernels[quant.Q8_0] != nil {
+	if current.Load().rowsOf(quant.Q8_0) != nil {
 		if a := testing.AllocsPerRun(100, func() { p.MatVec(quant.Q8_0, out, w, 256, act) }); a != 0 {
 			t.Errorf("Pool.MatVec allocates %v times per call", a)
 		}

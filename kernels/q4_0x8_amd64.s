@@ -57,7 +57,7 @@
 // func dotQ4_0x8AVX2(out *float32, groups int, w *byte, nb int, aux *byte)
 //
 // The groups are back to back, so SI walks the matrix as one linear
-// stream; it prefetches about 1 KiB ahead (five lines per two blocks).
+// stream; it prefetches about 8 KiB ahead (five lines per two blocks).
 TEXT ·dotQ4_0x8AVX2(SB), NOSPLIT, $0-40
 	MOVQ out+0(FP), R8
 	MOVQ groups+8(FP), R9
@@ -79,11 +79,11 @@ group:
 block:
 	CMPQ CX, $2
 	JLT  single
-	PREFETCHT0 1024(SI)
-	PREFETCHT0 1088(SI)
-	PREFETCHT0 1152(SI)
-	PREFETCHT0 1216(SI)
-	PREFETCHT0 1280(SI)
+	PREFETCHT0 8192(SI)
+	PREFETCHT0 8256(SI)
+	PREFETCHT0 8320(SI)
+	PREFETCHT0 8384(SI)
+	PREFETCHT0 8448(SI)
 	X8BLOCK(0, 0)
 	X8BLOCK(144, 40)
 	ADDQ $288, SI
@@ -106,7 +106,7 @@ store:
 	RET
 
 // X8TOK does activation t's part of one block of the tile kernel: its
-// packed block (packQ4_0x8x4: 32 quants, da as float32, 8·Σa as int32) at
+// packed block (packQ4_0x8T4: 32 quants, da as float32, 8·Σa as int32) at
 // off(DI), the rows' nibbles in Y8..Y15 (chunk c's low nibbles in
 // Y(8+2c), high in Y(9+2c)), fp32(dw) of the rows in Y7.
 #define X8TOK(off, acc) \
@@ -148,12 +148,12 @@ store:
 	VPAND ·nibMask(SB), lo, lo \
 	VPAND ·nibMask(SB), hi, hi
 
-// func dotQ4_0x8x4AVX2(out *float32, ostride, groups int, w *byte, nb int, packed *byte)
+// func dotQ4_0x8T4AVX2(out *float32, ostride, groups int, w *byte, nb int, packed *byte)
 //
-// The tile kernel: four activations (packed by packQ4_0x8x4, block b of
+// The tile kernel: four activations (packed by packQ4_0x8T4, block b of
 // activation t at (4b+t)·40) against groups of 8 rows, each block's
 // nibbles unpacked once for the four.
-TEXT ·dotQ4_0x8x4AVX2(SB), NOSPLIT, $0-48
+TEXT ·dotQ4_0x8T4AVX2(SB), NOSPLIT, $0-48
 	MOVQ out+0(FP), R8
 	MOVQ ostride+8(FP), R12
 	SHLQ $2, R12

@@ -79,7 +79,7 @@ row:
 	MOVQ R10, CX
 
 block:
-	PREFETCHT0 1024(SI)
+	PREFETCHT0 8192(SI)
 	// Unpack the 6-bit scales and mins as ggml's kmask trick does:
 	// bytes 0..7 of (AX, DX) are the scales, of (BX, R12) the mins.
 	MOVL 4(SI), AX
@@ -169,9 +169,9 @@ block:
 // row's arithmetic is exactly dotQ4_KAVX2's, so the bits are the same.
 //
 // Two rows read at once are two interleaved streams, which the hardware
-// prefetcher follows worse than one; R10 walks the next pair, 2·rowBytes
-// contiguous bytes, as one stream at the pair's own pace, prefetching
-// every line of it a pair ahead (288 bytes per block).
+// prefetcher follows worse than one; R10 walks the bytes 8 KiB past the
+// pair as one stream at the pair's own pace (288 bytes per block), so the
+// pairs' prefetches cover the matrix once, 8 KiB ahead.
 //
 // Registers: SI row 0 at the current block, BX row 1, R10 the prefetch
 // pointer, R15 rowBytes, DI the activation block, Y0/X13 the accumulators
@@ -279,7 +279,7 @@ pair:
 	VXORPS Y9, Y9, Y9
 	VXORPS X10, X10, X10
 	LEAQ (SI)(R15*1), BX
-	LEAQ (SI)(R15*2), R10
+	LEAQ 8192(SI), R10
 	MOVQ R11, DI
 	MOVQ nb+24(FP), CX
 

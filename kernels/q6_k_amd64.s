@@ -87,11 +87,11 @@ row:
 
 block:
 	// A block spans 210 bytes, up to four cache lines: prefetch them all
-	// 1 KiB ahead.
-	PREFETCHT0 1024(SI)
-	PREFETCHT0 1088(SI)
-	PREFETCHT0 1152(SI)
-	PREFETCHT0 1216(SI)
+	// 8 KiB ahead.
+	PREFETCHT0 8192(SI)
+	PREFETCHT0 8256(SI)
+	PREFETCHT0 8320(SI)
+	PREFETCHT0 8384(SI)
 	VPMOVSXBW 192(SI), Y13 // scales as int16
 	VPXOR Y7, Y7, Y7
 	HALF(0)
@@ -127,8 +127,8 @@ block:
 // 2p+1 of pair p starting at w + (2p+i)·rowBytes: the two rows' blocks are
 // independent work the core overlaps. Each row's arithmetic is exactly
 // dotQ6_KAVX2's, so the bits are the same. As in dotQ4_KRows2AVX2, R13
-// walks the next pair as one stream, prefetching every line of it a pair
-// ahead (420 bytes per block).
+// walks the bytes 8 KiB past the pair as one stream (420 bytes per
+// block), prefetching every line 8 KiB ahead.
 //
 // Registers: SI row 0 at the current block, BX row 1, R15 rowBytes, R13
 // the prefetch pointer, DI the activation block, DX its prepared offsets,
@@ -209,7 +209,7 @@ pair6:
 	VXORPS Y0, Y0, Y0
 	VXORPS Y6, Y6, Y6
 	LEAQ (SI)(R15*1), BX
-	LEAQ (SI)(R15*2), R13
+	LEAQ 8192(SI), R13
 	MOVQ R11, DI
 	MOVQ R12, DX
 	MOVQ R10, CX

@@ -49,7 +49,7 @@ row:
 pair:
 	CMPQ CX, $2
 	JLT  single
-	PREFETCHT0 1024(SI)
+	PREFETCHT0 8192(SI)
 	BLOCK(0, 0, 0, Y0, Y1, Y2, X2)
 	BLOCK(34, 34, 64, Y0, Y9, Y10, X10)
 	ADDQ $68, SI
@@ -188,7 +188,7 @@ reduce4:
 // of a register, convert with one VCVTPH2PS and are multiplied by da at
 // once; each row broadcasts its own product with one in-lane VPERMILPS. The groups are back to
 // back, so SI reads the matrix as one linear stream, prefetched about
-// 1 KiB ahead. The activation comes prepared by prepQ4_0x8: per block 40
+// 8 KiB ahead. The activation comes prepared by prepQ4_0x8: per block 40
 // bytes, the 32 quants then da as float32.
 //
 // Registers: SI the block, DI its prepared activation, Y0..Y3 the
@@ -238,11 +238,11 @@ r4group:
 r4pair:
 	CMPQ CX, $2
 	JLT  r4single
-	PREFETCHT0 1024(SI)
-	PREFETCHT0 1088(SI)
-	PREFETCHT0 1152(SI)
-	PREFETCHT0 1216(SI)
-	PREFETCHT0 1280(SI)
+	PREFETCHT0 8192(SI)
+	PREFETCHT0 8256(SI)
+	PREFETCHT0 8320(SI)
+	PREFETCHT0 8384(SI)
+	PREFETCHT0 8448(SI)
 	R4BLOCK(0, 0)
 	R4BLOCK(136, 40)
 	ADDQ $272, SI

@@ -81,3 +81,8 @@ func fp16(h uint16) float32 {
 	}
 	return quant.FP16ToFP32(h)
 }
+
+// q8_0x4GenericRows is q8_0x4Generic as the generic tier's table row.
+func q8_0x4GenericRows(out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
+	q8_0x4Generic(out, w, rowBytes, cols, act)
+}

@@ -34,7 +34,9 @@ func q4rAVX2(out []float32, w []byte, rowBytes, cols int, act, _ []byte) {
 // initOwnAVX2 registers the AVX2 kernels of QSF's own types (the avx512
 // tier copies them).
 func initOwnAVX2() {
-	avx2Tier.setOwn(quant.QSF_Q2R, q2rAVX2)
-	avx2Tier.setOwn(quant.QSF_Q3R, q3rAVX2)
-	avx2Tier.setOwn(quant.QSF_Q4R, q4rAVX2)
+	avx2Tier.register([]kernelRow{
+		{key: quant.QSF_Q2R, rows: q2rAVX2},
+		{key: quant.QSF_Q3R, rows: q3rAVX2},
+		{key: quant.QSF_Q4R, rows: q4rAVX2},
+	})
 }

@@ -9,8 +9,8 @@ import (
 // Quantize converts the activation src to type t (one of the VecDot types
 // of the quant table) in dst, which must hold quant.RowBytes(t, len(src))
 // bytes, exactly as quant.Lookup(t).Quantize does: bit for bit, with the
-// tier's vector code where it has one (Q8_0 and Q8_K on avx2 and avx512).
-// It panics
+// tier's vector code where it has one (Q8_0 on avx2 and avx512, Q8_K on avx2
+// and avx512). It panics
 // on an unknown type or wrong lengths, as MatVec does.
 func Quantize(t quant.Type, dst []byte, src []float32) {
 	current.Load().Quantize(t, dst, src)
@@ -26,11 +26,15 @@ func (tr *Tier) Quantize(t quant.Type, dst []byte, src []float32) {
 	if err != nil || len(dst) != n {
 		panic(fmt.Sprintf("kernels: Quantize: %v of %d elements needs %d bytes, got %d", t, len(src), n, len(dst)))
 	}
-	if t == quant.Q8_0 {
-		if f := tr.quantQ8_0; f != nil {
-			f(dst, src)
-			return
-		}
+	f := tr.quantQ8_0
+	if t == quant.Q8_K {
+		f = tr.quantQ8_K
+	} else if t != quant.Q8_0 {
+		f = nil
+	}
+	if f != nil {
+		f(dst, src)
+		return
 	}
 	if t == quant.Q8_K && quantQ8_KArch(tr, dst, src) {
 		return

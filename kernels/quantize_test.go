@@ -114,3 +114,64 @@ func BenchmarkQuantizeQ8_0(b *testing.B) {
 		Quantize(quant.Q8_0, dst, x)
 	}
 }
+
+// q8KVector returns n (a multiple of 256) float32 in blocks of 256 of
+// varied kinds: activationVector's, all zero, a maximum magnitude held by
+// elements of both signs (the first one sets the sign of the scale), a
+// subnormal maximum, an infinity, a NaN, and huge values.
+func q8KVector(r *rand.Rand, n int) []float32 {
+	x := activationVector(r, n)
+	for b := 0; b < n/256; b++ {
+		blk := x[256*b : 256*b+256]
+		switch b % 8 {
+		case 1:
+			clear(blk)
+		case 2:
+			m := float32(r.NormFloat64())
+			blk[r.IntN(128)] = -m
+			blk[128+r.IntN(128)] = m
+		case 3:
+			for i := range blk {
+				blk[i] = math.Float32frombits(uint32(r.IntN(1 << 22)))
+			}
+		case 4:
+			blk[r.IntN(256)] = float32(math.Inf(1 - 2*r.IntN(2)))
+		case 5:
+			blk[r.IntN(256)] = float32(math.NaN())
+		case 6:
+			for i := range blk {
+				blk[i] = 3e38 * float32(r.Float64()-0.5)
+			}
+		}
+	}
+	return x
+}
+
+// TestQuantizeQ8_K checks every tier's Q8_K activation quantizer against
+// package quant's bit for bit.
+func TestQuantizeQ8_K(t *testing.T) {
+	defer SetTier(DefaultTier().Name())
+	r := rand.New(rand.NewPCG(53, 54))
+	tr, _ := quant.Lookup(quant.Q8_K)
+	for _, n := range []int{0, 256, 768, 2048, 4096} {
+		x := q8KVector(r, n)
+		want := make([]byte, n/256*292)
+		tr.Quantize(want, x)
+		for _, name := range Tiers() {
+			SetTier(name)
+			t.Run(fmt.Sprintf("%s/%d", name, n), func(t *testing.T) {
+				got := make([]byte, len(want)+1)
+				got[len(want)] = 42
+				Quantize(quant.Q8_K, got[:len(want)], x)
+				for b := 0; b < n/256; b++ {
+					if !bytes.Equal(got[292*b:292*b+292], want[292*b:292*b+292]) {
+						t.Fatalf("block %d: got % x, want % x", b, got[292*b:292*b+292], want[292*b:292*b+292])
+					}
+				}
+				if got[len(want)] != 42 {
+					t.Error("wrote past dst")
+				}
+			})
+		}
+	}
+}

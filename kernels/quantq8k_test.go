@@ -9,11 +9,11 @@ import (
 	"github.com/qsf-llm/qsf/quant"
 )
 
-// TestQuantizeQ8_K checks every tier's Q8_K activation quantizer against
+// TestQuantizeQ8_KEdges checks every tier's Q8_K activation quantizer against
 // package quant's byte for byte: random activations of one to several
 // blocks, and blocks that are zero, tie +max and −max in either order,
 // hold a NaN or an infinity, or are so small that −127/max overflows.
-func TestQuantizeQ8_K(t *testing.T) {
+func TestQuantizeQ8_KEdges(t *testing.T) {
 	defer SetTier(DefaultTier().Name())
 	tr, _ := quant.Lookup(quant.Q8_K)
 	r := rand.New(rand.NewPCG(31, 32))

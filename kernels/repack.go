@@ -189,16 +189,16 @@ func fma32Finish(p, c, s float64) float32 {
 }
 
 // q4_0x8TokBlock is the size of one Q8_0 block of one activation in the
-// packed form of packQ4_0x8x4: the 32 quants, da as float32, 8·Σa as
+// packed form of packQ4_0x8T4: the 32 quants, da as float32, 8·Σa as
 // int32.
 const q4_0x8TokBlock = 40
 
-func packBytesQ4_0x8x4(cols int) int { return cols / 32 * tileTokens * q4_0x8TokBlock }
+func packBytesQ4_0x8T4(cols int) int { return cols / 32 * tileTokens * q4_0x8TokBlock }
 
-// packQ4_0x8x4 interleaves tileTokens Q8_0 activations block by block for
+// packQ4_0x8T4 interleaves tileTokens Q8_0 activations block by block for
 // the Q4_0x8 tile kernel: block b of activation t is at
 // (b·tileTokens+t)·q4_0x8TokBlock.
-func packQ4_0x8x4(dst, acts []byte, actBytes, cols int) {
+func packQ4_0x8T4(dst, acts []byte, actBytes, cols int) {
 	nb := cols / 32
 	for t := 0; t < tileTokens; t++ {
 		act := acts[t*actBytes : (t+1)*actBytes]
@@ -209,7 +209,7 @@ func packQ4_0x8x4(dst, acts []byte, actBytes, cols int) {
 }
 
 // prepQ4_0x8 builds the prepared activation of the Q4_0x8 and Q8_0x4
-// kernels: per block the q4_0x8TokBlock form of packQ4_0x8x4 (the 32
+// kernels: per block the q4_0x8TokBlock form of packQ4_0x8T4 (the 32
 // quants, da as float32, 8·Σa as int32, which Q8_0x4 does not need), so
 // that the kernel reads one compact stream beside the weights.
 func prepQ4_0x8(buf, act []byte, cols int) []byte {

@@ -121,14 +121,13 @@ func tq2_0AVX512(out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
 // Lake and Zen 4 has it; without it the avx512 tier runs the avx2 ones).
 var haveGFNI = cpuid.CPU.Supports(cpuid.GFNI)
 
-// initTernaryAVX512 puts the AVX-512 ternary kernels in the avx512 table.
+// initTernaryAVX512 puts the AVX-512 ternary kernels in the avx512 table
+// (without GFNI its TQ2_0 row stays the avx2 one).
 func initTernaryAVX512() {
 	if haveGFNI {
-		avx512Tier.kernels[quant.TQ2_0] = tq2_0AVX512
-		avx512Tier.preps[quant.TQ2_0] = prepTQ
+		avx512Tier.register([]kernelRow{{key: quant.TQ2_0, rows: tq2_0AVX512, prep: prepTQ, tile: &tileTQ2_0AVX512}})
 	}
-	avx512Tier.kernels[quant.TQ1_0] = tq1_0AVX512
-	avx512Tier.preps[quant.TQ1_0] = prepTQ1
+	avx512Tier.register([]kernelRow{{key: quant.TQ1_0, rows: tq1_0AVX512, prep: prepTQ1, tile: &tileTQ1_0AVX512}})
 }
 
 // tq1AuxBlock is the size of one Q8_K block prepared by prepTQ1.
@@ -230,8 +229,8 @@ func dotTQ2_0TileAVX2(out *float32, ostride, rows int, w *byte, nb int, packed *
 var tileTQ2_0AVX2 = tileKernel{
 	run:       tq2_0TileAVX2,
 	rowStep:   1,
-	packBytes: packBytesQ8_Kx4,
-	pack:      packQ8_Kx4,
+	packBytes: packBytesQ8_KT4,
+	pack:      packQ8_KT4,
 }
 
 func tq2_0TileAVX2(out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
@@ -240,7 +239,7 @@ func tq2_0TileAVX2(out []float32, ostride int, w []byte, rowBytes, cols, rows in
 	}
 	_ = out[3*ostride+rows-1]
 	_ = w[rows*rowBytes-1]
-	_ = packed[packBytesQ8_Kx4(cols)-1]
+	_ = packed[packBytesQ8_KT4(cols)-1]
 	dotTQ2_0TileAVX2(&out[0], ostride, rows, &w[0], cols/256, &packed[0])
 }
 
@@ -288,18 +287,4 @@ func tq1_0TileAVX512(out []float32, ostride int, w []byte, rowBytes, cols, rows 
 			out[t*ostride+r] = tile[2*t]
 		}
 	}
-}
-
-// ternaryTile returns the tile kernel of tier tr for the ternary type of
-// tt, or nil.
-func ternaryTile(tr *Tier, tt *quant.Traits) *tileKernel {
-	switch {
-	case tr == avx512Tier && tt.Type == quant.TQ1_0:
-		return &tileTQ1_0AVX512
-	case tr == avx512Tier && tt.Type == quant.TQ2_0 && haveGFNI:
-		return &tileTQ2_0AVX512
-	case (tr == avx2Tier || tr == avx512Tier) && tt.Type == quant.TQ2_0:
-		return &tileTQ2_0AVX2
-	}
-	return nil
 }

@@ -3,6 +3,7 @@ package kernels
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"sync/atomic"
 
 	"github.com/qsf-llm/qsf/quant"
@@ -22,18 +23,49 @@ type rowsFunc func(out []float32, w []byte, rowBytes, cols int, act, aux []byte)
 // buf, grown when too small, and returns the result.
 type prepFunc func(buf, act []byte, cols int) []byte
 
-// maxType bounds the quant.Type ids a tier table can hold.
-const maxType = 40
+// q4_0Gemv is the table key of Q4_0 matrices of a multiple of 8 rows,
+// which llama.cpp repacks at load and multiplies in the order of
+// ggml_gemv_q4_0_8x8_q8_0 (quant.DotQ4_0Gemv; check returns q4_0Repacked
+// for them). It is a key, not a type: the matrices are Q4_0 in the file's
+// layout, with Q4_0's activations, and a table row under it prepares them
+// as its Q4_0 row does.
+const q4_0Gemv = quant.Type(2<<16 | uint32(quant.Q4_0))
 
-// ownBase is the first id of QSF's own types (quant.QSF_Q2A); maxOwn
-// bounds how many of them a tier table can hold.
-const (
-	ownBase = 0x8000
-	maxOwn  = 8
-)
+// kernelKey returns the table key of the matrices check gives traits tt:
+// their type, or q4_0Gemv.
+func kernelKey(tt *quant.Traits) quant.Type {
+	if tt == q4_0Repacked {
+		return q4_0Gemv
+	}
+	return tt.Type
+}
 
-// setOwn registers the tier's kernel for QSF's own type t.
-func (tr *Tier) setOwn(t quant.Type, f rowsFunc) { tr.own[t-ownBase] = f }
+// typeKernels is one row of a tier's table: the tier's kernels for the
+// matrices of one key (a weight type, the repacked Q4_0x8 and Q8_0x4
+// included, or q4_0Gemv).
+type typeKernels struct {
+	// rows is the decode kernel: out[r] = dot(row r, act). nil means
+	// the generic kernel, package quant's Dot row by row.
+	rows rowsFunc
+	// prep derives what rows needs of an activation, once per
+	// activation; nil when it needs nothing.
+	prep prepFunc
+	// tile is the prefill kernel: tiles of rows against several
+	// activations at once. nil means one activation at a time (rows).
+	tile *tileKernel
+	// rowsTier and tileTier name the tiers whose code rows and tile are:
+	// another tier's where the table inherited them.
+	rowsTier, tileTier string
+}
+
+// kernelRow is one entry of the literal tables the tiers are registered
+// from (see Tier.register).
+type kernelRow struct {
+	key  quant.Type
+	rows rowsFunc
+	prep prepFunc
+	tile *tileKernel
+}
 
 // Tier is one set of kernels for one instruction set ("generic", "avx2",
 // "avx512").
@@ -45,108 +77,89 @@ func (tr *Tier) setOwn(t quant.Type, f rowsFunc) { tr.own[t-ownBase] = f }
 type Tier struct {
 	name string
 
-	kernels [maxType]rowsFunc
-	preps   [maxType]prepFunc
+	// table holds the tier's matrix kernels by key (kernelKey). A key
+	// it lacks runs the generic kernel.
+	table map[quant.Type]typeKernels
 
-	// own holds the kernels of QSF's own types, indexed by type − ownBase.
-	own [maxOwn]rowsFunc
-
-	// q4_0Gemv is the kernel for Q4_0 matrices that llama.cpp repacks
-	// (check returns q4_0Repacked for them), in the order of
-	// ggml_gemv_q4_0_8x8_q8_0; it takes the activation prepared for
-	// Q4_0. nil means the generic kernel, which follows that order too.
-	q4_0Gemv rowsFunc
-
-	// q4_0x8 and q4_0x8Prep are the kernel for Q4_0x8 matrices and its
-	// activation preparation, q8_0x4 and q8_0x4Prep those for Q8_0x4. nil
-	// means the generic tier's (q4_0x8SWAR with prepQ4_0x8SWAR,
-	// q8_0x4Generic).
-	q4_0x8, q8_0x4         rowsFunc
-	q4_0x8Prep, q8_0x4Prep prepFunc
-
-	// quantQ8_0 quantizes an activation to Q8_0 (see Quantize); nil
-	// means package quant's.
-	quantQ8_0 func(dst []byte, src []float32)
+	// quantQ8_0 and quantQ8_K quantize an activation to Q8_0 and Q8_K
+	// (see Quantize); nil means package quant's.
+	quantQ8_0, quantQ8_K func(dst []byte, src []float32)
 }
 
-// prepFor returns the tier's activation preparation for weights of type
-// t, or nil when its kernel needs none.
-func (tr *Tier) prepFor(t quant.Type) prepFunc {
-	switch t {
-	case Q4_0x8:
-		if tr.q4_0x8 == nil {
-			return prepQ4_0x8SWAR
-		}
-		return tr.q4_0x8Prep
-	case Q8_0x4:
-		return tr.q8_0x4Prep
-	}
-	if int(t) < maxType {
-		if tr.kernels[t] == nil { // run falls back on the generic tier's kernel
-			return genericTier.preps[t]
-		}
-		return tr.preps[t]
-	}
-	return nil
+// inherit makes tr's kernels those of base, until tr registers its own.
+func (tr *Tier) inherit(base *Tier) {
+	tr.table = maps.Clone(base.table)
+	tr.quantQ8_0, tr.quantQ8_K = base.quantQ8_0, base.quantQ8_K
 }
 
-// prepare returns the auxiliary activation data the tier's kernel for t
-// needs, built in buf, or buf itself when it needs none.
-func (tr *Tier) prepare(t quant.Type, buf, act []byte, cols int) []byte {
-	if f := tr.prepFor(t); f != nil && cols > 0 {
+// register sets the rows of tr's table listed: each row's decode kernel
+// and its preparation when rows is not nil, its tile kernel when tile is
+// not nil, keeping what the table had (inherited) for the rest.
+func (tr *Tier) register(rows []kernelRow) {
+	if tr.table == nil {
+		tr.table = make(map[quant.Type]typeKernels)
+	}
+	for _, r := range rows {
+		k := tr.table[r.key]
+		if r.rows != nil {
+			k.rows, k.prep, k.rowsTier = r.rows, r.prep, tr.name
+		}
+		if r.tile != nil {
+			k.tile, k.tileTier = r.tile, tr.name
+		}
+		tr.table[r.key] = k
+	}
+}
+
+// prepFor returns the tier's activation preparation for the matrices of
+// key k, or nil when its kernel needs none.
+func (tr *Tier) prepFor(k quant.Type) prepFunc { return tr.table[k].prep }
+
+// prepare returns the auxiliary activation data the tier's kernel for
+// key k needs, built in buf, or buf itself when it needs none.
+func (tr *Tier) prepare(k quant.Type, buf, act []byte, cols int) []byte {
+	if f := tr.prepFor(k); f != nil && cols > 0 {
 		return f(buf, act, cols)
 	}
 	return buf
 }
 
-// run computes the rows of out with the tier's kernel for the type of tt,
-// or with the generic one when the tier has none. aux is the result of
-// prepare.
+// run computes the rows of out with the tier's kernel for the matrices
+// check gave traits tt, or with the generic one when the tier has none.
+// aux is the result of prepare.
 func (tr *Tier) run(tt *quant.Traits, out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
 	if cols == 0 {
 		clear(out)
 		return
 	}
-	switch tt {
-	case q4_0x8Traits:
-		if tr.q4_0x8 != nil {
-			tr.q4_0x8(out, w, rowBytes, cols, act, aux)
-		} else {
-			q4_0x8SWAR(out, w, rowBytes, cols, act, aux)
-		}
+	if f := tr.table[kernelKey(tt)].rows; f != nil {
+		f(out, w, rowBytes, cols, act, aux)
 		return
-	case q8_0x4Traits:
-		if tr.q8_0x4 != nil {
-			tr.q8_0x4(out, w, rowBytes, cols, act, aux)
-		} else {
-			q8_0x4Generic(out, w, rowBytes, cols, act)
-		}
-		return
-	}
-	if tt == q4_0Repacked {
-		if tr.q4_0Gemv != nil {
-			tr.q4_0Gemv(out, w, rowBytes, cols, act, aux)
-		} else {
-			genericRows(tt.Dot, out, w, rowBytes, cols, act)
-		}
-		return
-	}
-	if t := tt.Type; int(t) < maxType {
-		if f := tr.kernels[t]; f != nil {
-			f(out, w, rowBytes, cols, act, aux)
-			return
-		}
-		if f := genericTier.kernels[t]; f != nil { // a tier without its own: the generic tier's
-			f(out, w, rowBytes, cols, act, aux)
-			return
-		}
-	} else if i := int(t) - ownBase; i >= 0 && i < maxOwn {
-		if f := tr.own[i]; f != nil {
-			f(out, w, rowBytes, cols, act, aux)
-			return
-		}
 	}
 	genericRows(tt.Dot, out, w, rowBytes, cols, act)
+}
+
+// tileFor returns the tile kernel of tier tr for the matrices check gave
+// traits tt, or nil when it has none.
+func tileFor(tr *Tier, tt *quant.Traits) *tileKernel { return tr.table[kernelKey(tt)].tile }
+
+// KernelTiers returns the names of the tiers whose code tr runs for
+// matrices of type t (Q4_0x8 and Q8_0x4 included) and n rows: rows for
+// one activation at a time (decode), tile for several (prefill; "" when
+// they go one at a time through rows). A tier runs another's kernels
+// where it has no faster ones of its own; "generic" is package quant's
+// code.
+func (tr *Tier) KernelTiers(t quant.Type, n int) (rows, tile string) {
+	key := t
+	if t == quant.Q4_0 && n%8 == 0 {
+		key = q4_0Gemv // as check picks q4_0Repacked
+	}
+	k := tr.table[key]
+	rows = k.rowsTier
+	if k.rows == nil {
+		rows = genericTier.name
+	}
+	return rows, k.tileTier
 }
 
 var (
@@ -160,6 +173,10 @@ var (
 )
 
 func init() {
+	genericTier.register([]kernelRow{
+		{key: Q4_0x8, rows: q4_0x8SWAR, prep: prepQ4_0x8SWAR},
+		{key: Q8_0x4, rows: q8_0x4GenericRows},
+	})
 	registerArch()
 	current.Store(BestTier())
 }

@@ -278,10 +278,17 @@ func (c *Cache) Store(layer, slot int, k, v []float32) {
 			o := c.keyF16(layer, slot, h)
 			kernels.F16FromF32(c.keys16[o:o+d], k[h*d:(h+1)*d])
 		}
+		// V is stored transposed: converted a run at a time with the
+		// vector kernel, then scattered.
 		rows := c.vRow / 2
 		vt := c.vals16[layer*rows*c.vStride:]
-		for r, x := range v[:rows] {
-			vt[r*c.vStride+slot] = quant.FP32ToFP16(x)
+		var run [256]uint16
+		for r0 := 0; r0 < rows; r0 += len(run) {
+			n := min(len(run), rows-r0)
+			kernels.F16FromF32(run[:n], v[r0:r0+n])
+			for j, h := range run[:n] {
+				vt[(r0+j)*c.vStride+slot] = h
+			}
 		}
 	default:
 		if c.quantKeys() {

@@ -151,9 +151,9 @@ func (s *State) attentionBatch(ly *Block, l, pos, n int) error {
 	hp := &s.m.Hparams
 	b := s.batch
 	e, qd, kd, vd, ad := hp.Embd, hp.QDim(), hp.KDim(), hp.VDim(), hp.Heads*hp.HeadDimV
-	for i := range n {
+	s.eachToken(n, func(i int) {
 		s.norm(row(b.xb, i, e), row(b.x, i, e), ly.AttnNorm, ly.AttnNormB)
-	}
+	})
 	b.input(b.xb, e)
 	if ly.QKV.Data != nil {
 		s.matMul(b.qkv, &ly.QKV, n)
@@ -177,10 +177,10 @@ func (s *State) attentionBatch(ly *Block, l, pos, n int) error {
 	}
 	b.input(b.att, ad)
 	s.matMul(b.xb, &ly.O, n)
-	for i := range n {
+	s.eachToken(n, func(i int) {
 		addBias(row(b.xb, i, e), ly.OB)
 		add(row(b.x, i, e), row(b.xb, i, e))
-	}
+	})
 	return nil
 }
 
@@ -193,9 +193,9 @@ func (s *State) feedForwardBatch(l, n int) error {
 	hp := &s.m.Hparams
 	b := s.batch
 	e, f := hp.Embd, hp.FFN
-	for i := range n {
+	s.eachToken(n, func(i int) {
 		s.norm(row(b.xb, i, e), row(b.x, i, e), ly.FFNNorm, ly.FFNNormB)
-	}
+	})
 	b.input(b.xb, e)
 	hidden := b.hb[:n*f]
 	switch {
@@ -211,15 +211,15 @@ func (s *State) feedForwardBatch(l, n int) error {
 	case ly.Gate.Data != nil:
 		s.matMul(hidden, &ly.Gate, n)
 		s.matMul(b.hb2[:n*f], &ly.Up, n)
-		for i := range n {
+		s.eachToken(n, func(i int) {
 			gated(s.tier, row(hidden, i, f), row(hidden, i, f), row(b.hb2, i, f), hp.Act)
-		}
+		})
 	default:
 		s.matMul(hidden, &ly.Up, n)
-		for i := range n {
+		s.eachToken(n, func(i int) {
 			addBias(row(hidden, i, f), ly.UpB)
 			activate(s.tier, row(hidden, i, f), hp.Act)
-		}
+		})
 	}
 	s.release(l, StageGateUp)
 	if ly, err = s.acquire(l, StageDown); err != nil {
@@ -228,17 +228,17 @@ func (s *State) feedForwardBatch(l, n int) error {
 	b.input(hidden, f)
 	s.matMul(b.xb, &ly.Down, n)
 	s.release(l, StageDown)
-	for i := range n {
+	s.eachToken(n, func(i int) {
 		addBias(row(b.xb, i, e), ly.DownB)
 		add(row(b.x, i, e), row(b.xb, i, e))
-	}
+	})
 	return nil
 }
 
 // matMul computes the rows of w times each of the n current input rows,
 // out[i*rows+r], with the same arithmetic as n matVecs.
 func (s *State) matMul(out []float32, w *Tensor, n int) {
-	s.pool.MatMul(w.Type, out[:n*w.Rows], w.Data, w.Cols, s.batch.get(w.Type, n), n)
+	s.pool.MatMul(w.Type, out[:n*w.Rows], w.Data, w.Cols, s.batch.get(s.pool, w.Type, n), n)
 	tensorScale(out[:n*w.Rows], w)
 }
 
@@ -250,8 +250,8 @@ func (b *batch) input(x []float32, width int) {
 }
 
 // get returns the n input rows converted to the activation type of weight
-// type wt, back to back.
-func (b *batch) get(wt quant.Type, n int) []byte {
+// type wt, back to back, converted on the threads of pool.
+func (b *batch) get(pool *kernels.Pool, wt quant.Type, n int) []byte {
 	tr, _ := kernels.Lookup(wt)
 	at := tr.VecDot
 	size, _ := quant.RowBytes(at, b.width)
@@ -270,12 +270,26 @@ func (b *batch) get(wt quant.Type, n int) []byte {
 	}
 	buf := b.acts[at][:n*size]
 	if !b.done[at] {
-		for i := range n {
-			b.tier.Quantize(at, buf[i*size:(i+1)*size], row(b.in, i, b.width))
-		}
+		pool.Parallel(n, func(lo, hi int) {
+			for i := lo; i < hi; i++ {
+				b.tier.Quantize(at, buf[i*size:(i+1)*size], row(b.in, i, b.width))
+			}
+		})
 		b.done[at] = true
 	}
 	return buf
+}
+
+// eachToken calls fn for every token i in [0, n) of a batch, the tokens
+// shared between the threads of the pool: the per-token steps between the
+// mat-muls (norms, activations, residual adds), whose tokens are
+// independent, so the bits do not depend on the split.
+func (s *State) eachToken(n int, fn func(i int)) {
+	s.pool.Parallel(n, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			fn(i)
+		}
+	})
 }
 
 // row returns row i of width elements of m.

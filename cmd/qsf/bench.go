@@ -25,12 +25,16 @@ import (
 
 // benchResult is what qsf bench measures; it is also its --json output.
 type benchResult struct {
-	Model        string `json:"model"`
-	Kernel       string `json:"kernel"`
-	Threads      int    `json:"threads"`
-	PromptTokens int    `json:"prompt_tokens"`
-	GenTokens    int    `json:"gen_tokens"`
-	Reps         int    `json:"reps"`
+	Model  string `json:"model"`
+	Kernel string `json:"kernel"`
+	// KernelTiers names, per weight type of the model's matrices, the
+	// tiers whose code multiplies them where that is not all Kernel's
+	// own (a tier runs another's kernels where it has no faster ones).
+	KernelTiers  map[string]typeTiers `json:"kernel_tiers,omitempty"`
+	Threads      int                  `json:"threads"`
+	PromptTokens int                  `json:"prompt_tokens"`
+	GenTokens    int                  `json:"gen_tokens"`
+	Reps         int                  `json:"reps"`
 
 	PrefillTokS    float64   `json:"prefill_tok_s"` // median over the repetitions
 	PrefillTokSMin float64   `json:"prefill_tok_s_min"`
@@ -61,6 +65,52 @@ type benchResult struct {
 	Experts *expertReport `json:"experts,omitempty"`
 	// ActiveParams is the number of weights one token uses.
 	ActiveParams int64 `json:"active_params,omitzero"`
+}
+
+// typeTiers names the tiers whose kernels multiply one weight type: with
+// one activation (decode) and several (prefill; "" when they go one at a
+// time through the decode kernel).
+type typeTiers struct {
+	Decode  string `json:"decode"`
+	Prefill string `json:"prefill"`
+}
+
+// kernelTiers returns, for the matrix types of the model file at path,
+// the tiers tier runs for them where they differ from tier itself; Q4_0
+// and Q8_0 matrices count as their repacked types when repack is set.
+func kernelTiers(path, tier string, repack bool) (map[string]typeTiers, error) {
+	tr, err := kernels.TierNamed(tier)
+	if err != nil {
+		return nil, err
+	}
+	f, err := format.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out map[string]typeTiers
+	for _, t := range f.Tensors {
+		if len(t.Shape) != 2 || t.Name == "token_embd.weight" {
+			continue
+		}
+		typ := t.Type
+		if repack {
+			typ, _ = kernels.RepackType(t.Type, int(t.Shape[1]), int(t.Shape[0]))
+		}
+		rows, tile := tr.KernelTiers(typ, int(t.Shape[1]))
+		if rows == tier && (tile == tier || tile == "") {
+			continue
+		}
+		if out == nil {
+			out = make(map[string]typeTiers)
+		}
+		name := t.Type.String()
+		if typ != t.Type {
+			name += " repacked"
+		}
+		out[name] = typeTiers{Decode: rows, Prefill: tile}
+	}
+	return out, nil
 }
 
 // memBW is this machine's measured read bandwidth.
@@ -209,6 +259,9 @@ func runBench(mf *modelFlags, p, n, reps int, stderr io.Writer, quiet bool) (ben
 	}
 	res := benchResult{Model: in.Name, Kernel: in.Kernel, Threads: threads, PromptTokens: p, GenTokens: n,
 		Reps: reps, WeightBytesPerToken: wb}
+	if res.KernelTiers, err = kernelTiers(mf.path, in.Kernel, !mf.noRepack && !m.Streaming()); err != nil {
+		return benchResult{}, err
+	}
 	if !quiet {
 		printInfo(stderr, m)
 	}

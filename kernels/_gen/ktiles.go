@@ -1,0 +1,258 @@
+package main
+
+import (
+	. "github.com/mmcloughlin/avo/build"
+	. "github.com/mmcloughlin/avo/operand"
+	. "github.com/mmcloughlin/avo/reg"
+)
+
+// tileOut sets up the output pointers of an eight-activation tile: R8
+// out, R14 the output stride in bytes, R15 three strides; activation t
+// is at R8 + t·R14 (R12 = R8 + 4·R14 for t >= 4, set by tileDst's caller).
+func tileOut() {
+	Load(Param("out"), R8)
+	Load(Param("ostride"), R14)
+	SHLQ(U8(2), R14)
+	LEAQ(mi(R14, 0, R14, 2), R15)
+}
+
+// tileDst returns where activation t's dot of the current row goes.
+func tileDst(t int) Mem {
+	base := []Register{R8, R12}[t/4]
+	switch t % 4 {
+	case 0:
+		return m(base, 0)
+	case 1:
+		return mi(base, 0, R14, 1)
+	case 2:
+		return mi(base, 0, R14, 2)
+	}
+	return mi(base, 0, R15, 1)
+}
+
+// q4KT8 is dotQ4_KT8AVX512: the Q4_K tile of eight activations (four
+// pairs p: activations 2p in lanes 0..7, 2p+1 in lanes 8..15) against
+// rows one at a time, each block's nibbles and scales unpacked once for
+// the eight. The activations come packed by packQ8_KT8Z: per block (2560
+// bytes), sub-block s of pair p's quants at 512p+64s (32 of each
+// activation), the pair's da as [da0 ×8, da1 ×8] at 2048+64p and [da0 ×4,
+// da1 ×4] at 2304+32p, its sums of 32 quants as [act0, act1] at 2432+32p.
+//
+// Registers: Z0..Z3 the sums' float accumulators of pairs 0..3, Y4..Y7
+// their mins', Z24..Z31 the block's integer sums (two per pair: quads
+// 0, 2 and 1, 3), Z8 the row's scales as int16 in every 128-bit lane, Z15
+// the nibble mask, Z20..Z23 the controls that pair scales 2j, 2j+1, K1
+// the odd words.
+func q4KT8(k4Pair Mem) {
+	const fn = "q4kt8"
+	TEXT("dotQ4_KT8AVX512", NOSPLIT, "func(out *float32, ostride, rows int, w *byte, nb int, packed *byte)")
+	Pragma("noescape")
+	Doc("dotQ4_KT8AVX512 multiplies Q4_K rows with eight Q8_K activations packed by packQ8_KT8Z.")
+	tileOut()
+	Load(Param("rows"), R9)
+	Load(Param("w"), RSI)
+	Load(Param("nb"), R10)
+	Load(Param("packed"), R11)
+
+	MOVL(U32(0x0f0f0f0f), EAX)
+	VPBROADCASTD(EAX, Z15) // low nibble mask
+	MOVL(U32(0xaaaaaaaa), EAX)
+	KMOVD(EAX, K1) // the odd words
+	for j := 0; j < 4; j++ {
+		VBROADCASTI32X4(k4Pair.Offset(16*j), zr[20+j])
+	}
+
+	Label(label(fn, "row"))
+	for p := 0; p < 4; p++ {
+		VPXORD(zr[p], zr[p], zr[p])
+	}
+	for p := 0; p < 4; p++ {
+		y := zr[4+p].AsY()
+		VPXORD(y, y, y)
+	}
+	MOVQ(R11, RDI)
+	MOVQ(R10, RCX)
+
+	Label(label(fn, "block"))
+	k4scales(RSI, RAX, RBX, RDX, R12, R13)
+	VMOVQ(RAX, X8)
+	VPMOVZXBW(X8, X8)
+	VPERMQ(U8(0x44), Y8, Y8)
+	VINSERTI64X4(U8(1), Y8, Z8, Z8) // scales as int16, in every 128-bit lane
+
+	for j := 0; j < 4; j++ {
+		VBROADCASTI32X8(m(RSI, 16+32*j), Z9)
+		VPSRLW(U8(4), Z9, Z10)
+		VPANDD(Z15, Z9, Z9)
+		VPANDD(Z15, Z10, Z10)
+		VPSHUFB(zr[20+j], Z8, Z11) // [sc(2j), sc(2j+1)] in every dword
+		for p := 0; p < 4; p++ {
+			// Pair p's part of sub-blocks 2j, 2j+1: each sub-block's
+			// four-element sums (VPDPBUSD, lane l the elements 4l..4l+3
+			// as in the AVX2 kernel), as int16 (|sum| <= 4·15·128), the
+			// two sub-blocks' interleaved in each dword, times their
+			// scales and added (VPDPWSSD); the first pair of sub-blocks
+			// of each accumulator starts its sums.
+			lo, hi := zr[12], zr[13]
+			VPXORD(lo, lo, lo)
+			VPXORD(hi, hi, hi)
+			vpdpbusd(m(RDI, 512*p+128*j), Z9, lo)
+			vpdpbusd(m(RDI, 512*p+128*j+64), Z10, hi)
+			VPSLLD(U8(16), hi, hi)
+			VPBLENDMW(hi, lo, K1, lo)
+			if acc := zr[24+2*p+j%2]; j < 2 {
+				VPMADDWD(Z11, lo, acc)
+			} else {
+				vpdpwssd(Z11, lo, acc)
+			}
+		}
+	}
+
+	VMOVQ(RBX, X9)
+	VPMOVZXBW(X9, X9)
+	VPERMQ(U8(0x44), Y9, Y18) // mins as int16, in both halves
+	VMOVD(m(RSI, 0), X9)
+	VCVTPH2PS(X9, X9) // [d, dmin]
+	VBROADCASTSS(X9, Z16)
+	VMOVSHDUP(X9, X10)
+	VBROADCASTSS(X10, Y17)
+	for p := 0; p < 4; p++ {
+		// Pair p's block: its integer sums, fp32(d) in every lane of
+		// Z16, fp32(dmin) in Y17, the mins in both halves of Y18.
+		ilo, ihi := zr[24+2*p], zr[25+2*p]
+		VPADDD(ihi, ilo, ilo)
+		VCVTDQ2PS(ilo, ilo)
+		VMULPS(m(RDI, 2048+64*p), Z16, Z19)
+		VFMADD231PS(Z19, ilo, zr[p])
+		VPMADDWD(m(RDI, 2432+32*p), Y18, Y13)
+		VCVTDQ2PS(Y13, Y13)
+		VMULPS(m(RDI, 2304+32*p), Y17, Y14)
+		VFMADD231PS(Y14, Y13, zr[4+p].AsY())
+	}
+
+	ADDQ(U32(144), RSI)
+	ADDQ(U32(2560), RDI)
+	DECQ(RCX)
+	JNZ(LabelRef(label(fn, "block")))
+
+	LEAQ(mi(R8, 0, R14, 4), R12)
+	for p := 0; p < 4; p++ {
+		// Pair p's accumulators reduced as dotQ4_KAVX2 does.
+		acc, macc := zr[p], zr[4+p]
+		VEXTRACTF64X4(U8(1), acc, Y12)
+		VEXTRACTF128(U8(1), macc.AsY(), X13)
+		hsum8(acc.AsY(), acc.AsX(), X9)
+		hsum4m(macc.AsX(), X10)
+		VSUBSS(macc.AsX(), acc.AsX(), acc.AsX())
+		VMOVSS(acc.AsX(), tileDst(2*p))
+		hsum8(Y12, X12, X9)
+		hsum4m(X13, X10)
+		VSUBSS(X13, X12, X12)
+		VMOVSS(X12, tileDst(2*p+1))
+	}
+	ADDQ(U32(4), R8)
+	DECQ(R9)
+	JNZ(LabelRef(label(fn, "row")))
+	VZEROUPPER()
+	RET()
+}
+
+// q6KT8 is dotQ6_KT8AVX512: the Q6_K tile of eight activations (four
+// pairs) against rows one at a time, each block's quants and scales
+// unpacked once for the eight. The activations come packed by packQ6_KZ
+// with four pairs: per block (4352 bytes), chunk c (quants 32c..32c+31)
+// of pair p at 1024p+128c, the quants of both activations (64 bytes),
+// then their prepared offsets (prepQ6_K, 32 bytes each); the pair's da
+// as [da0 ×8, da1 ×8] at 4096+64p.
+//
+// Registers: Z16..Z19 the float accumulators of pairs 0..3, Z24..Z31 the
+// block's integer sums (two per pair: even and odd k), Z13 the row's
+// scales as int16 in both halves, Z14 and Z15 the masks, Z20..Z23 the
+// scale controls.
+func q6KT8(q6Shuf Mem) {
+	const fn = "q6kt8"
+	TEXT("dotQ6_KT8AVX512", NOSPLIT, "func(out *float32, ostride, rows int, w *byte, nb int, packed *byte)")
+	Pragma("noescape")
+	Doc("dotQ6_KT8AVX512 multiplies Q6_K rows with eight Q8_K activations packed by packQ6_KZ.")
+	tileOut()
+	Load(Param("rows"), R9)
+	Load(Param("w"), RSI)
+	Load(Param("nb"), R10)
+	Load(Param("packed"), R11)
+
+	MOVL(U32(0x0f0f0f0f), EAX)
+	VPBROADCASTD(EAX, Z14) // low nibble mask
+	MOVL(U32(0x30303030), EAX)
+	VPBROADCASTD(EAX, Z15) // high-bits mask
+	for k := 0; k < 4; k++ {
+		VBROADCASTI32X8(q6Shuf.Offset(32*k), zr[20+k])
+	}
+
+	Label(label(fn, "row"))
+	for p := 0; p < 4; p++ {
+		VPXORD(zr[16+p], zr[16+p], zr[16+p])
+	}
+	MOVQ(R11, RDI)
+	MOVQ(R10, RCX)
+
+	Label(label(fn, "block"))
+	VPMOVSXBW(m(RSI, 192), Y13)
+	VINSERTI64X4(U8(1), Y13, Z13, Z13) // scales as int16, in both halves
+	for h := 0; h < 2; h++ {
+		VPERMQ(U8(0x44+0xaa*h), Z13, Z9)
+		VBROADCASTI32X8(m(RSI, 128+32*h), Z10)
+		VBROADCASTI32X8(m(RSI, 64*h), Z11)
+		VBROADCASTI32X8(m(RSI, 64*h+32), Z12)
+		for k := 0; k < 4; k++ {
+			q6KLowHigh(k)
+			VPANDD(Z15, Z2, Z2)
+			VPORD(Z2, Z1, Z1)
+			VPSHUFB(zr[20+k], Z9, Z3)
+			c := 4*h + k
+			for p := 0; p < 4; p++ {
+				// Pair p's part of chunk c.
+				VPMADDUBSW(m(RDI, 1024*p+128*c), Z1, Z4)
+				VPSUBW(m(RDI, 1024*p+128*c+64), Z4, Z4)
+				if c < 2 { // the first of its sums
+					VPMADDWD(Z3, Z4, zr[24+2*p+k%2])
+				} else {
+					vpdpwssd(Z3, Z4, zr[24+2*p+k%2])
+				}
+			}
+		}
+	}
+
+	MOVWLZX(m(RSI, 208), EAX)
+	VMOVD(EAX, X5)
+	VCVTPH2PS(X5, X5)
+	VBROADCASTSS(X5, Z5)
+	for p := 0; p < 4; p++ {
+		// Pair p's block: its integer sums, fp32(d) in every lane of Z5.
+		ie, io := zr[24+2*p], zr[25+2*p]
+		VPADDD(io, ie, ie)
+		VCVTDQ2PS(ie, ie)
+		VMULPS(m(RDI, 4096+64*p), Z5, Z6)
+		VFMADD231PS(Z6, ie, zr[16+p])
+	}
+
+	ADDQ(U32(210), RSI)
+	ADDQ(U32(4352), RDI)
+	DECQ(RCX)
+	JNZ(LabelRef(label(fn, "block")))
+
+	LEAQ(mi(R8, 0, R14, 4), R12)
+	for p := 0; p < 4; p++ {
+		// Pair p's accumulator reduced as hsum_float_8.
+		VMOVAPS(zr[16+p], Z0)
+		VEXTRACTF64X4(U8(1), Z0, Y6)
+		hsum8(Y0, X0, X1)
+		VMOVSS(X0, tileDst(2*p))
+		hsum8(Y6, X6, X1)
+		VMOVSS(X6, tileDst(2*p+1))
+	}
+	ADDQ(U32(4), R8)
+	DECQ(R9)
+	JNZ(LabelRef(label(fn, "row")))
+	VZEROUPPER()
+	RET()
+}

@@ -1,0 +1,41 @@
+// Command _gen writes the generated assembly of package kernels, one
+// file per run:
+//
+//	cd kernels/_gen && go run . -file kquant -out ../kquant_avx512_amd64.s -stubs ../kquant_avx512_stubs_amd64.go -pkg kernels
+//
+// (go generate in package kernels runs it for every file). It is a module
+// of its own so that avo is no dependency of the library.
+package main
+
+import (
+	"flag"
+	"log"
+
+	. "github.com/mmcloughlin/avo/build"
+)
+
+// files are the generated files' kernels, by the -file name.
+var files = map[string]func(){
+	"kquant": func() {
+		dIdx, mIdx, q6Shuf, k4Pair := kquantData()
+		q4KRows2(dIdx, mIdx)
+		q6KRows2(q6Shuf)
+		q4KT8(k4Pair)
+		q6KT8(q6Shuf)
+	},
+	"q40x8": q40x8T8,
+	"float": f32Rows,
+	"quant": quantQ8K,
+}
+
+func main() {
+	file := flag.String("file", "", "which file's kernels to write: kquant, q40x8, float or quant")
+	flag.Parse()
+	gen, ok := files[*file]
+	if !ok {
+		log.Fatalf("unknown -file %q", *file)
+	}
+	ConstraintExpr("amd64,!purego")
+	gen()
+	Generate()
+}
