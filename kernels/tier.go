@@ -113,7 +113,17 @@ func (tr *Tier) register(rows []kernelRow) {
 
 // prepFor returns the tier's activation preparation for the matrices of
 // key k, or nil when its kernel needs none.
-func (tr *Tier) prepFor(k quant.Type) prepFunc { return tr.table[k].prep }
+func (tr *Tier) prepFor(k quant.Type) prepFunc { return tr.row(k).prep }
+
+// row returns the table row of key k: the tier's own or inherited one, or
+// the generic tier's when the tier has none (a tier made without
+// inheriting, as a new architecture's starts out).
+func (tr *Tier) row(k quant.Type) typeKernels {
+	if r, ok := tr.table[k]; ok {
+		return r
+	}
+	return genericTier.table[k]
+}
 
 // prepare returns the auxiliary activation data the tier's kernel for
 // key k needs, built in buf, or buf itself when it needs none.
@@ -132,7 +142,7 @@ func (tr *Tier) run(tt *quant.Traits, out []float32, w []byte, rowBytes, cols in
 		clear(out)
 		return
 	}
-	if f := tr.table[kernelKey(tt)].rows; f != nil {
+	if f := tr.row(kernelKey(tt)).rows; f != nil {
 		f(out, w, rowBytes, cols, act, aux)
 		return
 	}
@@ -141,7 +151,7 @@ func (tr *Tier) run(tt *quant.Traits, out []float32, w []byte, rowBytes, cols in
 
 // tileFor returns the tile kernel of tier tr for the matrices check gave
 // traits tt, or nil when it has none.
-func tileFor(tr *Tier, tt *quant.Traits) *tileKernel { return tr.table[kernelKey(tt)].tile }
+func tileFor(tr *Tier, tt *quant.Traits) *tileKernel { return tr.row(kernelKey(tt)).tile }
 
 // KernelTiers returns the names of the tiers whose code tr runs for
 // matrices of type t (Q4_0x8 and Q8_0x4 included) and n rows: rows for
@@ -154,7 +164,7 @@ func (tr *Tier) KernelTiers(t quant.Type, n int) (rows, tile string) {
 	if t == quant.Q4_0 && n%8 == 0 {
 		key = q4_0Gemv // as check picks q4_0Repacked
 	}
-	k := tr.table[key]
+	k := tr.row(key)
 	rows = k.rowsTier
 	if k.rows == nil {
 		rows = genericTier.name
