@@ -50,9 +50,9 @@ type Tier struct {
 	q4_0x8, q8_0x4         rowsFunc
 	q4_0x8Prep, q8_0x4Prep prepFunc
 
-	// quantQ8_0 quantizes an activation to Q8_0 (see Quantize); nil
-	// means package quant's.
-	quantQ8_0 func(dst []byte, src []float32)
+	// quantQ8_0, quantQ8_1 and quantQ8_K quantize an activation to
+	// Q8_0, Q8_1 and Q8_K (see Quantize); nil means package quant's.
+	quantQ8_0, quantQ8_1, quantQ8_K func(dst []byte, src []float32)
 }
 
 // prepFor returns the tier's activation preparation for weights of type

@@ -1,0 +1,189 @@
+//go:build arm64 && !purego
+
+package kernels
+
+import (
+	"github.com/klauspost/cpuid/v2"
+
+	"github.com/qsf-llm/qsf/quant"
+)
+
+// The arm64 tiers: neon (ARMv8 Advanced SIMD, which every arm64 CPU has)
+// and neon-dotprod, the same kernels with their int8 dot products done by
+// SDOT where the CPU has the dot-product extension (ARMv8.2 DotProd:
+// Apple M1 on, Graviton 2 on, Cortex-A55/A76 on; not Cortex-A72, as in the
+// Raspberry Pi 4). Both equal the generic tier bit for bit: the integer
+// sums are exact in any order, and the float32 lanes are ggml's AVX2 lanes,
+// two 4-lane registers for each 8-lane one, with FMLA (fused) exactly where
+// the AVX2 code has an FMA. Types without a NEON kernel run the generic
+// kernel.
+var (
+	neonTier    = &Tier{name: "neon"}
+	neonDotTier = &Tier{name: "neon-dotprod"}
+)
+
+// haveNEON and haveDotProd record, once, what the CPU supports.
+var (
+	haveNEON    = cpuid.CPU.Supports(cpuid.ASIMD)
+	haveDotProd = haveNEON && cpuid.CPU.Supports(cpuid.ASIMDDP)
+)
+
+// neonKernels is one variant's set of assembly kernels.
+type neonKernels struct {
+	q8_0, q4_0, q4_0Gemv, q4_0x8, q8_0x4 rowsFunc
+}
+
+// initNEONTier fills in tr with the kernels of k and the shared ones.
+func initNEONTier(tr *Tier, k neonKernels) {
+	tr.kernels[quant.Q8_0] = k.q8_0
+	tr.preps[quant.Q8_0] = prepQ4_0x8
+	tr.kernels[quant.Q4_0] = k.q4_0
+	tr.preps[quant.Q4_0] = prepQ4_0x8
+	tr.q4_0Gemv = k.q4_0Gemv
+	tr.q4_0x8 = k.q4_0x8
+	tr.q4_0x8Prep = prepQ4_0x8
+	tr.q8_0x4 = k.q8_0x4
+	tr.q8_0x4Prep = prepQ4_0x8
+	tr.quantQ8_0 = quantQ8_0NEONGo
+	tr.quantQ8_1 = quantQ8_1NEONGo
+}
+
+// registerArch fills in the neon tiers and adds those this CPU supports to
+// available, slowest first.
+func registerArch() {
+	initNEONTier(neonTier, neonKernels{
+		q8_0:     q8_0Rows(dotQ8_0NEON),
+		q4_0:     q4_0Rows(dotQ4_0NEON),
+		q4_0Gemv: q4_0GemvRows(dotQ4_0GemvNEON),
+		q4_0x8:   q4_0x8Rows(dotQ4_0x8NEON),
+		q8_0x4:   q8_0x4Rows(dotQ8_0x4NEON),
+	})
+	initNEONTier(neonDotTier, neonKernels{
+		q8_0:     q8_0Rows(dotQ8_0SDOT),
+		q4_0:     q4_0Rows(dotQ4_0SDOT),
+		q4_0Gemv: q4_0GemvRows(dotQ4_0GemvSDOT),
+		q4_0x8:   q4_0x8Rows(dotQ4_0x8SDOT),
+		q8_0x4:   q8_0x4Rows(dotQ8_0x4SDOT),
+	})
+	if haveNEON {
+		available = append(available, neonTier)
+	}
+	if haveDotProd {
+		available = append(available, neonDotTier)
+	}
+}
+
+// prepQ4_0x8Rows is prepQ4_0x8Generic.
+func prepQ4_0x8Rows(buf, act []byte, nb int) { prepQ4_0x8Generic(buf, act, nb) }
+
+// The assembly kernels come in two variants, NEON (plain Advanced SIMD)
+// and SDOT (with the dot-product extension), with the same arguments:
+// out[r] for r in [0, rows) (or groups of 8 or 4 rows), row r at
+// w + r*rowBytes holding nb blocks, aux the activation prepared by
+// prepQ4_0x8 (per block its 32 quants, da as float32, 8·Σa as int32).
+type rowsAsm func(out *float32, rows int, w *byte, nb, rowBytes int, aux *byte)
+
+//go:noescape
+func dotQ8_0NEON(out *float32, rows int, w *byte, nb, rowBytes int, aux *byte)
+
+//go:noescape
+func dotQ8_0SDOT(out *float32, rows int, w *byte, nb, rowBytes int, aux *byte)
+
+//go:noescape
+func dotQ4_0NEON(out *float32, rows int, w *byte, nb, rowBytes int, aux *byte)
+
+//go:noescape
+func dotQ4_0SDOT(out *float32, rows int, w *byte, nb, rowBytes int, aux *byte)
+
+//go:noescape
+func dotQ4_0GemvNEON(out *float32, rows int, w *byte, nb, rowBytes int, aux *byte)
+
+//go:noescape
+func dotQ4_0GemvSDOT(out *float32, rows int, w *byte, nb, rowBytes int, aux *byte)
+
+//go:noescape
+func dotQ4_0x8NEON(out *float32, groups int, w *byte, nb, rowBytes int, aux *byte)
+
+//go:noescape
+func dotQ4_0x8SDOT(out *float32, groups int, w *byte, nb, rowBytes int, aux *byte)
+
+//go:noescape
+func dotQ8_0x4NEON(out *float32, groups int, w *byte, nb, rowBytes int, aux *byte)
+
+//go:noescape
+func dotQ8_0x4SDOT(out *float32, groups int, w *byte, nb, rowBytes int, aux *byte)
+
+// checkRows checks the lengths the assembly relies on: len(out) rows of
+// rowBytes in w, nb blocks of prepared activation in aux.
+func checkRows(out []float32, w []byte, rowBytes, nb int, aux []byte) {
+	_ = w[len(out)*rowBytes-1]
+	_ = aux[nb*q4_0x8TokBlock-1]
+}
+
+// q8_0Rows makes the tier's Q8_0 kernel (ggml_vec_dot_q8_0_q8_0's order)
+// of an assembly variant.
+func q8_0Rows(f rowsAsm) rowsFunc {
+	return func(out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
+		if len(out) == 0 {
+			return
+		}
+		checkRows(out, w, rowBytes, cols/32, aux)
+		f(&out[0], len(out), &w[0], cols/32, rowBytes, &aux[0])
+	}
+}
+
+// q4_0Rows makes the tier's Q4_0 kernel (ggml_vec_dot_q4_0_q8_0's order).
+func q4_0Rows(f rowsAsm) rowsFunc { return q8_0Rows(f) }
+
+// q4_0GemvRows makes the tier's kernel for Q4_0 matrices in the order of
+// ggml_gemv_q4_0_8x8_q8_0 (quant.DotQ4_0Gemv), one row at a time.
+func q4_0GemvRows(f rowsAsm) rowsFunc { return q8_0Rows(f) }
+
+// q4_0x8Rows makes the tier's Q4_0x8 kernel: whole groups of 8 rows.
+func q4_0x8Rows(f rowsAsm) rowsFunc {
+	return func(out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
+		if len(out) == 0 {
+			return
+		}
+		checkRows(out, w, rowBytes, cols/32, aux)
+		f(&out[0], len(out)/8, &w[0], cols/32, rowBytes, &aux[0])
+	}
+}
+
+// q8_0x4Rows makes the tier's Q8_0x4 kernel: whole groups of 4 rows.
+func q8_0x4Rows(f rowsAsm) rowsFunc {
+	return func(out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
+		if len(out) == 0 {
+			return
+		}
+		checkRows(out, w, rowBytes, cols/32, aux)
+		f(&out[0], len(out)/4, &w[0], cols/32, rowBytes, &aux[0])
+	}
+}
+
+//go:noescape
+func quantQ8_0NEON(dst *byte, src *float32, nb int)
+
+//go:noescape
+func quantQ8_1NEON(dst *byte, src *float32, nb int)
+
+// quantQ8_0NEONGo is the neon tiers' Q8_0 activation quantizer;
+// len(src) is a multiple of 32.
+func quantQ8_0NEONGo(dst []byte, src []float32) {
+	nb := len(src) / 32
+	if nb == 0 {
+		return
+	}
+	_ = dst[34*nb-1]
+	quantQ8_0NEON(&dst[0], &src[0], nb)
+}
+
+// quantQ8_1NEONGo is the neon tiers' Q8_1 activation quantizer.
+func quantQ8_1NEONGo(dst []byte, src []float32) {
+	nb := len(src) / 32
+	if nb == 0 {
+		return
+	}
+	_ = dst[36*nb-1]
+	quantQ8_1NEON(&dst[0], &src[0], nb)
+}

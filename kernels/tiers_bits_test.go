@@ -1,0 +1,170 @@
+package kernels
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/qsf-llm/qsf/quant"
+)
+
+// TestTierKernelsBits checks every kernel of every tier's table bit for bit
+// against the generic tier, through the tier's MatVec and MatMul, on
+// random data (with the extreme blocks of extremeQ4_0 and extremeQ8_0),
+// every row count from 1 to 13 and some multiples of 8 (so that Q4_0 takes
+// the repacked gemv order too), and block counts that leave every tail.
+func TestTierKernelsBits(t *testing.T) {
+	r := rand.New(rand.NewPCG(71, 72))
+	for _, tr := range available {
+		if tr == genericTier {
+			continue
+		}
+		for _, typ := range kernelTypes(tr) {
+			bs := typ.BlockSize()
+			for _, nb := range []int{1, 2, 3, 5, 8, 17} {
+				cols := nb * bs
+				if bs == 1 {
+					cols = []int{1, 7, 31, 33, 100, 257}[min(nb, 17)%6]
+				}
+				for _, rows := range []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 16, 24} {
+					w := randomRows(r, typ, rows, cols)
+					act := randomRows(r, vecDotType[typ], 1, cols)
+					switch typ {
+					case quant.Q4_0:
+						extremeQ4_0(r, w, act)
+					case quant.Q8_0:
+						extremeQ8_0(r, w)
+						extremeQ8_0(r, act)
+					}
+					name := fmt.Sprintf("%s/%v/%dx%d", tr.name, typ, rows, cols)
+					want := make([]float32, rows)
+					genericTier.MatVec(typ, want, w, cols, act)
+					got := make([]float32, rows+1)
+					got[rows] = 42
+					tr.MatVec(typ, got[:rows], w, cols, act)
+					sameFloats(t, name+" MatVec", got[:rows], want)
+					if got[rows] != 42 {
+						t.Errorf("%s: MatVec wrote past out", name)
+					}
+					if rows > 4 {
+						continue
+					}
+					// MatMul over six activations: a tile of four and two
+					// one at a time, where the tier has tiles.
+					const n = 6
+					acts := randomRows(r, vecDotType[typ], n, cols)
+					wantMM := make([]float32, n*rows)
+					genericTier.MatMul(typ, wantMM, w, cols, acts, n)
+					gotMM := make([]float32, n*rows)
+					tr.MatMul(typ, gotMM, w, cols, acts, n)
+					sameFloats(t, name+" MatMul", gotMM, wantMM)
+				}
+			}
+		}
+	}
+}
+
+// sameFloats reports every element of got whose bits differ from want's.
+func sameFloats(t *testing.T, how string, got, want []float32) {
+	t.Helper()
+	bad := 0
+	for i := range want {
+		if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+			if bad++; bad <= 3 {
+				t.Errorf("%s: element %d: got %g (%#x), want %g (%#x)", how, i, got[i], math.Float32bits(got[i]), want[i], math.Float32bits(want[i]))
+			}
+		}
+	}
+}
+
+// specialActivation returns n float32 of activationVector's kinds and of
+// the corners a quantizer can meet: infinities, the largest finite values,
+// tiny normals whose reciprocal overflows, negative zeros, ties of the
+// largest magnitude with both signs, and NaN if nan is set.
+func specialActivation(r *rand.Rand, n int, nan bool) []float32 {
+	x := activationVector(r, n)
+	inf := float32(math.Inf(1))
+	for b := 0; b < n/32; b++ {
+		blk := x[32*b : 32*b+32]
+		switch r.IntN(9) {
+		case 0:
+			if nan {
+				blk[r.IntN(32)] = float32(math.NaN())
+			}
+		case 1:
+			blk[r.IntN(32)] = inf
+		case 2:
+			blk[r.IntN(32)] = -inf
+		case 3:
+			blk[r.IntN(32)] = math.MaxFloat32
+			blk[r.IntN(32)] = -math.MaxFloat32
+		case 4:
+			for i := range blk {
+				blk[i] = float32(r.NormFloat64()) * 1e-37
+			}
+		case 5:
+			for i := range blk {
+				blk[i] = float32(math.Copysign(0, -1))
+			}
+		case 6: // the largest magnitude twice, with both signs
+			m := float32(r.NormFloat64()) + 10
+			blk[r.IntN(16)] = -m
+			blk[16+r.IntN(16)] = m
+		}
+	}
+	return x
+}
+
+// TestQuantizeTiersBits checks every tier's activation quantizers (Q8_0,
+// Q8_1, Q8_K) against package quant's byte for byte, on ordinary and
+// extreme vectors, and that none writes past dst.
+func TestQuantizeTiersBits(t *testing.T) {
+	r := rand.New(rand.NewPCG(73, 74))
+	for _, typ := range []quant.Type{quant.Q8_0, quant.Q8_1, quant.Q8_K} {
+		tt, err := quant.Lookup(typ)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range []int{256, 512, 2048, 5632, 256 * 40} {
+			for rep := 0; rep < 3; rep++ {
+				var x []float32
+				if rep == 0 {
+					x = activationVector(r, n)
+				} else {
+					x = specialActivation(r, n, rep == 2)
+				}
+				nbytes, _ := quant.RowBytes(typ, n)
+				want := make([]byte, nbytes)
+				tt.Quantize(want, x)
+				for _, tr := range available {
+					if rep == 2 && (tr.name == "avx2" || tr.name == "avx512") {
+						// The AVX2 Q8_0 quantizer takes a block's
+						// maximum with VMAXPS, which drops a NaN where
+						// Go's max (and ggml's C reference) keeps it.
+						continue
+					}
+					got := make([]byte, nbytes+1)
+					got[nbytes] = 42
+					tr.Quantize(typ, got[:nbytes], x)
+					if got[nbytes] != 42 {
+						t.Errorf("%s/%v/%d: wrote past dst", tr.name, typ, n)
+					}
+					if bytes.Equal(got[:nbytes], want) {
+						continue
+					}
+					bb := nbytes / (n / typ.BlockSize())
+					for o := 0; o < nbytes; o += bb {
+						if !bytes.Equal(got[o:o+bb], want[o:o+bb]) {
+							e := o / bb * typ.BlockSize()
+							t.Errorf("%s/%v/%d: block %d (%v): got % x, want % x", tr.name, typ, n, o/bb,
+								x[e:e+typ.BlockSize()], got[o:o+bb], want[o:o+bb])
+							break
+						}
+					}
+				}
+			}
+		}
+	}
+}
