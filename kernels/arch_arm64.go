@@ -30,7 +30,7 @@ var (
 
 // neonKernels is one variant's set of assembly kernels.
 type neonKernels struct {
-	q8_0, q4_0, q4_0Gemv, q4_0x8, q8_0x4 rowsFunc
+	q8_0, q4_0, q4_0Gemv, q4_0x8, q8_0x4, q4_K rowsFunc
 }
 
 // initNEONTier fills in tr with the kernels of k and the shared ones.
@@ -39,6 +39,7 @@ func initNEONTier(tr *Tier, k neonKernels) {
 	tr.preps[quant.Q8_0] = prepQ4_0x8
 	tr.kernels[quant.Q4_0] = k.q4_0
 	tr.preps[quant.Q4_0] = prepQ4_0x8
+	tr.kernels[quant.Q4_K] = k.q4_K
 	tr.q4_0Gemv = k.q4_0Gemv
 	tr.q4_0x8 = k.q4_0x8
 	tr.q4_0x8Prep = prepQ4_0x8
@@ -57,6 +58,7 @@ func registerArch() {
 		q4_0Gemv: q4_0GemvRows(dotQ4_0GemvNEON),
 		q4_0x8:   q4_0x8Rows(dotQ4_0x8NEON),
 		q8_0x4:   q8_0x4Rows(dotQ8_0x4NEON),
+		q4_K:     kRows(dotQ4_KNEON),
 	})
 	initNEONTier(neonDotTier, neonKernels{
 		q8_0:     q8_0Rows(dotQ8_0SDOT),
@@ -64,6 +66,7 @@ func registerArch() {
 		q4_0Gemv: q4_0GemvRows(dotQ4_0GemvSDOT),
 		q4_0x8:   q4_0x8Rows(dotQ4_0x8SDOT),
 		q8_0x4:   q8_0x4Rows(dotQ8_0x4SDOT),
+		q4_K:     kRows(dotQ4_KSDOT),
 	})
 	if haveNEON {
 		available = append(available, neonTier)
@@ -158,6 +161,26 @@ func q8_0x4Rows(f rowsAsm) rowsFunc {
 		}
 		checkRows(out, w, rowBytes, cols/32, aux)
 		f(&out[0], len(out)/4, &w[0], cols/32, rowBytes, &aux[0])
+	}
+}
+
+//go:noescape
+func dotQ4_KNEON(out *float32, rows int, w *byte, nb, rowBytes int, act *byte)
+
+//go:noescape
+func dotQ4_KSDOT(out *float32, rows int, w *byte, nb, rowBytes int, act *byte)
+
+// kRows makes the tier's kernel of a K-quant type from an assembly variant
+// that takes the Q8_K activation itself (nb blocks of 256).
+func kRows(f rowsAsm) rowsFunc {
+	return func(out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
+		if len(out) == 0 {
+			return
+		}
+		nb := cols / 256
+		_ = w[len(out)*rowBytes-1]
+		_ = act[nb*292-1]
+		f(&out[0], len(out), &w[0], nb, rowBytes, &act[0])
 	}
 }
 

@@ -25,6 +25,10 @@
 #define SUB16B(d, n, m) NEON3(0x6e208400, d, n, m)        // sub vd.16b, vn.16b, vm.16b
 #define MUL4S(d, n, m) NEON3(0x4ea09c00, d, n, m)         // mul vd.4s, vn.4s, vm.4s
 #define MLA4S(d, n, m) NEON3(0x4ea09400, d, n, m)         // mla vd.4s, vn.4s, vm.4s
+#define MLA4SE(d, n, m, i) NEONE(0x6f800000, d, n, m, i)  // mla vd.4s, vn.4s, vm.s[i]
+#define UXTL8H(d, n) NEON2(0x2f08a400, d, n)              // uxtl vd.8h, vn.8b
+#define UXTL4S(d, n) NEON2(0x2f10a400, d, n)              // uxtl vd.4s, vn.4h
+#define UXTL24S(d, n) NEON2(0x6f10a400, d, n)             // uxtl2 vd.4s, vn.8h
 #define SCVTF4S(d, n) NEON2(0x4e21d800, d, n)             // scvtf vd.4s, vn.4s
 #define SQXTN4H(d, n) NEON2(0x0e614800, d, n)             // sqxtn vd.4h, vn.4s
 #define SQXTN28H(d, n) NEON2(0x4e614800, d, n)            // sqxtn2 vd.8h, vn.4s
@@ -37,6 +41,7 @@
 // Floating point (float32 lanes).
 #define FMLA4S(d, n, m) NEON3(0x4e20cc00, d, n, m)        // fmla vd.4s, vn.4s, vm.4s
 #define FMLA4SE(d, n, m, i) NEONE(0x4f801000, d, n, m, i) // fmla vd.4s, vn.4s, vm.s[i]
+#define FMLS4SE(d, n, m, i) NEONE(0x4f805000, d, n, m, i) // fmls vd.4s, vn.4s, vm.s[i]
 #define FMUL4S(d, n, m) NEON3(0x6e20dc00, d, n, m)        // fmul vd.4s, vn.4s, vm.4s
 #define FMUL4SE(d, n, m, i) NEONE(0x4f809000, d, n, m, i) // fmul vd.4s, vn.4s, vm.s[i]
 #define FADD4S(d, n, m) NEON3(0x4e20d400, d, n, m)        // fadd vd.4s, vn.4s, vm.4s

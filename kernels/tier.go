@@ -26,7 +26,7 @@ type prepFunc func(buf, act []byte, cols int) []byte
 const maxType = 40
 
 // Tier is one set of kernels for one instruction set ("generic", "avx2",
-// "avx512").
+// "avx512", "neon", "neon-dotprod").
 // Every tier computes the generic tier's results bit for bit; they differ
 // in speed only. A Tier is immutable and safe for concurrent use. Its
 // methods (Quantize, SiluF32, DotF32Rows, ...) are the package functions of
@@ -170,7 +170,7 @@ func TierNamed(name string) (*Tier, error) {
 		}
 	}
 	switch name {
-	case "generic", "avx2", "avx512":
+	case "generic", "avx2", "avx512", "neon", "neon-dotprod":
 		return nil, fmt.Errorf("%w: %q is not supported on this CPU or build", ErrTier, name)
 	}
 	return nil, fmt.Errorf("%w: unknown tier %q", ErrTier, name)
