@@ -30,7 +30,7 @@ var (
 
 // neonKernels is one variant's set of assembly kernels.
 type neonKernels struct {
-	q8_0, q4_0, q4_0Gemv, q4_0x8, q8_0x4, q4_K rowsFunc
+	q8_0, q4_0, q4_0Gemv, q4_0x8, q8_0x4, q4_K, q6_K rowsFunc
 }
 
 // initNEONTier fills in tr with the kernels of k and the shared ones.
@@ -40,6 +40,7 @@ func initNEONTier(tr *Tier, k neonKernels) {
 	tr.kernels[quant.Q4_0] = k.q4_0
 	tr.preps[quant.Q4_0] = prepQ4_0x8
 	tr.kernels[quant.Q4_K] = k.q4_K
+	tr.kernels[quant.Q6_K] = k.q6_K
 	tr.q4_0Gemv = k.q4_0Gemv
 	tr.q4_0x8 = k.q4_0x8
 	tr.q4_0x8Prep = prepQ4_0x8
@@ -59,6 +60,7 @@ func registerArch() {
 		q4_0x8:   q4_0x8Rows(dotQ4_0x8NEON),
 		q8_0x4:   q8_0x4Rows(dotQ8_0x4NEON),
 		q4_K:     kRows(dotQ4_KNEON),
+		q6_K:     kRows(dotQ6_KNEON),
 	})
 	initNEONTier(neonDotTier, neonKernels{
 		q8_0:     q8_0Rows(dotQ8_0SDOT),
@@ -67,6 +69,7 @@ func registerArch() {
 		q4_0x8:   q4_0x8Rows(dotQ4_0x8SDOT),
 		q8_0x4:   q8_0x4Rows(dotQ8_0x4SDOT),
 		q4_K:     kRows(dotQ4_KSDOT),
+		q6_K:     kRows(dotQ6_KSDOT),
 	})
 	if haveNEON {
 		available = append(available, neonTier)
@@ -169,6 +172,12 @@ func dotQ4_KNEON(out *float32, rows int, w *byte, nb, rowBytes int, act *byte)
 
 //go:noescape
 func dotQ4_KSDOT(out *float32, rows int, w *byte, nb, rowBytes int, act *byte)
+
+//go:noescape
+func dotQ6_KNEON(out *float32, rows int, w *byte, nb, rowBytes int, act *byte)
+
+//go:noescape
+func dotQ6_KSDOT(out *float32, rows int, w *byte, nb, rowBytes int, act *byte)
 
 // kRows makes the tier's kernel of a K-quant type from an assembly variant
 // that takes the Q8_K activation itself (nb blocks of 256).

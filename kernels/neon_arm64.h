@@ -36,6 +36,10 @@
 #define SQXTN216B(d, n) NEON2(0x4e214800, d, n)           // sqxtn2 vd.16b, vn.8h
 #define SXTL8H(d, n) NEON2(0x0f08a400, d, n)              // sxtl vd.8h, vn.8b
 #define SXTL28H(d, n) NEON2(0x4f08a400, d, n)             // sxtl2 vd.8h, vn.16b
+#define SHL16B(d, n, s) NEON2(0x4f085400 | (s)<<16, d, n)  // shl vd.16b, vn.16b, #s
+#define ORR16B(d, n, m) NEON3(0x4ea01c00, d, n, m)         // orr vd.16b, vn.16b, vm.16b
+#define SXTL4S(d, n) NEON2(0x0f10a400, d, n)               // sxtl vd.4s, vn.4h
+#define SXTL24S(d, n) NEON2(0x4f10a400, d, n)              // sxtl2 vd.4s, vn.8h
 #define USHR16B(d, n, s) NEON2(0x6f080400 | (8-(s))<<16, d, n) // ushr vd.16b, vn.16b, #s
 
 // Floating point (float32 lanes).
