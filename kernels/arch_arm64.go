@@ -22,11 +22,10 @@ var (
 	neonDotTier = &Tier{name: "neon-dotprod"}
 )
 
-// haveNEON and haveDotProd record, once, what the CPU supports.
-var (
-	haveNEON    = cpuid.CPU.Supports(cpuid.ASIMD)
-	haveDotProd = haveNEON && cpuid.CPU.Supports(cpuid.ASIMDDP)
-)
+// haveDotProd records, once, whether the CPU has the dot-product
+// extension. Advanced SIMD itself needs no test: every arm64 system Go
+// runs on has it (Go's runtime uses it too).
+var haveDotProd = cpuid.CPU.Supports(cpuid.ASIMDDP)
 
 // neonKernels is one variant's set of assembly kernels.
 type neonKernels struct {
@@ -71,9 +70,7 @@ func registerArch() {
 		q4_K:     kRows(dotQ4_KSDOT),
 		q6_K:     kRows(dotQ6_KSDOT),
 	})
-	if haveNEON {
-		available = append(available, neonTier)
-	}
+	available = append(available, neonTier)
 	if haveDotProd {
 		available = append(available, neonDotTier)
 	}
