@@ -108,3 +108,5 @@
 	SMLAL8H(t, b, y) \
 	SMLAL28H(t, b, y) \
 	SADDLP4S(s, t)
+#define NEG4S(d, n) NEON2(0x6ea0b800, d, n)                      // neg vd.4s, vn.4s
+#define MOV16B(d, n) NEON3(0x4ea01c00, d, n, n)                  // mov vd.16b, vn.16b (orr)
