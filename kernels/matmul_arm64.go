@@ -20,6 +20,10 @@ func tileFor(tr *Tier, tt *quant.Traits) *tileKernel {
 	case q8_0x4Traits:
 		return &tileQ8_0x4SDOT
 	}
+	switch tt.Type {
+	case quant.Q4_K:
+		return &tileQ4_KSDOT
+	}
 	return nil
 }
 
@@ -35,6 +39,12 @@ var (
 		rowStep:   4,
 		packBytes: packBytesQ4_0x8x4,
 		pack:      packQ4_0x8x4,
+	}
+	tileQ4_KSDOT = tileKernel{
+		run:       q4_Kx4SDOT,
+		rowStep:   1,
+		packBytes: packBytesQ8_Kx4,
+		pack:      packQ8_Kx4,
 	}
 )
 
@@ -67,4 +77,20 @@ func q8_0x4x4SDOT(out []float32, ostride int, w []byte, rowBytes, cols, rows int
 	tileChecks(out, ostride, w, rowBytes, rows, packed, packBytesQ4_0x8x4(cols))
 	dotQ8_0x4x2SDOT(&out[0], ostride, rows/4, &w[0], cols/32, &packed[0])
 	dotQ8_0x4x2SDOT(&out[2*ostride], ostride, rows/4, &w[0], cols/32, &packed[2*q4_0x8TokBlock])
+}
+
+// kTileScratch holds the float accumulators of a K-quant tile's four
+// activations: three registers of four float32 each.
+type kTileScratch [tileTokens * 12]float32
+
+// The K-quant tile kernels: rows one at a time against packQ8_Kx4's form
+// (Q4_K) or packQ6_Kx4's (Q6_K) of four activations.
+
+//go:noescape
+func dotQ4_Kx4SDOT(out *float32, ostride, rows int, w *byte, nb, rowBytes int, packed *byte, scratch *float32)
+
+func q4_Kx4SDOT(out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
+	tileChecks(out, ostride, w, rowBytes, rows, packed, packBytesQ8_Kx4(cols))
+	var s kTileScratch
+	dotQ4_Kx4SDOT(&out[0], ostride, rows, &w[0], cols/256, rowBytes, &packed[0], &s[0])
 }
