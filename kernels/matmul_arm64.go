@@ -23,6 +23,8 @@ func tileFor(tr *Tier, tt *quant.Traits) *tileKernel {
 	switch tt.Type {
 	case quant.Q4_K:
 		return &tileQ4_KSDOT
+	case quant.Q6_K:
+		return &tileQ6_KSDOT
 	}
 	return nil
 }
@@ -42,6 +44,12 @@ var (
 	}
 	tileQ4_KSDOT = tileKernel{
 		run:       q4_Kx4SDOT,
+		rowStep:   1,
+		packBytes: packBytesQ8_Kx4,
+		pack:      packQ8_Kx4,
+	}
+	tileQ6_KSDOT = tileKernel{
+		run:       q6_Kx4SDOT,
 		rowStep:   1,
 		packBytes: packBytesQ8_Kx4,
 		pack:      packQ8_Kx4,
@@ -93,4 +101,13 @@ func q4_Kx4SDOT(out []float32, ostride int, w []byte, rowBytes, cols, rows int, 
 	tileChecks(out, ostride, w, rowBytes, rows, packed, packBytesQ8_Kx4(cols))
 	var s kTileScratch
 	dotQ4_Kx4SDOT(&out[0], ostride, rows, &w[0], cols/256, rowBytes, &packed[0], &s[0])
+}
+
+//go:noescape
+func dotQ6_Kx4SDOT(out *float32, ostride, rows int, w *byte, nb, rowBytes int, packed *byte, scratch *float32)
+
+func q6_Kx4SDOT(out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
+	tileChecks(out, ostride, w, rowBytes, rows, packed, packBytesQ8_Kx4(cols))
+	var s kTileScratch
+	dotQ6_Kx4SDOT(&out[0], ostride, rows, &w[0], cols/256, rowBytes, &packed[0], &s[0])
 }

@@ -31,20 +31,20 @@
 	ADD R1, R23, R24 \
 	ADD R1, R24, R25
 
-// TILEROWSTART zeroes the four activations' accumulators (V28-V30 each)
-// in scratch and starts the row's blocks.
+// TILEROWSTART zeroes the four activations' accumulators in scratch
+// (with V24-V26) and starts the row's blocks.
 #define TILEROWSTART \
 	MOVD R3, R6 \
 	MOVD R5, R7 \
 	MOVD R4, R8 \
-	MOVI0(28) \
-	MOVI0(29) \
-	MOVI0(30) \
+	MOVI0(24) \
+	MOVI0(25) \
+	MOVI0(26) \
 	MOVD R26, R9 \
-	VST1.P [V28.S4, V29.S4, V30.S4], 48(R9) \
-	VST1.P [V28.S4, V29.S4, V30.S4], 48(R9) \
-	VST1.P [V28.S4, V29.S4, V30.S4], 48(R9) \
-	VST1 [V28.S4, V29.S4, V30.S4], (R9)
+	VST1.P [V24.S4, V25.S4, V26.S4], 48(R9) \
+	VST1.P [V24.S4, V25.S4, V26.S4], 48(R9) \
+	VST1.P [V24.S4, V25.S4, V26.S4], 48(R9) \
+	VST1 [V24.S4, V25.S4, V26.S4], (R9)
 
 // Q4KTOUT writes one activation's result for the row to (Rout) and
 // advances Rout, as the end of Q4_KROWS does: hsum_float_8 of the lanes
@@ -179,4 +179,121 @@ q4kblock:
 	ADD R16, R3
 	SUBS $1, R2
 	BNE q4krow
+	RET
+
+// Q6TUNPACK makes group u of a half super-block, the 6-bit quants minus
+// 32 as Q6GROUP does: lo writes the low 4 bits to Vu, hi the high 2 to
+// V2 (then masked to bits 4-5 by V31); V1 holds 32 in every byte.
+#define Q6TUNPACK(u, lo, hi) \
+	lo \
+	hi \
+	AND16B(2, 2, 31) \
+	ORR16B(u, u, 2) \
+	SUB16B(u, u, 1)
+
+// Q6THALF unpacks a half super-block (ql in V24-V27, qh in V28, V29) to
+// the groups in Vu0..Vu0+7; V30 holds 0x0F in every byte.
+#define Q6THALF(u0, u1, u2, u3, u4, u5, u6, u7) \
+	Q6TUNPACK(u0, AND16B(u0, 24, 30), SHL16B(2, 28, 4)) \
+	Q6TUNPACK(u1, AND16B(u1, 25, 30), SHL16B(2, 29, 4)) \
+	Q6TUNPACK(u2, AND16B(u2, 26, 30), SHL16B(2, 28, 2)) \
+	Q6TUNPACK(u3, AND16B(u3, 27, 30), SHL16B(2, 29, 2)) \
+	Q6TUNPACK(u4, USHR16B(u4, 24, 4), MOV16B(2, 28)) \
+	Q6TUNPACK(u5, USHR16B(u5, 25, 4), MOV16B(2, 29)) \
+	Q6TUNPACK(u6, USHR16B(u6, 26, 4), USHR16B(2, 28, 2)) \
+	Q6TUNPACK(u7, USHR16B(u7, 27, 4), USHR16B(2, 29, 2))
+
+// Q6TPAIR adds groups Vu (even: lanes 0-3, V26) and Vu+1 (odd: lanes 4-7,
+// V27) times the activation's next 32 quants, with scales sc[lo], sc[hi].
+#define Q6TPAIR(u, v, sc, lo, hi) \
+	VLD1.P 32(R7), [V2.B16, V3.B16] \
+	IDOT_SDOT(28, u, 2, 0, 0) \
+	IDOT_SDOT(29, v, 3, 0, 0) \
+	MLA4SE(26, 28, sc, lo) \
+	MLA4SE(27, 29, sc, hi)
+
+// Q6KTOK adds the activation block at R7 (advanced past it) to its
+// accumulators at R9 (V24, V25; advanced past them), as Q6_KROWS does:
+// group j (in V4+j) with scale sc[j] (lane j%4 of V20+j/4).
+#define Q6KTOK \
+	FMOVS (R7), F1 \
+	FMULS F0, F1, F1 \
+	VLD1 (R9), [V24.S4, V25.S4] \
+	MOVI0(26) \
+	MOVI0(27) \
+	ADD $4, R7 \
+	Q6TPAIR(4, 5, 20, 0, 1) \
+	Q6TPAIR(6, 7, 20, 2, 3) \
+	Q6TPAIR(8, 9, 21, 0, 1) \
+	Q6TPAIR(10, 11, 21, 2, 3) \
+	Q6TPAIR(12, 13, 22, 0, 1) \
+	Q6TPAIR(14, 15, 22, 2, 3) \
+	Q6TPAIR(16, 17, 23, 0, 1) \
+	Q6TPAIR(18, 19, 23, 2, 3) \
+	ADD $32, R7 \
+	SCVTF4S(26, 26) \
+	SCVTF4S(27, 27) \
+	FMLA4SE(24, 26, 1, 0) \
+	FMLA4SE(25, 27, 1, 0) \
+	VST1.P [V24.S4, V25.S4], 32(R9)
+
+// Q6KTOUT writes one activation's result for the row to (Rout) and
+// advances Rout: hsum_float_8 of V24, V25.
+#define Q6KTOUT(out) \
+	VLD1.P 32(R9), [V24.S4, V25.S4] \
+	HSUM8(24, 25, 26) \
+	FMOVS.P F24, 4(out)
+
+// func dotQ6_Kx4SDOT(out *float32, ostride, rows int, w *byte, nb, rowBytes int, packed *byte, scratch *float32)
+//
+// Per block the sixteen groups of 16 quants, unpacked, in V4-V19, the
+// scales in V20-V23, d in V0; the activations' accumulators in scratch
+// (32 bytes each).
+TEXT ·dotQ6_Kx4SDOT(SB), NOSPLIT, $0-64
+	TILEPROLOGUE
+	MOVD R15, R16
+	VMOVI $15, V30.B16
+	VMOVI $48, V31.B16
+
+q6krow:
+	TILEROWSTART
+
+q6kblock:
+	ADD $192, R6, R10
+	VLD1 (R10), [V24.B16]
+	SXTL8H(26, 24)
+	SXTL28H(27, 24)
+	SXTL4S(20, 26)
+	SXTL24S(21, 26)
+	SXTL4S(22, 27)
+	SXTL24S(23, 27)
+	MOVHU 208(R6), R10
+	FMOVS R10, F0
+	FCVTHS F0, F0
+	VMOVI $32, V1.B16
+	VLD1.P 64(R6), [V24.B16, V25.B16, V26.B16, V27.B16]
+	ADD $64, R6, R10
+	VLD1 (R10), [V28.B16, V29.B16]
+	Q6THALF(4, 5, 6, 7, 8, 9, 10, 11)
+	VLD1.P 64(R6), [V24.B16, V25.B16, V26.B16, V27.B16]
+	ADD $32, R6, R10
+	VLD1 (R10), [V28.B16, V29.B16]
+	Q6THALF(12, 13, 14, 15, 16, 17, 18, 19)
+	ADD $82, R6
+	MOVD R26, R9
+	Q6KTOK
+	Q6KTOK
+	Q6KTOK
+	Q6KTOK
+	SUBS $1, R8
+	BNE q6kblock
+
+	MOVD R26, R9
+	Q6KTOUT(R0)
+	Q6KTOUT(R23)
+	Q6KTOUT(R24)
+	Q6KTOUT(R25)
+	ADD R16, R3
+	SUBS $1, R2
+	BNE q6krow
 	RET
