@@ -168,3 +168,62 @@ func TestQuantizeTiersBits(t *testing.T) {
 		}
 	}
 }
+
+// TestTierTilesBits checks MatMul (and so the tiers' prefill tiles, for
+// the types that have them) of every tier bit for bit against the generic
+// tier's: the repacked types and those with tiles on some tier, row
+// counts of whole groups and odd ones, block counts with tails, and token
+// counts of whole tiles with a remainder.
+func TestTierTilesBits(t *testing.T) {
+	r := rand.New(rand.NewPCG(75, 76))
+	types := []quant.Type{Q4_0x8, Q8_0x4, quant.Q4_0, quant.Q8_0, quant.Q4_K, quant.Q6_K, quant.F32, quant.F16, quant.BF16}
+	for _, tr := range available {
+		if tr == genericTier {
+			continue
+		}
+		for _, typ := range types {
+			file := typ
+			if k, ok := repacked[typ]; ok {
+				file = k.file
+			}
+			tt, err := quant.Lookup(file)
+			if err != nil {
+				continue
+			}
+			bs := tt.BlockSize
+			for _, nb := range []int{1, 3, 17} {
+				cols := nb * bs
+				if bs == 1 {
+					cols = []int{31, 96, 1000}[nb%3]
+				}
+				for _, rows := range []int{5, 8, 24, 40} {
+					if rows%8 != 0 && file != typ {
+						continue // repacked types are whole groups
+					}
+					for _, n := range []int{4, 9} {
+						w := randomRows(r, file, rows, cols)
+						acts := randomRows(r, tt.VecDot, n, cols)
+						switch file {
+						case quant.Q4_0:
+							extremeQ4_0(r, w, acts)
+						case quant.Q8_0:
+							extremeQ8_0(r, w)
+							extremeQ8_0(r, acts)
+						}
+						if file != typ {
+							if _, err := Repack(file, w, w, rows, cols); err != nil {
+								t.Fatal(err)
+							}
+						}
+						name := fmt.Sprintf("%s/%s/%dx%d/n%d", tr.name, typeName(typ), rows, cols, n)
+						want := make([]float32, n*rows)
+						genericTier.MatMul(typ, want, w, cols, acts, n)
+						got := make([]float32, n*rows)
+						tr.MatMul(typ, got, w, cols, acts, n)
+						sameFloats(t, name, got, want)
+					}
+				}
+			}
+		}
+	}
+}
