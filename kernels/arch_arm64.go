@@ -40,6 +40,9 @@ func initNEONTier(tr *Tier, k neonKernels) {
 	tr.preps[quant.Q4_0] = prepQ4_0x8
 	tr.kernels[quant.Q4_K] = k.q4_K
 	tr.kernels[quant.Q6_K] = k.q6_K
+	tr.kernels[quant.F32] = f32NEON
+	tr.kernels[quant.F16] = f16NEON
+	tr.kernels[quant.BF16] = bf16NEON
 	tr.q4_0Gemv = k.q4_0Gemv
 	tr.q4_0x8 = k.q4_0x8
 	tr.q4_0x8Prep = prepQ4_0x8

@@ -110,3 +110,6 @@
 	SADDLP4S(s, t)
 #define NEG4S(d, n) NEON2(0x6ea0b800, d, n)                      // neg vd.4s, vn.4s
 #define MOV16B(d, n) NEON3(0x4ea01c00, d, n, n)                  // mov vd.16b, vn.16b (orr)
+#define FADDP4S(d, n, m) NEON3(0x6e20d400, d, n, m)              // faddp vd.4s, vn.4s, vm.4s
+#define SHLL4S(d, n) NEON2(0x2e613800, d, n)                     // shll vd.4s, vn.4h, #16
+#define SHLL24S(d, n) NEON2(0x6e613800, d, n)                    // shll2 vd.4s, vn.8h, #16
