@@ -38,16 +38,7 @@
 // REDUCE32 is quant's reduce32 (GGML_F32x8_REDUCE) of V16-V23 into lane
 // 0 of V16: x = (acc[l]+acc[16+l]) + (acc[8+l]+acc[24+l]) for the eight
 // lanes l, then x[j]+x[j+4], then (t0+t1) + (t2+t3).
-#define REDUCE32 \
-	FADD4S(16, 16, 20) \
-	FADD4S(18, 18, 22) \
-	FADD4S(16, 16, 18) \
-	FADD4S(17, 17, 21) \
-	FADD4S(19, 19, 23) \
-	FADD4S(17, 17, 19) \
-	FADD4S(16, 16, 17) \
-	FADDP4S(16, 16, 16) \
-	FADDPS(16, 16)
+#define REDUCE32 REDUCE32R(16, 17, 18, 19, 20, 21, 22, 23)
 
 #define FLOATROWEND \
 	FMOVS.P F16, 4(R0) \

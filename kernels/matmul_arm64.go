@@ -2,15 +2,30 @@
 
 package kernels
 
-import "github.com/qsf-llm/qsf/quant"
+import (
+	"encoding/binary"
+	"math"
+
+	"github.com/qsf-llm/qsf/quant"
+)
 
 // tileFor returns the tile kernel of tier tr for traits tt, or nil when
-// it has none. Only the neon-dotprod tier has tiles: they keep the
-// weights of a block (and their unpacked nibbles) in registers while four
-// activations pass over them, which leaves no room for the plain-NEON
-// integer dot product's scratch registers. Each (row, activation) gets
-// exactly the arithmetic of the tier's one-activation kernel.
+// it has none. Both neon tiers have the F32 and F16 tiles; the quantized
+// ones are the neon-dotprod tier's: they keep the weights of a block (and
+// their unpacked nibbles) in registers while the activations pass over
+// them, which leaves no room for the plain-NEON integer dot product's
+// scratch registers. Each (row, activation) gets exactly the arithmetic
+// of the tier's one-activation kernel.
 func tileFor(tr *Tier, tt *quant.Traits) *tileKernel {
+	if tr != neonDotTier && tr != neonTier {
+		return nil
+	}
+	switch tt.Type {
+	case quant.F32:
+		return &tileF32NEON
+	case quant.F16:
+		return &tileF16NEON
+	}
 	if tr != neonDotTier {
 		return nil
 	}
@@ -41,6 +56,18 @@ var (
 		rowStep:   4,
 		packBytes: packBytesQ4_0x8x4,
 		pack:      packQ4_0x8x4,
+	}
+	tileF32NEON = tileKernel{
+		run:       f32x4NEON,
+		rowStep:   1,
+		packBytes: packBytesF32x4,
+		pack:      packF32x4,
+	}
+	tileF16NEON = tileKernel{
+		run:       f16x4NEON,
+		rowStep:   1,
+		packBytes: packBytesF32x4,
+		pack:      packF16x4NEON,
 	}
 	tileQ4_KSDOT = tileKernel{
 		run:       q4_Kx4SDOT,
@@ -110,4 +137,81 @@ func q6_Kx4SDOT(out []float32, ostride int, w []byte, rowBytes, cols, rows int, 
 	tileChecks(out, ostride, w, rowBytes, rows, packed, packBytesQ8_Kx4(cols))
 	var s kTileScratch
 	dotQ6_Kx4SDOT(&out[0], ostride, rows, &w[0], cols/256, rowBytes, &packed[0], &s[0])
+}
+
+// The float tiles: two activations at a time (the lanes of two take the
+// registers the row's chunk leaves), from packF32x4's or packF16x4NEON's
+// float32 activations, f32ActStride(cols) bytes apart.
+
+//go:noescape
+func dotF32x2NEON(out *float32, ostride, rows int, w *byte, chunks, rowBytes int, act *byte, actStride int)
+
+//go:noescape
+func dotF16x2NEON(out *float32, ostride, rows int, w *byte, chunks, rowBytes int, act *byte, actStride int)
+
+func f32x4NEON(out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
+	floatx4NEON(dotF32x2NEON, false, out, ostride, w, rowBytes, cols, rows, packed)
+}
+
+func f16x4NEON(out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
+	floatx4NEON(dotF16x2NEON, true, out, ostride, w, rowBytes, cols, rows, packed)
+}
+
+// floatx4NEON runs a float tile kernel on the activations two by two and
+// adds the tail past the last whole chunk as f32NEON (half false) or
+// f16NEON (half true) does.
+func floatx4NEON(f func(out *float32, ostride, rows int, w *byte, chunks, rowBytes int, act *byte, actStride int),
+	half bool, out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
+	stride := f32ActStride(cols)
+	tileChecks(out, ostride, w, rowBytes, rows, packed, (tileTokens-1)*stride+4*cols)
+	if chunks := cols / 32; chunks > 0 {
+		for t := 0; t < tileTokens; t += 2 {
+			f(&out[t*ostride], ostride, rows, &w[0], chunks, rowBytes, &packed[t*stride], stride)
+		}
+	} else {
+		for t := 0; t < tileTokens; t++ {
+			clear(out[t*ostride : t*ostride+rows])
+		}
+	}
+	tail := cols &^ 31
+	if tail == cols {
+		return
+	}
+	for t := 0; t < tileTokens; t++ {
+		act := packed[t*stride : t*stride+4*cols]
+		for r := 0; r < rows; r++ {
+			row := w[r*rowBytes:]
+			if !half {
+				sum := out[t*ostride+r]
+				for i := tail; i < cols; i++ {
+					a := math.Float32frombits(binary.LittleEndian.Uint32(row[4*i:]))
+					b := math.Float32frombits(binary.LittleEndian.Uint32(act[4*i:]))
+					sum += float32(a * b)
+				}
+				out[t*ostride+r] = sum
+				continue
+			}
+			sum := float64(out[t*ostride+r])
+			for i := tail; i < cols; i++ {
+				a := quant.FP16ToFP32(binary.LittleEndian.Uint16(row[2*i:]))
+				b := math.Float32frombits(binary.LittleEndian.Uint32(act[4*i:]))
+				sum += float64(float32(a * b))
+			}
+			out[t*ostride+r] = float32(sum)
+		}
+	}
+}
+
+// packF16x4NEON widens tileTokens F16 activations to float32 (exactly),
+// f32ActStride(cols) bytes apart, for the F16 tile.
+func packF16x4NEON(dst, acts []byte, actBytes, cols int) {
+	stride := f32ActStride(cols)
+	for t := 0; t < tileTokens; t++ {
+		act := acts[t*actBytes : t*actBytes+2*cols]
+		o := dst[t*stride : t*stride+4*cols]
+		for i := 0; i < cols; i++ {
+			f := quant.FP16ToFP32(binary.LittleEndian.Uint16(act[2*i:]))
+			binary.LittleEndian.PutUint32(o[4*i:], math.Float32bits(f))
+		}
+	}
 }

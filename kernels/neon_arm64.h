@@ -113,3 +113,17 @@
 #define FADDP4S(d, n, m) NEON3(0x6e20d400, d, n, m)              // faddp vd.4s, vn.4s, vm.4s
 #define SHLL4S(d, n) NEON2(0x2e613800, d, n)                     // shll vd.4s, vn.4h, #16
 #define SHLL24S(d, n) NEON2(0x6e613800, d, n)                    // shll2 vd.4s, vn.8h, #16
+
+// REDUCE32R is the reduction of ggml_vec_dot_f32 (quant's reduce32,
+// GGML_F32x8_REDUCE) of the 32 float32 lanes in Va0..Va7 (each a register
+// number), into lane 0 of Va0.
+#define REDUCE32R(a0, a1, a2, a3, a4, a5, a6, a7) \
+	FADD4S(a0, a0, a4) \
+	FADD4S(a2, a2, a6) \
+	FADD4S(a0, a0, a2) \
+	FADD4S(a1, a1, a5) \
+	FADD4S(a3, a3, a7) \
+	FADD4S(a1, a1, a3) \
+	FADD4S(a0, a0, a1) \
+	FADDP4S(a0, a0, a0) \
+	FADDPS(a0, a0)
