@@ -30,6 +30,7 @@ var haveDotProd = cpuid.CPU.Supports(cpuid.ASIMDDP)
 // neonKernels is one variant's set of assembly kernels.
 type neonKernels struct {
 	q8_0, q4_0, q4_0Gemv, q4_0x8, q8_0x4, q4_K, q6_K rowsFunc
+	q5_0, q4_1, q5_1, iq4_NL                         rowsFunc
 }
 
 // initNEONTier fills in tr with the kernels of k and the shared ones.
@@ -40,6 +41,12 @@ func initNEONTier(tr *Tier, k neonKernels) {
 	tr.preps[quant.Q4_0] = prepQ4_0x8
 	tr.kernels[quant.Q4_K] = k.q4_K
 	tr.kernels[quant.Q6_K] = k.q6_K
+	tr.kernels[quant.Q5_0] = k.q5_0
+	tr.preps[quant.Q5_0] = prepQ4_0x8
+	tr.kernels[quant.IQ4_NL] = k.iq4_NL
+	tr.preps[quant.IQ4_NL] = prepQ4_0x8
+	tr.kernels[quant.Q4_1] = k.q4_1
+	tr.kernels[quant.Q5_1] = k.q5_1
 	tr.kernels[quant.F32] = f32NEON
 	tr.kernels[quant.F16] = f16NEON
 	tr.kernels[quant.BF16] = bf16NEON
@@ -63,6 +70,10 @@ func registerArch() {
 		q8_0x4:   q8_0x4Rows(dotQ8_0x4NEON),
 		q4_K:     kRows(dotQ4_KNEON),
 		q6_K:     kRows(dotQ6_KNEON),
+		q5_0:     q8_0Rows(dotQ5_0NEON),
+		q4_1:     q8_1Rows(dotQ4_1NEON),
+		q5_1:     q8_1Rows(dotQ5_1NEON),
+		iq4_NL:   q8_0Rows(dotIQ4_NLNEON),
 	})
 	initNEONTier(neonDotTier, neonKernels{
 		q8_0:     q8_0Rows(dotQ8_0SDOT),
@@ -72,6 +83,10 @@ func registerArch() {
 		q8_0x4:   q8_0x4Rows(dotQ8_0x4SDOT),
 		q4_K:     kRows(dotQ4_KSDOT),
 		q6_K:     kRows(dotQ6_KSDOT),
+		q5_0:     q8_0Rows(dotQ5_0SDOT),
+		q4_1:     q8_1Rows(dotQ4_1SDOT),
+		q5_1:     q8_1Rows(dotQ5_1SDOT),
+		iq4_NL:   q8_0Rows(dotIQ4_NLSDOT),
 	})
 	available = append(available, neonTier)
 	if haveDotProd {
@@ -138,6 +153,20 @@ func q8_0Rows(f rowsAsm) rowsFunc {
 	}
 }
 
+// q8_1Rows makes the tier's kernel of a type with Q8_1 activations (Q4_1,
+// Q5_1), which the assembly reads as they are (36 bytes a block).
+func q8_1Rows(f rowsAsm) rowsFunc {
+	return func(out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
+		if len(out) == 0 {
+			return
+		}
+		nb := cols / 32
+		_ = w[len(out)*rowBytes-1]
+		_ = act[nb*36-1]
+		f(&out[0], len(out), &w[0], nb, rowBytes, &act[0])
+	}
+}
+
 // q4_0Rows makes the tier's Q4_0 kernel (ggml_vec_dot_q4_0_q8_0's order).
 func q4_0Rows(f rowsAsm) rowsFunc { return q8_0Rows(f) }
 
@@ -166,6 +195,33 @@ func q8_0x4Rows(f rowsAsm) rowsFunc {
 		f(&out[0], len(out)/4, &w[0], cols/32, rowBytes, &aux[0])
 	}
 }
+
+// The legacy_arm64.s kernels: Q5_0 and IQ4_NL take the prepQ4_0x8 form of
+// their Q8_0 activation, Q4_1 and Q5_1 their Q8_1 activation itself.
+
+//go:noescape
+func dotQ5_0NEON(out *float32, rows int, w *byte, nb, rowBytes int, act *byte)
+
+//go:noescape
+func dotQ5_0SDOT(out *float32, rows int, w *byte, nb, rowBytes int, act *byte)
+
+//go:noescape
+func dotQ4_1NEON(out *float32, rows int, w *byte, nb, rowBytes int, act *byte)
+
+//go:noescape
+func dotQ4_1SDOT(out *float32, rows int, w *byte, nb, rowBytes int, act *byte)
+
+//go:noescape
+func dotQ5_1NEON(out *float32, rows int, w *byte, nb, rowBytes int, act *byte)
+
+//go:noescape
+func dotQ5_1SDOT(out *float32, rows int, w *byte, nb, rowBytes int, act *byte)
+
+//go:noescape
+func dotIQ4_NLNEON(out *float32, rows int, w *byte, nb, rowBytes int, act *byte)
+
+//go:noescape
+func dotIQ4_NLSDOT(out *float32, rows int, w *byte, nb, rowBytes int, act *byte)
 
 //go:noescape
 func dotQ4_KNEON(out *float32, rows int, w *byte, nb, rowBytes int, act *byte)

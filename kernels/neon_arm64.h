@@ -127,3 +127,7 @@
 	FADD4S(a0, a0, a1) \
 	FADDP4S(a0, a0, a0) \
 	FADDPS(a0, a0)
+#define TBL16B(d, n, m) NEON3(0x4e000000, d, n, m)               // tbl vd.16b, {vn.16b}, vm.16b
+#define CMTST16B(d, n, m) NEON3(0x4e208c00, d, n, m)             // cmtst vd.16b, vn.16b, vm.16b
+#define BIC16B(d, n, m) NEON3(0x4e601c00, d, n, m)               // bic vd.16b, vn.16b, vm.16b
+#define ADD16B(d, n, m) NEON3(0x4e208400, d, n, m)               // add vd.16b, vn.16b, vm.16b
