@@ -30,7 +30,7 @@ var haveDotProd = cpuid.CPU.Supports(cpuid.ASIMDDP)
 // neonKernels is one variant's set of assembly kernels.
 type neonKernels struct {
 	q8_0, q4_0, q4_0Gemv, q4_0x8, q8_0x4, q4_K, q6_K rowsFunc
-	q5_0, q4_1, q5_1, iq4_NL, q5_K                   rowsFunc
+	q5_0, q4_1, q5_1, iq4_NL, q2_K, q3_K, q5_K       rowsFunc
 }
 
 // initNEONTier fills in tr with the kernels of k and the shared ones.
@@ -42,6 +42,8 @@ func initNEONTier(tr *Tier, k neonKernels) {
 	tr.kernels[quant.Q4_K] = k.q4_K
 	tr.kernels[quant.Q6_K] = k.q6_K
 	tr.kernels[quant.Q5_K] = k.q5_K
+	tr.kernels[quant.Q2_K] = k.q2_K
+	tr.kernels[quant.Q3_K] = k.q3_K
 	tr.kernels[quant.Q5_0] = k.q5_0
 	tr.preps[quant.Q5_0] = prepQ4_0x8
 	tr.kernels[quant.IQ4_NL] = k.iq4_NL
@@ -76,6 +78,8 @@ func registerArch() {
 		q5_1:     q8_1Rows(dotQ5_1NEON),
 		iq4_NL:   q8_0Rows(dotIQ4_NLNEON),
 		q5_K:     kRows(dotQ5_KNEON),
+		q2_K:     kRows(dotQ2_KNEON),
+		q3_K:     kRows(dotQ3_KNEON),
 	})
 	initNEONTier(neonDotTier, neonKernels{
 		q8_0:     q8_0Rows(dotQ8_0SDOT),
@@ -90,6 +94,8 @@ func registerArch() {
 		q5_1:     q8_1Rows(dotQ5_1SDOT),
 		iq4_NL:   q8_0Rows(dotIQ4_NLSDOT),
 		q5_K:     kRows(dotQ5_KSDOT),
+		q2_K:     kRows(dotQ2_KSDOT),
+		q3_K:     kRows(dotQ3_KSDOT),
 	})
 	available = append(available, neonTier)
 	if haveDotProd {
@@ -231,6 +237,18 @@ func dotQ4_KNEON(out *float32, rows int, w *byte, nb, rowBytes int, act *byte)
 
 //go:noescape
 func dotQ4_KSDOT(out *float32, rows int, w *byte, nb, rowBytes int, act *byte)
+
+//go:noescape
+func dotQ2_KNEON(out *float32, rows int, w *byte, nb, rowBytes int, act *byte)
+
+//go:noescape
+func dotQ2_KSDOT(out *float32, rows int, w *byte, nb, rowBytes int, act *byte)
+
+//go:noescape
+func dotQ3_KNEON(out *float32, rows int, w *byte, nb, rowBytes int, act *byte)
+
+//go:noescape
+func dotQ3_KSDOT(out *float32, rows int, w *byte, nb, rowBytes int, act *byte)
 
 //go:noescape
 func dotQ5_KNEON(out *float32, rows int, w *byte, nb, rowBytes int, act *byte)

@@ -131,3 +131,6 @@
 #define CMTST16B(d, n, m) NEON3(0x4e208c00, d, n, m)             // cmtst vd.16b, vn.16b, vm.16b
 #define BIC16B(d, n, m) NEON3(0x4e601c00, d, n, m)               // bic vd.16b, vn.16b, vm.16b
 #define ADD16B(d, n, m) NEON3(0x4e208400, d, n, m)               // add vd.16b, vn.16b, vm.16b
+#define SMULL4S(d, n, m) NEON3(0x0e60c000, d, n, m)              // smull vd.4s, vn.4h, vm.4h
+#define SMULL24S(d, n, m) NEON3(0x4e60c000, d, n, m)             // smull2 vd.4s, vn.8h, vm.8h
+#define UXTL28H(d, n) NEON2(0x6f08a400, d, n)                    // uxtl2 vd.8h, vn.16b
