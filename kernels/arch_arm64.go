@@ -31,6 +31,7 @@ var haveDotProd = cpuid.CPU.Supports(cpuid.ASIMDDP)
 type neonKernels struct {
 	q8_0, q4_0, q4_0Gemv, q4_0x8, q8_0x4, q4_K, q6_K rowsFunc
 	q5_0, q4_1, q5_1, iq4_NL, q2_K, q3_K, q5_K       rowsFunc
+	tq1_0, tq2_0                                     rowsFunc
 }
 
 // initNEONTier fills in tr with the kernels of k and the shared ones.
@@ -44,6 +45,8 @@ func initNEONTier(tr *Tier, k neonKernels) {
 	tr.kernels[quant.Q5_K] = k.q5_K
 	tr.kernels[quant.Q2_K] = k.q2_K
 	tr.kernels[quant.Q3_K] = k.q3_K
+	tr.kernels[quant.TQ1_0] = k.tq1_0
+	tr.kernels[quant.TQ2_0] = k.tq2_0
 	tr.kernels[quant.Q5_0] = k.q5_0
 	tr.preps[quant.Q5_0] = prepQ4_0x8
 	tr.kernels[quant.IQ4_NL] = k.iq4_NL
@@ -80,6 +83,8 @@ func registerArch() {
 		q5_K:     kRows(dotQ5_KNEON),
 		q2_K:     kRows(dotQ2_KNEON),
 		q3_K:     kRows(dotQ3_KNEON),
+		tq1_0:    kRows(dotTQ1_0NEON),
+		tq2_0:    kRows(dotTQ2_0NEON),
 	})
 	initNEONTier(neonDotTier, neonKernels{
 		q8_0:     q8_0Rows(dotQ8_0SDOT),
@@ -96,6 +101,8 @@ func registerArch() {
 		q5_K:     kRows(dotQ5_KSDOT),
 		q2_K:     kRows(dotQ2_KSDOT),
 		q3_K:     kRows(dotQ3_KSDOT),
+		tq1_0:    kRows(dotTQ1_0SDOT),
+		tq2_0:    kRows(dotTQ2_0SDOT),
 	})
 	available = append(available, neonTier)
 	if haveDotProd {
@@ -249,6 +256,18 @@ func dotQ3_KNEON(out *float32, rows int, w *byte, nb, rowBytes int, act *byte)
 
 //go:noescape
 func dotQ3_KSDOT(out *float32, rows int, w *byte, nb, rowBytes int, act *byte)
+
+//go:noescape
+func dotTQ1_0NEON(out *float32, rows int, w *byte, nb, rowBytes int, act *byte)
+
+//go:noescape
+func dotTQ1_0SDOT(out *float32, rows int, w *byte, nb, rowBytes int, act *byte)
+
+//go:noescape
+func dotTQ2_0NEON(out *float32, rows int, w *byte, nb, rowBytes int, act *byte)
+
+//go:noescape
+func dotTQ2_0SDOT(out *float32, rows int, w *byte, nb, rowBytes int, act *byte)
 
 //go:noescape
 func dotQ5_KNEON(out *float32, rows int, w *byte, nb, rowBytes int, act *byte)

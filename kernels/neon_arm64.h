@@ -134,3 +134,5 @@
 #define SMULL4S(d, n, m) NEON3(0x0e60c000, d, n, m)              // smull vd.4s, vn.4h, vm.4h
 #define SMULL24S(d, n, m) NEON3(0x4e60c000, d, n, m)             // smull2 vd.4s, vn.8h, vm.8h
 #define UXTL28H(d, n) NEON2(0x6f08a400, d, n)                    // uxtl2 vd.8h, vn.16b
+#define UHADD16B(d, n, m) NEON3(0x6e200400, d, n, m)             // uhadd vd.16b, vn.16b, vm.16b
+#define MUL16B(d, n, m) NEON3(0x4e209c00, d, n, m)               // mul vd.16b, vn.16b, vm.16b
