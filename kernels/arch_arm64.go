@@ -63,6 +63,7 @@ func initNEONTier(tr *Tier, k neonKernels) {
 	tr.q8_0x4Prep = prepQ4_0x8
 	tr.quantQ8_0 = quantQ8_0NEONGo
 	tr.quantQ8_1 = quantQ8_1NEONGo
+	tr.quantQ8_K = quantQ8_KNEONGo
 }
 
 // registerArch fills in the neon tiers and adds those this CPU supports to
@@ -320,4 +321,27 @@ func quantQ8_1NEONGo(dst []byte, src []float32) {
 	}
 	_ = dst[36*nb-1]
 	quantQ8_1NEON(&dst[0], &src[0], nb)
+}
+
+//go:noescape
+func quantQ8_KNEON(dst *byte, src *float32, nb int) (done int)
+
+// quantQ8_KNEONGo is the neon tiers' Q8_K activation quantizer;
+// len(src) is a multiple of 256. The blocks the assembly leaves (all
+// zero, or with an infinity, a NaN or a magnitude so small that −127/mx
+// overflows) go to package quant's quantizer one at a time.
+func quantQ8_KNEONGo(dst []byte, src []float32) {
+	nb := len(src) / 256
+	_ = dst[292*nb-1]
+	for b := 0; b < nb; {
+		b += quantQ8_KNEON(&dst[292*b], &src[256*b], nb-b)
+		if b < nb {
+			tt, err := quant.Lookup(quant.Q8_K)
+			if err != nil {
+				panic(err) // unreachable: Q8_K is always in quant's table
+			}
+			tt.Quantize(dst[292*b:292*b+292], src[256*b:256*b+256])
+			b++
+		}
+	}
 }

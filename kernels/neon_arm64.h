@@ -136,3 +136,6 @@
 #define UXTL28H(d, n) NEON2(0x6f08a400, d, n)                    // uxtl2 vd.8h, vn.16b
 #define UHADD16B(d, n, m) NEON3(0x6e200400, d, n, m)             // uhadd vd.16b, vn.16b, vm.16b
 #define MUL16B(d, n, m) NEON3(0x4e209c00, d, n, m)               // mul vd.16b, vn.16b, vm.16b
+#define FCMEQ4S(d, n, m) NEON3(0x4e20e400, d, n, m)              // fcmeq vd.4s, vn.4s, vm.4s
+#define SADDLV16B(d, n) NEON2(0x4e303800, d, n)                  // saddlv hd, vn.16b
+#define UMAXV4S(d, n) NEON2(0x6eb0a800, d, n)                    // umaxv sd, vn.4s
