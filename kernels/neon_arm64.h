@@ -139,3 +139,9 @@
 #define FCMEQ4S(d, n, m) NEON3(0x4e20e400, d, n, m)              // fcmeq vd.4s, vn.4s, vm.4s
 #define SADDLV16B(d, n) NEON2(0x4e303800, d, n)                  // saddlv hd, vn.16b
 #define UMAXV4S(d, n) NEON2(0x6eb0a800, d, n)                    // umaxv sd, vn.4s
+#define SHL4S(d, n, s) NEON2(0x4f205400 | (s)<<16, d, n)         // shl vd.4s, vn.4s, #s
+#define FCMGT4S(d, n, m) NEON3(0x6ea0e400, d, n, m)              // fcmgt vd.4s, vn.4s, vm.4s
+#define FCMLEZ4S(d, n) NEON2(0x6ea0d800, d, n)                   // fcmle vd.4s, vn.4s, #0.0
+#define FDIV4S(d, n, m) NEON3(0x6e20fc00, d, n, m)               // fdiv vd.4s, vn.4s, vm.4s
+#define BIT16B(d, n, m) NEON3(0x6ea01c00, d, n, m)               // bit vd.16b, vn.16b, vm.16b
+#define FMLS4S(d, n, m) NEON3(0x4ea0cc00, d, n, m)               // fmls vd.4s, vn.4s, vm.4s
