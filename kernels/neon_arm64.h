@@ -145,3 +145,5 @@
 #define FDIV4S(d, n, m) NEON3(0x6e20fc00, d, n, m)               // fdiv vd.4s, vn.4s, vm.4s
 #define BIT16B(d, n, m) NEON3(0x6ea01c00, d, n, m)               // bit vd.16b, vn.16b, vm.16b
 #define FMLS4S(d, n, m) NEON3(0x4ea0cc00, d, n, m)               // fmls vd.4s, vn.4s, vm.4s
+#define FCVTN4H(d, n) NEON2(0x0e216800, d, n)                    // fcvtn vd.4h, vn.4s
+#define FCVTN28H(d, n) NEON2(0x4e216800, d, n)                   // fcvtn2 vd.8h, vn.4s
