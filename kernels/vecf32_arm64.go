@@ -63,4 +63,10 @@ func reduceLanes32Asm(out, lanes []float32) bool {
 	return true
 }
 
-func rotateF32Asm(v, cs []float32, pairs, step, off int) bool { return false }
+//go:noescape
+func rotateF32NEON(v, cs *float32, pairs, step, off int)
+
+func rotateF32Asm(v, cs []float32, pairs, step, off int) bool {
+	rotateF32NEON(&v[0], &cs[0], pairs, 4*step, 4*off)
+	return true
+}

@@ -125,3 +125,32 @@ col4:
 	SUBS $1, R2
 	BNE col4
 	RET
+
+// func rotateF32NEON(v, cs *float32, pairs, step, off int)
+//
+// Pair i is x0 = v[i·step], x1 = v[i·step+off] (step and off in bytes),
+// turned by c = cs[2i], s = cs[2i+1]: fma(x0, c, −(x1·s)) with FNMSUB and
+// fma(x0, s, x1·c) with FMADD, the products by x1 rounded first, as
+// RotateF32 specifies.
+TEXT ·rotateF32NEON(SB), NOSPLIT, $0-40
+	MOVD v+0(FP), R0
+	MOVD cs+8(FP), R1
+	MOVD pairs+16(FP), R2
+	MOVD step+24(FP), R3
+	MOVD off+32(FP), R4
+
+rot:
+	FMOVS.P 4(R1), F2
+	FMOVS.P 4(R1), F3
+	FMOVS (R0), F0
+	FMOVS (R0)(R4), F1
+	FMULS F3, F1, F4
+	FNMSUBS F2, F4, F0, F4
+	FMULS F2, F1, F5
+	FMADDS F3, F5, F0, F5
+	FMOVS F4, (R0)
+	FMOVS F5, (R0)(R4)
+	ADD R3, R0
+	SUBS $1, R2
+	BNE rot
+	RET
