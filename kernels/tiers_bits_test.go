@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -37,6 +38,11 @@ func TestTierKernelsBits(t *testing.T) {
 					case quant.Q8_0:
 						extremeQ8_0(r, w)
 						extremeQ8_0(r, act)
+					default:
+						extremeBlocks(r, typ, w)
+						if vecDotType[typ] == quant.Q8_K {
+							extremeQ8_K(r, act)
+						}
 					}
 					name := fmt.Sprintf("%s/%v/%dx%d", tr.name, typ, rows, cols)
 					want := make([]float32, rows)
@@ -62,6 +68,59 @@ func TestTierKernelsBits(t *testing.T) {
 					sameFloats(t, name+" MatMul", gotMM, wantMM)
 				}
 			}
+		}
+	}
+}
+
+// scaleFields gives, per block type, where its fp16 scales lie: the
+// offsets [lo, hi) of bytes extremeBlocks leaves alone.
+var scaleFields = map[quant.Type][2]int{
+	quant.Q4_1: {0, 4}, quant.Q5_0: {0, 2}, quant.Q5_1: {0, 4}, quant.IQ4_NL: {0, 2},
+	quant.Q2_K: {80, 84}, quant.Q3_K: {108, 110}, quant.Q4_K: {0, 4}, quant.Q5_K: {0, 4},
+	quant.Q6_K: {208, 210}, quant.TQ1_0: {52, 54}, quant.TQ2_0: {64, 66},
+}
+
+// extremeBlocks overwrites about a third of the blocks of w (of type t,
+// if scaleFields knows it) with every bit of their quants, scales and
+// mins set or clear, the fp16 scales kept: the largest codes, sub-block
+// scales and mins, and all-zero blocks.
+func extremeBlocks(r *rand.Rand, t quant.Type, w []byte) {
+	f, ok := scaleFields[t]
+	if !ok {
+		return
+	}
+	bb := t.BlockBytes()
+	for o := 0; o+bb <= len(w); o += bb {
+		var v byte
+		switch r.IntN(6) {
+		case 0:
+			v = 0xff
+		case 1:
+		default:
+			continue
+		}
+		for j := 0; j < bb; j++ {
+			if j < f[0] || j >= f[1] {
+				w[o+j] = v
+			}
+		}
+	}
+}
+
+// extremeQ8_K overwrites about a third of the blocks of a Q8_K activation
+// with quants all 127, all -127 or all -128 (their 16-element sums to
+// match).
+func extremeQ8_K(r *rand.Rand, act []byte) {
+	for o := 0; o+q8KBlock <= len(act); o += q8KBlock {
+		q := []int8{127, -127, -128, 0, 0, 0}[r.IntN(6)]
+		if q == 0 {
+			continue
+		}
+		for j := 0; j < 256; j++ {
+			act[o+4+j] = byte(q)
+		}
+		for j := 0; j < 16; j++ {
+			binary.LittleEndian.PutUint16(act[o+260+2*j:], uint16(int16(16*int(q))))
 		}
 	}
 }
@@ -209,6 +268,11 @@ func TestTierTilesBits(t *testing.T) {
 						case quant.Q8_0:
 							extremeQ8_0(r, w)
 							extremeQ8_0(r, acts)
+						default:
+							extremeBlocks(r, file, w)
+							if tt.VecDot == quant.Q8_K {
+								extremeQ8_K(r, acts)
+							}
 						}
 						if file != typ {
 							if _, err := Repack(file, w, w, rows, cols); err != nil {
