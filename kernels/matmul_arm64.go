@@ -34,8 +34,14 @@ func tileFor(tr *Tier, tt *quant.Traits) *tileKernel {
 		return &tileQ4_0x8SDOT
 	case q8_0x4Traits:
 		return &tileQ8_0x4SDOT
+	case q4_0Repacked:
+		return &tileQ4_0GT4SDOT
 	}
 	switch tt.Type {
+	case quant.Q8_0:
+		return &tileQ8_0T4SDOT
+	case quant.Q4_0:
+		return &tileQ4_0T4SDOT
 	case quant.Q4_K:
 		return &tileQ4_KSDOT
 	case quant.Q6_K:
@@ -54,6 +60,24 @@ var (
 	tileQ8_0x4SDOT = tileKernel{
 		run:       q8_0x4x4SDOT,
 		rowStep:   4,
+		packBytes: packBytesQ4_0x8x4,
+		pack:      packQ4_0x8x4,
+	}
+	tileQ8_0T4SDOT = tileKernel{
+		run:       q8_0T4SDOT,
+		rowStep:   1,
+		packBytes: packBytesQ4_0x8x4,
+		pack:      packQ4_0x8x4,
+	}
+	tileQ4_0T4SDOT = tileKernel{
+		run:       q4_0T4SDOT,
+		rowStep:   1,
+		packBytes: packBytesQ4_0x8x4,
+		pack:      packQ4_0x8x4,
+	}
+	tileQ4_0GT4SDOT = tileKernel{
+		run:       q4_0GT4SDOT,
+		rowStep:   1,
 		packBytes: packBytesQ4_0x8x4,
 		pack:      packQ4_0x8x4,
 	}
@@ -214,4 +238,31 @@ func packF16x4NEON(dst, acts []byte, actBytes, cols int) {
 			binary.LittleEndian.PutUint32(o[4*i:], math.Float32bits(f))
 		}
 	}
+}
+
+// The tiles of Q8_0 and Q4_0 in the file's layout (tile_q8_arm64.s): one
+// row at a time against the four activations of packQ4_0x8x4's form.
+
+//go:noescape
+func dotQ8_0T4SDOT(out *float32, ostride, rows int, w *byte, nb, rowBytes int, packed *byte)
+
+//go:noescape
+func dotQ4_0T4SDOT(out *float32, ostride, rows int, w *byte, nb, rowBytes int, packed *byte)
+
+//go:noescape
+func dotQ4_0GT4SDOT(out *float32, ostride, rows int, w *byte, nb, rowBytes int, packed *byte)
+
+func q8_0T4SDOT(out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
+	tileChecks(out, ostride, w, rowBytes, rows, packed, packBytesQ4_0x8x4(cols))
+	dotQ8_0T4SDOT(&out[0], ostride, rows, &w[0], cols/32, rowBytes, &packed[0])
+}
+
+func q4_0T4SDOT(out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
+	tileChecks(out, ostride, w, rowBytes, rows, packed, packBytesQ4_0x8x4(cols))
+	dotQ4_0T4SDOT(&out[0], ostride, rows, &w[0], cols/32, rowBytes, &packed[0])
+}
+
+func q4_0GT4SDOT(out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
+	tileChecks(out, ostride, w, rowBytes, rows, packed, packBytesQ4_0x8x4(cols))
+	dotQ4_0GT4SDOT(&out[0], ostride, rows, &w[0], cols/32, rowBytes, &packed[0])
 }
