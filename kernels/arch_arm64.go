@@ -332,6 +332,9 @@ func quantQ8_KNEON(dst *byte, src *float32, nb int) (done int)
 // overflows) go to package quant's quantizer one at a time.
 func quantQ8_KNEONGo(dst []byte, src []float32) {
 	nb := len(src) / 256
+	if nb == 0 {
+		return
+	}
 	_ = dst[292*nb-1]
 	for b := 0; b < nb; {
 		b += quantQ8_KNEON(&dst[292*b], &src[256*b], nb-b)

@@ -186,7 +186,7 @@ func TestQuantizeTiersBits(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, n := range []int{256, 512, 2048, 5632, 256 * 40} {
+		for _, n := range []int{0, 256, 512, 2048, 5632, 256 * 40} {
 			for rep := 0; rep < 3; rep++ {
 				var x []float32
 				if rep == 0 {
