@@ -23,7 +23,8 @@ type Config struct {
 	// at DefaultContextLength.
 	ContextLength int
 
-	// Kernel picks the model's kernel tier: "generic", "avx2" or "avx512" (see
+	// Kernel picks the model's kernel tier: "generic", "avx2", "avx512", "neon" or
+	// "neon-dotprod" (see
 	// kernels.Tiers). Empty means the QSF_KERNEL environment variable
 	// when it is set, else the fastest tier this CPU supports. The tier
 	// belongs to the model: other models and the process default

@@ -26,11 +26,14 @@ func (tr *Tier) Quantize(t quant.Type, dst []byte, src []float32) {
 	if err != nil || len(dst) != n {
 		panic(fmt.Sprintf("kernels: Quantize: %v of %d elements needs %d bytes, got %d", t, len(src), n, len(dst)))
 	}
-	f := tr.quantQ8_0
-	if t == quant.Q8_K {
+	var f func(dst []byte, src []float32)
+	switch t {
+	case quant.Q8_0:
+		f = tr.quantQ8_0
+	case quant.Q8_1:
+		f = tr.quantQ8_1
+	case quant.Q8_K:
 		f = tr.quantQ8_K
-	} else if t != quant.Q8_0 {
-		f = nil
 	}
 	if f != nil {
 		f(dst, src)

@@ -68,7 +68,7 @@ type kernelRow struct {
 }
 
 // Tier is one set of kernels for one instruction set ("generic", "avx2",
-// "avx512").
+// "avx512", "neon", "neon-dotprod").
 // Every tier computes the generic tier's results bit for bit; they differ
 // in speed only. A Tier is immutable and safe for concurrent use. Its
 // methods (Quantize, SiluF32, DotF32Rows, ...) are the package functions of
@@ -81,15 +81,15 @@ type Tier struct {
 	// it lacks runs the generic kernel.
 	table map[quant.Type]typeKernels
 
-	// quantQ8_0 and quantQ8_K quantize an activation to Q8_0 and Q8_K
-	// (see Quantize); nil means package quant's.
-	quantQ8_0, quantQ8_K func(dst []byte, src []float32)
+	// quantQ8_0, quantQ8_1 and quantQ8_K quantize an activation to
+	// Q8_0, Q8_1 and Q8_K (see Quantize); nil means package quant's.
+	quantQ8_0, quantQ8_1, quantQ8_K func(dst []byte, src []float32)
 }
 
 // inherit makes tr's kernels those of base, until tr registers its own.
 func (tr *Tier) inherit(base *Tier) {
 	tr.table = maps.Clone(base.table)
-	tr.quantQ8_0, tr.quantQ8_K = base.quantQ8_0, base.quantQ8_K
+	tr.quantQ8_0, tr.quantQ8_1, tr.quantQ8_K = base.quantQ8_0, base.quantQ8_1, base.quantQ8_K
 }
 
 // register sets the rows of tr's table listed: each row's decode kernel
@@ -226,7 +226,7 @@ func TierNamed(name string) (*Tier, error) {
 		}
 	}
 	switch name {
-	case "generic", "avx2", "avx512":
+	case "generic", "avx2", "avx512", "neon", "neon-dotprod":
 		return nil, fmt.Errorf("%w: %q is not supported on this CPU or build", ErrTier, name)
 	}
 	return nil, fmt.Errorf("%w: unknown tier %q", ErrTier, name)

@@ -45,7 +45,7 @@ func (mf *modelFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&mf.synthetic, "synthetic", "", "instead of -m, run a RANDOM-WEIGHT model of this shape (e.g. tiny), written once to the temp dir: a demo that needs no download; its output is noise")
 	fs.IntVar(&mf.threads, "threads", 0, "threads (0 = one per physical core)")
 	fs.IntVar(&mf.ctx, "ctx", 0, "context length in tokens (0 = the model's, at most 4096)")
-	fs.StringVar(&mf.kernel, "kernel", "", "kernel tier: generic, avx2 or avx512 (default: best available)")
+	fs.StringVar(&mf.kernel, "kernel", "", "kernel tier: generic, avx2, avx512, neon or neon-dotprod (default: best available; qsf kernels lists them)")
 	fs.BoolVar(&mf.noMmap, "no-mmap", false, "read the weights into memory instead of mapping the file")
 	fs.BoolVar(&mf.noRepack, "no-repack", false, "keep Q4_0 and Q8_0 weights in the file's layout (mapped in place) instead of repacking them at load for the faster kernels")
 	fs.StringVar(&mf.budget, "ram-budget", "", "peak memory budget, e.g. 200MB or 1.5GiB (streams the layers when the model does not fit)")

@@ -1,0 +1,57 @@
+//go:build arm64 && !purego
+
+package kernels
+
+import "github.com/qsf-llm/qsf/quant"
+
+// The half-precision vector kernels of the neon tiers (vecf16_arm64.s):
+// FCVTN/FCVTL conversions and ggml_vec_dot_f16's lanes, the same bits as
+// the generic code.
+
+//go:noescape
+func roundF16NEON(x *float32, n int)
+
+//go:noescape
+func f16FromF32NEON(dst *uint16, src *float32, n int)
+
+//go:noescape
+func dotF16F32NEON(out *float32, rows int, w *uint16, chunks, rowBytes int, x *float32)
+
+func roundF16Asm(x []float32) bool {
+	n := len(x) &^ 7
+	if n > 0 {
+		roundF16NEON(&x[0], n)
+	}
+	for i := n; i < len(x); i++ {
+		x[i] = quant.FP16ToFP32(quant.FP32ToFP16(x[i]))
+	}
+	return true
+}
+
+func f16FromF32Asm(dst []uint16, src []float32) bool {
+	n := len(src) &^ 7
+	if n > 0 {
+		f16FromF32NEON(&dst[0], &src[0], n)
+	}
+	for i := n; i < len(src); i++ {
+		dst[i] = quant.FP32ToFP16(src[i])
+	}
+	return true
+}
+
+// dotF16RowsAsm computes the chunks of 32 of every row and reduces them;
+// the caller adds an unpadded tail. A padded partial last chunk is left
+// to the generic code (it returns false). The caller has checked the
+// lengths.
+func dotF16RowsAsm(out []float32, w []uint16, stride int, x []float32, padded bool) bool {
+	cols := len(x)
+	if padded && cols%32 != 0 {
+		return false
+	}
+	if cols < 32 {
+		clear(out)
+		return true
+	}
+	dotF16F32NEON(&out[0], len(out), &w[0], cols/32, 2*stride, &x[0])
+	return true
+}
