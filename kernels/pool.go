@@ -215,12 +215,7 @@ func (p *Pool) MatVecs(tasks []MatVecTask) {
 	// that each piece starts on a group of its task.
 	total := 0
 	for i, t := range tasks {
-		tt, _ := check(t.Type, t.Out, t.W, t.Cols, t.Act)
-		if i < len(p.taskKey) {
-			p.taskKey[i] = kernelKey(tt)
-		} else {
-			p.taskKey = append(p.taskKey, kernelKey(tt))
-		}
+		check(t.Type, t.Out, t.W, t.Cols, t.Act)
 		if i < len(tasks)-1 && len(t.Out)%rowAlign != 0 {
 			for _, t := range tasks {
 				p.MatVec(t.Type, t.Out, t.W, t.Cols, t.Act)
@@ -234,6 +229,13 @@ func (p *Pool) MatVecs(tasks []MatVecTask) {
 	}
 	tr := p.base
 	p.mu.Lock()
+	// The pool's buffers are written under the lock only: sessions of a
+	// model share its pool.
+	p.taskKey = p.taskKey[:0]
+	for _, t := range tasks {
+		tt, _ := check(t.Type, t.Out, t.W, t.Cols, t.Act)
+		p.taskKey = append(p.taskKey, kernelKey(tt))
+	}
 	for len(p.taskAux) < len(tasks) {
 		p.taskAux = append(p.taskAux, nil)
 		p.taskPrep = append(p.taskPrep, nil)
