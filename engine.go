@@ -40,10 +40,9 @@ type Session struct {
 	history  []int
 	messages []Message
 
-	arena   *arena.Arena        // streaming modes: every runtime buffer (expert streaming: the expert cache too)
-	src     *stream.Source      // streaming mode: the layer reader
-	experts *stream.ExpertCache // expert streaming mode: the expert cache
-	cleanup runtime.Cleanup     // streaming modes: closes src, experts and arena if s is dropped
+	arena   *arena.Arena    // streaming modes: every runtime buffer
+	src     *stream.Source  // streaming mode: the layer reader
+	cleanup runtime.Cleanup // streaming modes: closes src and arena if s is dropped
 
 	batcher *Batcher // decodes this session together with others, or nil
 }
@@ -77,19 +76,16 @@ func (m *Model) NewSession() (*Session, error) {
 }
 
 // streamResources is what a streaming session holds outside the Go heap:
-// a layer reader or an expert cache, and the arena.
+// a layer reader (layer streaming) and the arena (the model holds the
+// expert cache of expert streaming).
 type streamResources struct {
-	src     *stream.Source
-	experts *stream.ExpertCache
-	arena   *arena.Arena
+	src   *stream.Source
+	arena *arena.Arena
 }
 
 func (r streamResources) close() {
 	if r.src != nil {
 		r.src.Close()
-	}
-	if r.experts != nil {
-		r.experts.Close()
 	}
 	r.arena.Close()
 }
@@ -138,10 +134,7 @@ func (m *Model) newArenaSession(pool *kernels.Pool, r streamResources) (*Session
 	if r.src != nil {
 		st.Source = r.src
 	}
-	if r.experts != nil {
-		st.Experts = r.experts
-	}
-	s := &Session{m: m, state: st, pending: -1, arena: r.arena, src: r.src, experts: r.experts}
+	s := &Session{m: m, state: st, pending: -1, arena: r.arena, src: r.src}
 	s.cleanup = runtime.AddCleanup(s, streamResources.close, r)
 	return s, nil
 }
@@ -154,7 +147,7 @@ func (s *Session) Close() error {
 		s.closed = true
 		if s.arena != nil {
 			s.cleanup.Stop()
-			streamResources{s.src, s.experts, s.arena}.close()
+			streamResources{s.src, s.arena}.close()
 		}
 	}
 	return nil
