@@ -14,6 +14,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/qsf-llm/qsf/format"
@@ -63,6 +64,14 @@ type Options struct {
 	// at a time as usual. A quantizer that couples the rows' columns
 	// (quant.QuantizeGPTQ) needs the whole matrix.
 	QuantizeMatrix func(name string, typ quant.Type, rows, cols int, src []float32) ([]byte, error)
+	// Metadata, when not nil, holds key/values set in the output's
+	// metadata after the converter's own (a key given here replaces the
+	// input's and the converter's value).
+	Metadata *format.Metadata
+	// LayerImportance, when not nil, holds one score per layer for the
+	// layer index's importance field (format.LayerEntry.Importance); nil
+	// leaves every score 0.
+	LayerImportance []float32
 	// Progress, when not nil, is called after each layer is written.
 	Progress func(layer, layers int, e format.LayerEntry)
 
@@ -81,7 +90,9 @@ type Result struct {
 
 // Convert converts in to the QSF file out, detecting the input kind: a
 // directory is a Hugging Face model, a file starting with "GGUF" a GGUF
-// file, anything else a llama2.c checkpoint.
+// file, one starting with "QSF1" a QSF file (written again as FromGGUF
+// says), a file named *.safetensors the Hugging Face model of its
+// directory, anything else a llama2.c checkpoint.
 //
 // Every converter writes a temporary file beside out and renames it to out
 // when it is complete: on error nothing is left under either name.
@@ -101,6 +112,13 @@ func ConvertContext(ctx context.Context, in, out string, opts Options) (*Result,
 	if st.IsDir() {
 		return FromHF(in, out, opts)
 	}
+	if strings.HasSuffix(in, ".safetensors") {
+		// A safetensors file of a Hugging Face model: its directory is.
+		if _, err := os.Stat(filepath.Join(filepath.Dir(in), "config.json")); err == nil {
+			return FromHF(filepath.Dir(in), out, opts)
+		}
+		return nil, fmt.Errorf("%w: %s: a safetensors file needs the model's config.json beside it", ErrUnsupported, in)
+	}
 	f, err := os.Open(in)
 	if err != nil {
 		return nil, err
@@ -108,7 +126,7 @@ func ConvertContext(ctx context.Context, in, out string, opts Options) (*Result,
 	var magic [4]byte
 	_, err = io.ReadFull(f, magic[:])
 	f.Close()
-	if err == nil && string(magic[:]) == format.Magic {
+	if err == nil && (string(magic[:]) == format.Magic || string(magic[:]) == format.QSFMagic) {
 		return FromGGUF(in, out, opts)
 	}
 	tok := opts.Tokenizer
@@ -227,6 +245,14 @@ func write(p *plan, out string, opts Options, start time.Time) (*Result, error) 
 		md.Set("qsf.convert.type", format.StringValue(opts.Type.String()))
 	}
 	md.Set("qsf.convert.compression", format.StringValue(opts.Compression.String()))
+	if opts.Metadata != nil {
+		for k, v := range opts.Metadata.All() {
+			md.Set(k, v)
+		}
+	}
+	if opts.LayerImportance != nil && len(opts.LayerImportance) != len(p.layers) {
+		return nil, fmt.Errorf("convert: %d layer importance scores for %d layers", len(opts.LayerImportance), len(p.layers))
+	}
 	m := &format.QSFModel{
 		Header: p.cfg.Header, Arch: p.cfg.Arch, Tokenizer: p.cfg.Tokenizer, Metadata: md,
 		Embedding: p.tensors(p.emb), Final: p.tensors(p.fin),
@@ -270,7 +296,7 @@ func write(p *plan, out string, opts Options, start time.Time) (*Result, error) 
 		}
 		return writeTensor(w, s, threads, importance, whole, &scratch)
 	}
-	wopts := format.QSFWriteOptions{Compression: opts.Compression}
+	wopts := format.QSFWriteOptions{Compression: opts.Compression, LayerImportance: opts.LayerImportance}
 	if opts.Progress != nil {
 		n := len(p.layers)
 		wopts.LayerDone = func(i int, e format.LayerEntry) { opts.Progress(i, n, e) }

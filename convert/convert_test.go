@@ -12,6 +12,7 @@ import (
 	"github.com/qsf-llm/qsf/convert"
 	"github.com/qsf-llm/qsf/format"
 	"github.com/qsf-llm/qsf/internal/testfiles"
+	"github.com/qsf-llm/qsf/quant"
 )
 
 const prompt = "Once upon a time"
@@ -196,5 +197,82 @@ func TestGGUFToQSFArchitectures(t *testing.T) {
 				t.Fatalf("greedy ids %v, want %v", ids, wantIDs)
 			}
 		})
+	}
+}
+
+// TestQSFInput writes a QSF file (LZ4, with layer importance scores and
+// extra metadata) and converts it again, uncompressed and re-quantized:
+// the copy keeps every tensor's bytes and the logits, and the scores and
+// keys land where they were put.
+func TestQSFInput(t *testing.T) {
+	// The padded file's zeros make its layers compress.
+	bin := testfiles.Path(t, "models", "gguf", "stories260K-pad256-f32.gguf")
+	dir := t.TempDir()
+	a, b, c := filepath.Join(dir, "a.qsf"), filepath.Join(dir, "b.qsf"), filepath.Join(dir, "c.qsf")
+	md := &format.Metadata{}
+	md.Set("qsf.test.key", format.StringValue("kept"))
+	imp := []float32{0.5, 0.25, 0.125, 0.0625, 0.03125}
+	if _, err := convert.Convert(bin, a, convert.Options{Compression: format.CompressLZ4, Metadata: md, LayerImportance: imp}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := convert.Convert(a, b, convert.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Input != "qsf" {
+		t.Errorf("input kind %q, want qsf", res.Input)
+	}
+	fa, err := format.Open(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fa.Close()
+	fb, err := format.Open(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fb.Close()
+	for i, e := range fa.QSF().Layers {
+		if e.Compression != format.CompressLZ4 {
+			t.Errorf("layer %d is not compressed", i)
+		}
+		if e.Importance != imp[i] {
+			t.Errorf("layer %d: importance %v, want %v", i, e.Importance, imp[i])
+		}
+		if fb.QSF().Layers[i].Importance != 0 {
+			t.Errorf("layer %d of the copy: importance %v, want 0", i, fb.QSF().Layers[i].Importance)
+		}
+	}
+	if v, _ := fa.Metadata.String("qsf.test.key"); v != "kept" {
+		t.Errorf("qsf.test.key = %q", v)
+	}
+	if len(fa.Tensors) != len(fb.Tensors) {
+		t.Fatalf("%d tensors, copy %d", len(fa.Tensors), len(fb.Tensors))
+	}
+	for i := range fa.Tensors {
+		x, err := fa.TensorData(&fa.Tensors[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		y, err := fb.TensorData(&fb.Tensors[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fa.Tensors[i].Name != fb.Tensors[i].Name || string(x) != string(y) {
+			t.Errorf("tensor %s differs in the copy", fa.Tensors[i].Name)
+		}
+	}
+	la, _ := run(t, a, 4)
+	lb, _ := run(t, b, 4)
+	for i := range la {
+		if !sameBits(la[i], lb[i]) {
+			t.Fatalf("position %d: the copy's logits differ", i)
+		}
+	}
+	if _, err := convert.Convert(a, c, convert.Options{Requantize: true, Type: quant.Q8_0}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := convert.Convert(bin, c, convert.Options{LayerImportance: imp[:2]}); err == nil || !strings.Contains(err.Error(), "2 layer importance scores for 5 layers") {
+		t.Errorf("wrong number of scores: %v", err)
 	}
 }

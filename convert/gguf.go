@@ -12,7 +12,8 @@ import (
 // keeps its type and bytes unless opts.Requantize is set; all metadata is
 // kept (the keys QSF types are stored in the header and architecture
 // config, the others as key/values), so the QSF file presents the same
-// model.
+// model. In may also be a QSF file (read through its GGUF view): it is
+// written again, re-quantized or recompressed as opts say.
 func FromGGUF(in, out string, opts Options) (*Result, error) {
 	start := time.Now()
 	// Read with pread rather than a mapping: mapped pages would count
@@ -35,6 +36,9 @@ func planGGUF(f *format.File, opts Options) (*plan, error) {
 		return nil, err
 	}
 	p := &plan{kind: "gguf", inBytes: f.Size(), cfg: cfg}
+	if f.QSF() != nil {
+		p.kind = "qsf"
+	}
 	if embd, ok := f.Tensor("token_embd.weight"); ok {
 		cfg.Header.Vocab = uint32(embd.Rows())
 	}
@@ -77,6 +81,18 @@ func planGGUF(f *format.File, opts Options) (*plan, error) {
 				if _, err := f.ReadAt(b, base); err != nil {
 					return nil, fmt.Errorf("tensor %s: %w", ti.Name, err)
 				}
+				return b, nil
+			}
+		} else if f.QSF() != nil {
+			// A QSF layer may be compressed: its tensors are read through
+			// the view, a layer at a time.
+			s.rows = func(dst []byte, lo, hi int) ([]byte, error) {
+				data, err := f.TensorData(ti)
+				if err != nil {
+					return nil, err
+				}
+				b := grow(dst, int64(hi-lo)*rb)
+				copy(b, data[int64(lo)*rb:int64(hi)*rb])
 				return b, nil
 			}
 		} else {

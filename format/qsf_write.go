@@ -51,6 +51,9 @@ type QSFWriteOptions struct {
 	Compression Compression
 	// LayerDone, if not nil, is called after each layer has been written.
 	LayerDone func(layer int, e LayerEntry)
+	// LayerImportance, when not nil, gives each layer's importance score
+	// (LayerEntry.Importance; one per layer). Nil writes 0 for every layer.
+	LayerImportance []float32
 }
 
 // qsfMaxLayer is the largest layer payload version 1 can describe.
@@ -68,6 +71,14 @@ func WriteQSF(out QSFOutput, m *QSFModel, data QSFData, opts QSFWriteOptions) (*
 	}
 	if opts.Compression > qsfMaxCompression {
 		return nil, nil, fmt.Errorf("qsf: write: unknown compression %d", opts.Compression)
+	}
+	if opts.LayerImportance != nil && len(opts.LayerImportance) != len(m.Layers) {
+		return nil, nil, fmt.Errorf("qsf: write: %d layer importance scores for %d layers", len(opts.LayerImportance), len(m.Layers))
+	}
+	for i, v := range opts.LayerImportance {
+		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+			return nil, nil, fmt.Errorf("qsf: write: layer %d importance %v", i, v)
+		}
 	}
 	w := &qsfWriter{out: out, bw: bufio.NewWriterSize(out, 256<<10), p: p, data: data, opts: opts}
 	if err := w.write(); err != nil {
@@ -510,6 +521,9 @@ func (w *qsfWriter) layer(lw *layerWriter, i int) error {
 	e := LayerEntry{
 		Offset: w.n, StoredSize: uint32(len(stored)), Size: uint32(len(payload)),
 		Quant: dominant(bytesByType), Compression: comp, Tensors: uint8(len(ts)), CRC: qsfCRC(stored),
+	}
+	if w.opts.LayerImportance != nil {
+		e.Importance = w.opts.LayerImportance[i]
 	}
 	w.Write(stored)
 	w.pad()
