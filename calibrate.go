@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/qsf-llm/qsf/model"
 )
@@ -41,7 +42,7 @@ func (m *Model) ActivationEnergy(ctx context.Context, text string, opts Calibrat
 			acc[j] += float64(float64(v) * float64(v))
 		}
 	}
-	evaluated, err := m.observeText(ctx, text, opts, observe)
+	evaluated, err := m.observeText(ctx, text, opts, observe, nil)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -58,9 +59,10 @@ func (m *Model) ActivationEnergy(ctx context.Context, text string, opts Calibrat
 
 // observeText runs the model over text in chunks of opts.Context tokens,
 // each evaluated from position 0 with its first token replaced by BOS,
-// calling observe with every dense matrix's input, and returns the
+// calling observe with every dense matrix's input and observeLayer with
+// the residual stream between layers (either may be nil), and returns the
 // number of tokens evaluated.
-func (m *Model) observeText(ctx context.Context, text string, opts CalibrationOptions, observe func(w *model.Tensor, x []float32)) (int, error) {
+func (m *Model) observeText(ctx context.Context, text string, opts CalibrationOptions, observe func(w *model.Tensor, x []float32), observeLayer func(l int, x []float32)) (int, error) {
 	n := opts.Context
 	if n <= 0 {
 		n = 128
@@ -75,8 +77,8 @@ func (m *Model) observeText(ctx context.Context, text string, opts CalibrationOp
 		return 0, err
 	}
 	defer s.Close()
-	s.state.Observe = observe
-	defer func() { s.state.Observe = nil }()
+	s.state.Observe, s.state.ObserveLayer = observe, observeLayer
+	defer func() { s.state.Observe, s.state.ObserveLayer = nil, nil }()
 	evaluated := 0
 	chunk := make([]int, 0, n)
 	for lo := 0; lo < len(tokens); lo += n {
@@ -124,7 +126,7 @@ func (m *Model) ActivationGram(ctx context.Context, text string, opts Calibratio
 			}
 		}
 	}
-	evaluated, err := m.observeText(ctx, text, opts, observe)
+	evaluated, err := m.observeText(ctx, text, opts, observe, nil)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -135,6 +137,55 @@ func (m *Model) ActivationGram(ctx context.Context, text string, opts Calibratio
 				v := acc[i*n+j] / float64(evaluated)
 				acc[i*n+j], acc[j*n+i] = v, v
 			}
+		}
+	}
+	return sums, evaluated, nil
+}
+
+// LayerImportance runs the model over text as ActivationEnergy does and
+// returns, for every layer, how much it changes its input: the mean over
+// the evaluated tokens of 1 − cos(x_in, x_out), where x_in is the residual
+// stream entering the layer and x_out the one leaving it (0 for a layer
+// that leaves the direction of every token's state unchanged, up to 2).
+// A layer scoring near 0 is the first candidate for layer skipping; QSF
+// files store the score in their layer index (docs/FORMAT.md). Tokens
+// whose state is zero on either side are not counted for that layer. It
+// also returns the number of tokens evaluated.
+func (m *Model) LayerImportance(ctx context.Context, text string, opts CalibrationOptions) ([]float64, int, error) {
+	n := m.net.Hparams.Layers
+	sums := make([]float64, n)
+	counts := make([]int, n)
+	var prev []float64
+	observeLayer := func(l int, x []float32) {
+		if prev == nil {
+			prev = make([]float64, len(x))
+		}
+		if l > 0 && l <= n && len(x) == len(prev) {
+			var ab, aa, bb float64
+			for i, v := range x {
+				a, b := prev[i], float64(v)
+				ab += float64(a * b)
+				aa += float64(a * a)
+				bb += float64(b * b)
+			}
+			if aa > 0 && bb > 0 {
+				sums[l-1] += 1 - ab/math.Sqrt(aa*bb)
+				counts[l-1]++
+			}
+		}
+		if len(x) == len(prev) {
+			for i, v := range x {
+				prev[i] = float64(v)
+			}
+		}
+	}
+	evaluated, err := m.observeText(ctx, text, opts, nil, observeLayer)
+	if err != nil {
+		return nil, 0, err
+	}
+	for l := range sums {
+		if counts[l] > 0 {
+			sums[l] /= float64(counts[l])
 		}
 	}
 	return sums, evaluated, nil

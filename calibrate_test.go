@@ -3,7 +3,10 @@ package qsf_test
 import (
 	"context"
 	"errors"
+	"io"
 	"math"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/qsf-llm/qsf"
@@ -158,5 +161,67 @@ func TestMatrixSensitivity(t *testing.T) {
 	}
 	if _, _, err := m.MatrixSensitivity(context.Background(), text, qsf.SensitivityOptions{}, []string{"nope"}, nil); !errors.Is(err, qsf.ErrNoMatrix) {
 		t.Errorf("missing matrix: %v", err)
+	}
+}
+
+// TestLayerImportance measures how much each layer of stories260K changes
+// its input, and that a layer whose outputs are zeroed (attn_output and
+// ffn_down all 0, so it adds nothing to the residual stream) scores 0.
+func TestLayerImportance(t *testing.T) {
+	src := testfiles.Path(t, "models", "gguf", "stories260K-f32.gguf")
+	f, err := format.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zeroed := filepath.Join(t.TempDir(), "zeroed.gguf")
+	out, err := os.Create(zeroed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wt []format.WriterTensor
+	for _, ti := range f.Tensors {
+		wt = append(wt, format.WriterTensor{Name: ti.Name, Shape: ti.Shape, Type: ti.Type})
+	}
+	err = format.WriteGGUF(out, &f.Metadata, wt, func(i int, w io.Writer) error {
+		b, err := f.TensorData(&f.Tensors[i])
+		if err != nil {
+			return err
+		}
+		if n := f.Tensors[i].Name; n == "blk.2.attn_output.weight" || n == "blk.2.ffn_down.weight" {
+			b = make([]byte, len(b))
+		}
+		_, err = w.Write(b)
+		return err
+	})
+	if err := errors.Join(err, out.Close()); err != nil {
+		t.Fatal(err)
+	}
+	text := "Once upon a time, there was a little girl named Lily. She loved to play outside in the sun."
+	for _, path := range []string{src, zeroed} {
+		m, err := qsf.Load(path, qsf.Config{Threads: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		imp, n, err := m.LayerImportance(context.Background(), text, qsf.CalibrationOptions{Context: 16})
+		m.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(imp) != 5 || n < 16 {
+			t.Fatalf("%d scores over %d tokens", len(imp), n)
+		}
+		for l, v := range imp {
+			if path == zeroed && l == 2 {
+				if math.Abs(v) > 1e-12 {
+					t.Errorf("zeroed layer 2 scores %v, want 0", v)
+				}
+				continue
+			}
+			if !(v > 1e-4 && v < 2) {
+				t.Errorf("%s: layer %d scores %v", filepath.Base(path), l, v)
+			}
+		}
+		t.Logf("%s: %.4f over %d tokens", filepath.Base(path), imp, n)
 	}
 }

@@ -71,6 +71,13 @@ type State struct {
 	// call it.
 	Observe func(w *Tensor, x []float32)
 
+	// ObserveLayer, when non-nil, is called by Forward with the residual
+	// stream x entering each layer l and, with l equal to the number of
+	// layers, leaving the last one, for calibration: for example to
+	// measure how much each layer changes its input. It must not keep or
+	// modify x. ForwardBatch does not call it.
+	ObserveLayer func(l int, x []float32)
+
 	// set per call for the attention workers
 	layer, pos int
 	n          int // slots attended to
@@ -249,6 +256,9 @@ func (s *State) Forward(token, pos int, logits bool) error {
 		return err
 	}
 	for l := range m.Blocks {
+		if s.ObserveLayer != nil {
+			s.ObserveLayer(l, s.x)
+		}
 		if s.Experts != nil {
 			s.guessExperts(l)
 		}
@@ -258,6 +268,9 @@ func (s *State) Forward(token, pos int, logits bool) error {
 		if err := s.feedForward(l); err != nil {
 			return err
 		}
+	}
+	if s.ObserveLayer != nil {
+		s.ObserveLayer(len(m.Blocks), s.x)
 	}
 	if err := s.KV.SetLen(pos + 1); err != nil {
 		return err
