@@ -536,3 +536,33 @@ func (w *qsfWriter) layer(lw *layerWriter, i int) error {
 	}
 	return nil
 }
+
+// CompressedSize returns the number of bytes b takes compressed with c as
+// WriteQSF compresses a layer (an LZ4 block; LZ4-HC at level 9), or
+// len(b) when c is CompressNone or compression would not make b smaller
+// (WriteQSF then stores the layer as it is).
+func CompressedSize(b []byte, c Compression) (int64, error) {
+	if c == CompressNone || len(b) == 0 {
+		return int64(len(b)), nil
+	}
+	if c > qsfMaxCompression {
+		return 0, fmt.Errorf("qsf: unknown compression %d", c)
+	}
+	dst := make([]byte, lz4.CompressBlockBound(len(b)))
+	var n int
+	var err error
+	if c == CompressLZ4HC {
+		hc := lz4.CompressorHC{Level: lz4.Level9}
+		n, err = hc.CompressBlock(b, dst)
+	} else {
+		var fast lz4.Compressor
+		n, err = fast.CompressBlock(b, dst)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("qsf: lz4: %w", err)
+	}
+	if n == 0 || n >= len(b) {
+		return int64(len(b)), nil
+	}
+	return int64(n), nil
+}

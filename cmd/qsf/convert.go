@@ -34,19 +34,7 @@ func cmdConvert(args []string, stdout, stderr io.Writer) error {
 		}
 		opts.Requantize = true
 	}
-	term := isTerminal(stderr)
-	opts.Progress = func(layer, layers int, e format.LayerEntry) {
-		if term {
-			const width = 30
-			done := (layer + 1) * width / max(layers, 1)
-			fmt.Fprintf(stderr, "\r[%s%s] layer %d/%d", strings.Repeat("#", done), strings.Repeat(".", width-done), layer+1, layers)
-			if layer+1 == layers {
-				fmt.Fprintln(stderr)
-			}
-			return
-		}
-		fmt.Fprintf(stderr, "layer %d/%d: %d bytes stored (%v)\n", layer+1, layers, e.StoredSize, e.Compression)
-	}
+	opts.Progress = progressBar(stderr, "")
 	ctx, stop := interruptContext()
 	defer stop()
 	res, err := convert.ConvertContext(ctx, pos[0], pos[1], opts)
@@ -83,3 +71,25 @@ func ratio(a, b int64) float64 {
 }
 
 func mib(n int64) string { return fmt.Sprintf("%.2f MiB", float64(n)/(1<<20)) }
+
+// progressBar returns a convert.Options.Progress that draws a bar of the
+// layers written on a terminal, and prints a line per layer elsewhere,
+// each prefixed by label when it is not empty.
+func progressBar(w io.Writer, label string) func(layer, layers int, e format.LayerEntry) {
+	term := isTerminal(w)
+	if label != "" {
+		label += ": "
+	}
+	return func(layer, layers int, e format.LayerEntry) {
+		if term {
+			const width = 30
+			done := (layer + 1) * width / max(layers, 1)
+			fmt.Fprintf(w, "\r%s[%s%s] layer %d/%d", label, strings.Repeat("#", done), strings.Repeat(".", width-done), layer+1, layers)
+			if layer+1 == layers {
+				fmt.Fprintln(w)
+			}
+			return
+		}
+		fmt.Fprintf(w, "%slayer %d/%d: %d bytes stored (%v)\n", label, layer+1, layers, e.StoredSize, e.Compression)
+	}
+}

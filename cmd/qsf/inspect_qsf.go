@@ -58,6 +58,7 @@ func inspectQSF(path string, stdout io.Writer) error {
 	}
 	tw.Flush()
 	fmt.Fprintf(stdout, "  total %d bytes, %d stored (ratio %.3f)\n", size, stored, ratio(stored, size))
+	printQuantizeReport(stdout, &q.Metadata)
 	fmt.Fprintf(stdout, "\ntensors (%d):\n", len(f.Tensors))
 	tw = tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "name\ttype\tshape\tbytes\t")
@@ -65,4 +66,31 @@ func inspectQSF(path string, stdout io.Writer) error {
 		fmt.Fprintf(tw, "%s\t%s\t%v\t%d\t\n", t.Name, typeLabel(t.Name, t.Type, t.Shape, t.Size), t.Shape, t.Size)
 	}
 	return tw.Flush()
+}
+
+// printQuantizeReport prints the quality report qsf quantize stored in md
+// (the qsf.quantize.* keys of docs/FORMAT.md), if any: per tensor its
+// type, bits per weight, relative MSE and cosine.
+func printQuantizeReport(w io.Writer, md *format.Metadata) {
+	names, ok := md.Strings(mdQuantNames)
+	if !ok {
+		return
+	}
+	types, _ := md.Strings(mdQuantTypes)
+	bpw, _ := md.Float32s(mdQuantTensorBPW)
+	mse, _ := md.Float32s(mdQuantRelMSE)
+	cos, _ := md.Float32s(mdQuantCosine)
+	if len(types) != len(names) || len(bpw) != len(names) || len(mse) != len(names) || len(cos) != len(names) {
+		fmt.Fprintf(w, "\nquantization report: arrays of unequal length\n")
+		return
+	}
+	all, _ := md.Float(mdQuantBPW)
+	tokens, _ := md.Uint(mdQuantTokens)
+	fmt.Fprintf(w, "\nquantization report (%.4f bits per weight over the matrices, %d calibration tokens):\n", all, tokens)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "tensor\ttype\tbpw\trel MSE\tcosine\t")
+	for i, n := range names {
+		fmt.Fprintf(tw, "%s\t%s\t%.3f\t%.3g\t%.6f\t\n", n, types[i], bpw[i], mse[i], cos[i])
+	}
+	tw.Flush()
 }

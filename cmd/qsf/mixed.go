@@ -47,7 +47,8 @@ type mixMatrix struct {
 	pick    int
 }
 
-// planMixed chooses a type per matrix of src so that the matrices take at
+// planMixed chooses a type per matrix of src (fallback for a matrix whose
+// rows no type of mixLadder holds) so that the matrices take at
 // most budget bits and the predicted KL divergence is smallest: each
 // matrix is quantized to every type of its ladder (GPTQ where gram gives
 // its second moment), the KL divergence of the model with that one
@@ -56,7 +57,7 @@ type mixMatrix struct {
 // relative output error, and bits go greedily where they lower the
 // predicted divergence most per bit. It returns the chosen type and data
 // by name, and the report per matrix.
-func planMixed(ctx context.Context, m *qsf.Model, src *format.File, gram map[string][]float64, energy map[string][]float32, text string, budget float64, threads int, log io.Writer) (map[string]mixChoice, []mixReport, error) {
+func planMixed(ctx context.Context, m *qsf.Model, src *format.File, gram map[string][]float64, energy map[string][]float32, text string, budget float64, fallback quant.Type, log io.Writer) (map[string]mixChoice, []mixReport, error) {
 	var mats []*mixMatrix
 	minBits := 0.0
 	for i := range src.Tensors {
@@ -67,7 +68,11 @@ func planMixed(ctx context.Context, m *qsf.Model, src *format.File, gram map[str
 		cols, rows := int(t.Shape[0]), int(t.Shape[1])
 		l := mixLadder(cols)
 		if len(l) == 0 {
-			return nil, nil, fmt.Errorf("--bpw: %s has rows of %d elements, which no type can hold", t.Name, cols)
+			// Rows no ladder type holds: the --fallback type, fixed.
+			if fallback == quant.F32 || cols%fallback.BlockSize() != 0 {
+				return nil, nil, fmt.Errorf("--bpw: %s has rows of %d elements, which neither the types --bpw chooses among nor --fallback %v can hold", t.Name, cols, fallback)
+			}
+			l = []quant.Type{fallback}
 		}
 		w, err := dequantizeAll(src, t)
 		if err != nil {

@@ -9,6 +9,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"unicode/utf8"
@@ -20,12 +21,14 @@ import (
 	"github.com/qsf-llm/qsf/quant"
 )
 
-// quantAliases are the short names --quant accepts for QSF's own types.
-var quantAliases = map[string]quant.Type{"2bit": quant.QSF_Q2R, "3bit": quant.QSF_Q3R, "4bit": quant.QSF_Q4R}
+// quantAliases are the short names --quant accepts: QSF's own types and
+// ternary, llama.cpp's TQ2_0 (2.06 bits per weight; the fastest ternary
+// kernels; its rows must be whole blocks of 256).
+var quantAliases = map[string]quant.Type{"2bit": quant.QSF_Q2R, "3bit": quant.QSF_Q3R, "4bit": quant.QSF_Q4R, "ternary": quant.TQ2_0}
 
 func cmdQuantize(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("quantize", "IN OUT --quant TYPE [--calibration FILE] [flags]", stderr)
-	typ := fs.String("quant", "", "type of every matrix: 2bit, 3bit, 4bit (QSF_Q2R/Q3R/Q4R) or any type name qsf convert --type takes (QSF_Q2A/Q3A/Q4A, Q4_K, ...)")
+	fs := newFlags("quantize", "IN OUT --quant TYPE [--calibration FILE] [flags]\n\nIN is a GGUF or QSF file of f32/f16/bf16 weights, a Hugging Face model\ndirectory (config.json, *.safetensors) or one of its .safetensors files,\nor a llama2.c checkpoint; OUT is a QSF file", stderr)
+	typ := fs.String("quant", "", "type of every matrix: 2bit, 3bit, 4bit (QSF_Q2R/Q3R/Q4R), ternary (TQ2_0), mixed (with --bpw or --target-size) or any type name qsf convert --type takes (QSF_Q2A/Q3A/Q4A, Q4_K, TQ1_0, ...)")
 	outType := fs.String("output-type", "", "type of output.weight (the LM head); default: --quant")
 	embdType := fs.String("embd-type", "", "type of token_embd.weight; default: --quant")
 	fallback := fs.String("fallback", "F16", "type of a matrix whose row length does not fit --quant's blocks")
@@ -35,7 +38,9 @@ func cmdQuantize(args []string, stdout, stderr io.Writer) error {
 	calibCtx := fs.Int("calibration-ctx", 128, "chunk length in tokens for --calibration")
 	comp := fs.String("compress", "none", "layer compression: none, lz4 or lz4hc")
 	threads := fs.Int("threads", 1, "threads quantizing rows")
-	asJSON := fs.Bool("json", false, "print one JSON object as the last line (bpw, per-tensor quality)")
+	asJSON := fs.Bool("json", false, "print one JSON object as the last line (bpw, per-tensor quality, layer importance, LZ4 ratio per type)")
+	progress := fs.Bool("progress", false, "show a progress bar of the layers written on stderr")
+	tok := fs.String("tokenizer", "", "llama2.c input: its tokenizer.bin (default: tokenizer.bin or tok*.bin beside IN)")
 	bpw := fs.Float64("bpw", 0, "mixed precision: choose a type per matrix (QSF_Q2R ... Q8_0) by its measured sensitivity so that the matrices average at most N bits per weight (needs --calibration)")
 	targetSize := fs.Float64("target-size", 0, "mixed precision as --bpw, sized so that the output file takes at most this many MiB")
 	pos, err := parse(fs, args)
@@ -46,8 +51,11 @@ func cmdQuantize(args []string, stdout, stderr io.Writer) error {
 		return usagef("want IN and OUT")
 	}
 	mixed := *bpw != 0 || *targetSize != 0
-	if *typ == "" && !mixed || strings.EqualFold(*typ, "mixed") && !mixed {
-		return usagef("no type: pass --quant 2bit|3bit|4bit|TYPE, or --bpw N / --target-size MiB")
+	if strings.EqualFold(*typ, "mixed") && !mixed {
+		return usagef("--quant mixed needs --bpw N or --target-size MiB (and --calibration)")
+	}
+	if *typ == "" && !mixed {
+		return usagef("no type: pass --quant 2bit|3bit|4bit|ternary|TYPE, or --quant mixed with --bpw N / --target-size MiB")
 	}
 	if *bpw != 0 && *targetSize != 0 {
 		return usagef("--bpw and --target-size exclude each other")
@@ -93,19 +101,38 @@ func cmdQuantize(args []string, stdout, stderr io.Writer) error {
 		return usagef("--threads %d: want at least 1", *threads)
 	}
 	in, out := pos[0], pos[1]
-	opts := convert.Options{Type: want, Requantize: true, TensorTypes: overrides, Fallback: fb, Threads: *threads}
-	if opts.Compression, err = format.ParseCompression(*comp); err != nil {
+	compression, err := format.ParseCompression(*comp)
+	if err != nil {
 		return usagef("%v", err)
 	}
-	src, err := checkQuantizeInput(in)
+	// Pass 1 writes the quantized model uncompressed into a temporary
+	// directory beside OUT; its quality is measured; pass 2 copies it with
+	// the report in its metadata, the layer importance and the
+	// compression, and only a complete file is renamed to OUT.
+	opts := convert.Options{Type: want, Requantize: true, TensorTypes: overrides, Fallback: fb, Threads: *threads}
+	if *progress {
+		opts.Progress = progressBar(stderr, "quantize")
+	}
+	ctx, stop := interruptContext()
+	defer stop()
+	tmp, err := os.MkdirTemp(filepath.Dir(out), ".qsf-quantize-*")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	srcPath, kind, err := quantizeSource(ctx, in, tmp, *tok)
+	if err != nil {
+		return err
+	}
+	src, err := checkQuantizeInput(srcPath, in)
 	if err != nil {
 		return err
 	}
 	defer src.Close()
+	nLayers := layerCount(src)
 
-	ctx, stop := interruptContext()
-	defer stop()
 	calibTokens := 0
+	var layerImp []float64
 	var energy map[string][]float32
 	var gram map[string][]float64
 	var mixRep []mixReport
@@ -115,7 +142,7 @@ func cmdQuantize(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		m, err := qsf.Load(in, qsf.Config{Threads: *threads, ContextLength: *calibCtx})
+		m, err := qsf.Load(srcPath, qsf.Config{Threads: *threads, ContextLength: *calibCtx})
 		if err != nil {
 			return err
 		}
@@ -130,9 +157,12 @@ func cmdQuantize(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return fmt.Errorf("calibration: %w", err)
 		}
+		if layerImp, _, err = m.LayerImportance(ctx, text, qsf.CalibrationOptions{Context: *calibCtx}); err != nil {
+			return fmt.Errorf("calibration: %w", err)
+		}
 		fmt.Fprintf(stderr, "calibration: %d tokens, %d matrices measured\n", calibTokens, len(energy))
 		if *saveImp != "" {
-			if err := saveImportance(ctx, *saveImp, importanceFile{Tokens: calibTokens, Energy: energy, Gram: gram}); err != nil {
+			if err := saveImportance(ctx, *saveImp, importanceFile{Tokens: calibTokens, Energy: energy, Gram: gram, Layers: layerImp}); err != nil {
 				return err
 			}
 		}
@@ -147,7 +177,7 @@ func cmdQuantize(args []string, stdout, stderr io.Writer) error {
 			if *targetSize != 0 {
 				budget = matrixBudget(src, *targetSize*(1<<20))
 			}
-			plan, rep, err := planMixed(ctx, m, src, gram, energy, text, budget, *threads, stderr)
+			plan, rep, err := planMixed(ctx, m, src, gram, energy, text, budget, fb, stderr)
 			if err != nil {
 				return err
 			}
@@ -168,7 +198,10 @@ func cmdQuantize(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		energy, calibTokens, gram = f.Energy, f.Tokens, f.Gram
+		energy, calibTokens, gram, layerImp = f.Energy, f.Tokens, f.Gram, f.Layers
+	}
+	if layerImp != nil && len(layerImp) != nLayers {
+		return fmt.Errorf("importance: %d layer scores for a model of %d layers", len(layerImp), nLayers)
 	}
 	if energy != nil {
 		opts.Importance = func(name string) []float32 { return energy[name] }
@@ -191,28 +224,41 @@ func cmdQuantize(args []string, stdout, stderr io.Writer) error {
 			return dst, quant.QuantizeGPTQ(typ, dst, w, rows, cols, g)
 		}
 	}
-	res, err := convert.ConvertContext(ctx, in, out, opts)
+	pass1 := filepath.Join(tmp, "quantized.qsf")
+	if _, err := convert.ConvertContext(ctx, srcPath, pass1, opts); err != nil {
+		return err
+	}
+	rep, err := qualityReport(src, pass1, compression)
 	if err != nil {
 		return err
 	}
-	if *targetSize != 0 && float64(res.OutputBytes) > *targetSize*(1<<20) {
-		os.Remove(out)
-		return fmt.Errorf("%w: the output took %s, more than --target-size %g MiB; removed it", errTargetSize, mib(res.OutputBytes), *targetSize)
-	}
-	rep, err := qualityReport(src, out)
-	if err != nil {
-		return err
-	}
-	rep.Type, rep.CalibrationTokens, rep.Bytes, rep.Mixed = want.String(), calibTokens, res.OutputBytes, mixRep
+	rep.Type, rep.CalibrationTokens, rep.Mixed, rep.LayerImportance = want.String(), calibTokens, mixRep, layerImp
 	if mixed {
 		rep.Type = "mixed"
 	}
-	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "tensor\ttype\tbpw\trel MSE\tcosine\t")
-	for _, t := range rep.Tensors {
-		fmt.Fprintf(tw, "%s\t%s\t%.3f\t%.3g\t%.6f\t\n", t.Name, t.Type, t.BPW, t.RelMSE, t.Cosine)
+	final := filepath.Join(tmp, "final.qsf")
+	opts2 := convert.Options{Compression: compression, Threads: *threads, Metadata: rep.metadata(kind)}
+	if layerImp != nil {
+		opts2.LayerImportance = make([]float32, len(layerImp))
+		for i, v := range layerImp {
+			opts2.LayerImportance[i] = float32(v)
+		}
 	}
-	tw.Flush()
+	if *progress {
+		opts2.Progress = progressBar(stderr, "write")
+	}
+	res, err := convert.ConvertContext(ctx, pass1, final, opts2)
+	if err != nil {
+		return err
+	}
+	rep.Bytes = res.OutputBytes
+	if *targetSize != 0 && float64(res.OutputBytes) > *targetSize*(1<<20) {
+		return fmt.Errorf("%w: the output would take %s, more than --target-size %g MiB; nothing written", errTargetSize, mib(res.OutputBytes), *targetSize)
+	}
+	if err := os.Rename(final, out); err != nil {
+		return err
+	}
+	rep.print(stdout)
 	fmt.Fprintf(stdout, "quantized %s -> %s (%s): %.4f bits per weight over the matrices\n", in, out, mib(res.OutputBytes), rep.BPW)
 	if *asJSON {
 		b, err := json.Marshal(rep)
@@ -247,7 +293,22 @@ type quantizeReport struct {
 	Bytes             int64           `json:"bytes"`
 	CalibrationTokens int             `json:"calibration_tokens"`
 	Tensors           []tensorQuality `json:"tensors"`
-	Mixed             []mixReport     `json:"mixed,omitempty"` // --bpw / --target-size: each matrix's sensitivity and choice
+	// LayerImportance is each layer's Model.LayerImportance on the
+	// calibration text (nil without calibration), as in the layer index.
+	LayerImportance []float64 `json:"layer_importance,omitempty"`
+	// LZ4 is, per tensor type, how the matrices of that type compress
+	// one by one (with --compress lz4 or lz4hc).
+	LZ4   []lz4Type   `json:"lz4,omitempty"`
+	Mixed []mixReport `json:"mixed,omitempty"` // --bpw / --target-size: each matrix's sensitivity and choice
+}
+
+// lz4Type is the compressibility of the matrices of one type.
+type lz4Type struct {
+	Type       string  `json:"type"`
+	Tensors    int     `json:"tensors"`
+	Bytes      int64   `json:"bytes"`
+	Compressed int64   `json:"compressed"`
+	Ratio      float64 `json:"ratio"` // compressed / bytes
 }
 
 // tensorQuality compares one quantized matrix with its source.
@@ -257,25 +318,53 @@ type tensorQuality struct {
 	BPW    float64 `json:"bpw"`
 	RelMSE float64 `json:"rel_mse"` // ‖w−q‖²/‖w‖²
 	Cosine float64 `json:"cosine"`
+
+	lz4  int64 // bytes once compressed alone (0 without compression)
+	size int64
 }
 
-// checkQuantizeInput opens in and checks that it is a GGUF file whose
-// matrices are float (f32, f16 or bf16): quantizing quantized weights
-// again would compound the errors.
-func checkQuantizeInput(in string) (*format.File, error) {
-	head := make([]byte, 4)
-	f, err := os.Open(in)
+// quantizeSource returns the path of a GGUF or QSF file holding in's
+// weights, and the kind of in (gguf, qsf, hf or llama2c). A GGUF or QSF
+// file is used as it is; a Hugging Face model or a llama2.c checkpoint is
+// first converted, keeping its float types, into a QSF file in dir.
+func quantizeSource(ctx context.Context, in, dir, tokenizer string) (string, string, error) {
+	st, err := os.Stat(in)
 	if err != nil {
-		return nil, err
+		return "", "", err
 	}
-	_, err = io.ReadFull(f, head)
-	f.Close()
-	if err != nil || !bytes.Equal(head, []byte("GGUF")) {
-		return nil, fmt.Errorf("%s: not a GGUF file (qsf quantize reads GGUF f32/f16/bf16 models)", in)
+	if !st.IsDir() && !strings.HasSuffix(in, ".safetensors") {
+		f, err := os.Open(in)
+		if err != nil {
+			return "", "", err
+		}
+		head := make([]byte, 4)
+		_, err = io.ReadFull(f, head)
+		f.Close()
+		switch {
+		case err == nil && string(head) == format.Magic:
+			return in, "gguf", nil
+		case err == nil && string(head) == format.QSFMagic:
+			return in, "qsf", nil
+		}
 	}
-	src, err := format.OpenWith(in, format.OpenOptions{NoMmap: true})
+	path := filepath.Join(dir, "source.qsf")
+	res, err := convert.ConvertContext(ctx, in, path, convert.Options{Tokenizer: tokenizer})
 	if err != nil {
-		return nil, err
+		if ctx.Err() != nil {
+			return "", "", err
+		}
+		return "", "", fmt.Errorf("%s: not a GGUF or QSF file, and not readable as a Hugging Face or llama2.c model: %w", in, err)
+	}
+	return path, res.Input, nil
+}
+
+// checkQuantizeInput opens the GGUF or QSF file path (the weights of the
+// input named in) and checks that its matrices are float (f32, f16 or
+// bf16): quantizing quantized weights again would compound the errors.
+func checkQuantizeInput(path, in string) (*format.File, error) {
+	src, err := format.OpenWith(path, format.OpenOptions{NoMmap: true})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", in, err)
 	}
 	for _, t := range src.Tensors {
 		if len(t.Shape) >= 2 && t.Type != quant.F32 && t.Type != quant.F16 && t.Type != quant.BF16 {
@@ -291,7 +380,8 @@ func checkQuantizeInput(in string) (*format.File, error) {
 type importanceFile struct {
 	Tokens int                  `json:"tokens"`
 	Energy map[string][]float32 `json:"energy"`
-	Gram   map[string][]float64 `json:"gram,omitempty"` // mean x·xᵀ of each matrix's input, cols×cols
+	Gram   map[string][]float64 `json:"gram,omitempty"`   // mean x·xᵀ of each matrix's input, cols×cols
+	Layers []float64            `json:"layers,omitempty"` // Model.LayerImportance of each layer
 }
 
 // maxGramBytes bounds the memory the second moments of calibration may
@@ -375,8 +465,9 @@ func readCalibration(path string) (string, error) {
 }
 
 // qualityReport compares every matrix of the QSF file out with the same
-// tensor of src and sums the bits per weight of the matrices.
-func qualityReport(src *format.File, out string) (*quantizeReport, error) {
+// tensor of src, sums the bits per weight of the matrices and, with
+// compression, measures how each type's matrices compress.
+func qualityReport(src *format.File, out string, compression format.Compression) (*quantizeReport, error) {
 	q, err := format.OpenWith(out, format.OpenOptions{NoMmap: true})
 	if err != nil {
 		return nil, err
@@ -395,7 +486,7 @@ func qualityReport(src *format.File, out string) (*quantizeReport, error) {
 		if !ok {
 			return nil, fmt.Errorf("%s: tensor %s is not in the input", out, t.Name)
 		}
-		tq, err := compareTensor(src, s, q, t)
+		tq, err := compareTensor(src, s, q, t, compression)
 		if err != nil {
 			return nil, err
 		}
@@ -405,18 +496,30 @@ func qualityReport(src *format.File, out string) (*quantizeReport, error) {
 		return nil, errors.New("quantize: the output has no matrices")
 	}
 	rep.BPW = float64(bytesTotal) * 8 / float64(elems)
+	if compression != format.CompressNone {
+		rep.LZ4 = lz4ByType(rep.Tensors)
+	}
 	return rep, nil
 }
 
-func compareTensor(src *format.File, s *format.TensorInfo, q *format.File, t *format.TensorInfo) (tensorQuality, error) {
-	tq := tensorQuality{Name: t.Name, Type: t.Type.String(), BPW: float64(t.Size) * 8 / float64(t.Elements())}
+func compareTensor(src *format.File, s *format.TensorInfo, q *format.File, t *format.TensorInfo, compression format.Compression) (tensorQuality, error) {
+	tq := tensorQuality{Name: t.Name, Type: t.Type.String(), BPW: float64(t.Size) * 8 / float64(t.Elements()), size: int64(t.Size)}
 	a, err := dequantizeAll(src, s)
 	if err != nil {
 		return tq, err
 	}
-	b, err := dequantizeAll(q, t)
+	data, err := q.TensorData(t)
 	if err != nil {
 		return tq, err
+	}
+	if compression != format.CompressNone {
+		if tq.lz4, err = format.CompressedSize(data, compression); err != nil {
+			return tq, fmt.Errorf("tensor %s: %w", t.Name, err)
+		}
+	}
+	b := make([]float32, t.Elements())
+	if err := quant.DequantizeRow(t.Type, b, data); err != nil {
+		return tq, fmt.Errorf("tensor %s: %w", t.Name, err)
 	}
 	if len(a) != len(b) {
 		return tq, fmt.Errorf("tensor %s: %d values in, %d out", t.Name, len(a), len(b))
@@ -448,4 +551,109 @@ func dequantizeAll(f *format.File, t *format.TensorInfo) ([]float32, error) {
 		return nil, fmt.Errorf("tensor %s: %w", t.Name, err)
 	}
 	return x, nil
+}
+
+// layerCount returns the number of layers of src as the converter counts
+// them: the highest layer index of its tensors, or the architecture's
+// block_count when larger.
+func layerCount(src *format.File) int {
+	n := 0
+	for i := range src.Tensors {
+		if _, place, layer := format.ClassifyTensor(src.Tensors[i].Name); place == format.PlaceLayer {
+			n = max(n, layer+1)
+		}
+	}
+	if bc, ok := src.Metadata.Uint(src.Architecture() + ".block_count"); ok && int(bc) > n && bc < 1<<20 {
+		n = int(bc)
+	}
+	return n
+}
+
+// lz4ByType sums the LZ4-compressed sizes of the matrices by type.
+func lz4ByType(ts []tensorQuality) []lz4Type {
+	var out []lz4Type
+	at := map[string]int{}
+	for _, t := range ts {
+		i, ok := at[t.Type]
+		if !ok {
+			i = len(out)
+			at[t.Type] = i
+			out = append(out, lz4Type{Type: t.Type})
+		}
+		out[i].Tensors++
+		out[i].Bytes += t.size
+		out[i].Compressed += t.lz4
+	}
+	for i := range out {
+		if out[i].Bytes > 0 {
+			out[i].Ratio = float64(out[i].Compressed) / float64(out[i].Bytes)
+		}
+	}
+	return out
+}
+
+// Metadata keys of the quality report (docs/FORMAT.md).
+const (
+	mdQuantBPW       = "qsf.quantize.bpw"
+	mdQuantTokens    = "qsf.quantize.calibration_tokens"
+	mdQuantNames     = "qsf.quantize.tensor.names"
+	mdQuantTypes     = "qsf.quantize.tensor.types"
+	mdQuantTensorBPW = "qsf.quantize.tensor.bpw"
+	mdQuantRelMSE    = "qsf.quantize.tensor.rel_mse"
+	mdQuantCosine    = "qsf.quantize.tensor.cosine"
+	mdQuantLayers    = "qsf.quantize.layer_importance"
+)
+
+// metadata returns the report as the output file's metadata keys, with
+// the input's kind as qsf.source_format.
+func (r *quantizeReport) metadata(kind string) *format.Metadata {
+	md := &format.Metadata{}
+	md.Set("qsf.source_format", format.StringValue(kind))
+	md.Set("qsf.convert.type", format.StringValue(r.Type))
+	md.Set(mdQuantBPW, format.Float32Value(float32(r.BPW)))
+	md.Set(mdQuantTokens, format.Uint32Value(uint32(min(r.CalibrationTokens, math.MaxUint32))))
+	n := len(r.Tensors)
+	names, types := make([]string, n), make([]string, n)
+	bpw, mse, cos := make([]float32, n), make([]float32, n), make([]float32, n)
+	for i, t := range r.Tensors {
+		names[i], types[i] = t.Name, t.Type
+		bpw[i], mse[i], cos[i] = float32(t.BPW), float32(t.RelMSE), float32(t.Cosine)
+	}
+	md.Set(mdQuantNames, format.StringsValue(names))
+	md.Set(mdQuantTypes, format.StringsValue(types))
+	md.Set(mdQuantTensorBPW, format.Float32sValue(bpw))
+	md.Set(mdQuantRelMSE, format.Float32sValue(mse))
+	md.Set(mdQuantCosine, format.Float32sValue(cos))
+	if r.LayerImportance != nil {
+		imp := make([]float32, len(r.LayerImportance))
+		for i, v := range r.LayerImportance {
+			imp[i] = float32(v)
+		}
+		md.Set(mdQuantLayers, format.Float32sValue(imp))
+	}
+	return md
+}
+
+// print writes the report's tables: per tensor, per layer, per type.
+func (r *quantizeReport) print(w io.Writer) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "tensor\ttype\tbpw\trel MSE\tcosine\t")
+	for _, t := range r.Tensors {
+		fmt.Fprintf(tw, "%s\t%s\t%.3f\t%.3g\t%.6f\t\n", t.Name, t.Type, t.BPW, t.RelMSE, t.Cosine)
+	}
+	tw.Flush()
+	if r.LayerImportance != nil {
+		fmt.Fprintln(tw, "layer\timportance (1 - cos in/out)\t")
+		for i, v := range r.LayerImportance {
+			fmt.Fprintf(tw, "%d\t%.5f\t\n", i, v)
+		}
+		tw.Flush()
+	}
+	if r.LZ4 != nil {
+		fmt.Fprintln(tw, "type\tmatrices\tbytes\tlz4 bytes\tratio\t")
+		for _, t := range r.LZ4 {
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%.3f\t\n", t.Type, t.Tensors, t.Bytes, t.Compressed, t.Ratio)
+		}
+		tw.Flush()
+	}
 }
