@@ -85,7 +85,8 @@ func DotRow(t Type, n int, w, act []byte) (float32, error) {
 // error weighted per element by importance (nil: uniform), for example
 // the activation energy of each column of a weight row measured on
 // calibration text. Types without an importance-aware quantizer (all of
-// ggml's) ignore importance and use their QuantizeRef.
+// ggml's but TQ1_0 and TQ2_0, whose scale and zeros it fits instead of
+// taking d = max|x|) ignore importance and use their QuantizeRef.
 func QuantizeRowImportance(t Type, dst []byte, src, importance []float32) error {
 	tr, err := rowCheck(t, len(src), len(dst), "quantize")
 	if err != nil {

@@ -1,8 +1,9 @@
 package quant
 
 // Ternary types (BitNet b1.58, TriLMs): weights in {-1, 0, +1} times one
-// fp16 scale per 256-element block, d = max|x| of the block. Both pair
-// with Q8_K activations.
+// fp16 scale per 256-element block, d = max|x| of the block (the
+// reference quantizers; QuantizeImportance fits d and the zeros instead,
+// ternaryfit.go). Both pair with Q8_K activations.
 //
 // Block layouts (little endian, byte offsets):
 //
@@ -22,9 +23,9 @@ var pow3 = [6]uint8{1, 3, 9, 27, 81, 243}
 
 func init() {
 	register(&Traits{Type: TQ1_0, BlockSize: qkK, BlockBytes: 54, VecDot: Q8_K,
-		Dequantize: dequantTQ1_0, Quantize: quantTQ1_0, Dot: dotTQ1_0})
+		Dequantize: dequantTQ1_0, Quantize: quantTQ1_0, QuantizeImportance: quantTQ1_0Importance, Dot: dotTQ1_0})
 	register(&Traits{Type: TQ2_0, BlockSize: qkK, BlockBytes: 66, VecDot: Q8_K,
-		Dequantize: dequantTQ2_0, Quantize: quantTQ2_0, Dot: dotTQ2_0})
+		Dequantize: dequantTQ2_0, Quantize: quantTQ2_0, QuantizeImportance: quantTQ2_0Importance, Dot: dotTQ2_0})
 }
 
 // trit returns digit n (0..4, most significant first) of a TQ1_0 byte:
