@@ -91,4 +91,3 @@ func ternaryFit(x, w []float32) (float32, [qkK]bool) {
 	}
 	return float32(sa / sw), keep
 }
-
