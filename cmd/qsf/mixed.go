@@ -243,9 +243,9 @@ func outputError(w, q []float32, rows, cols int, gram []float64, energy []float3
 
 // matrixBudget converts a --target-size in bytes into bits for the
 // matrices: what is left after the file's other tensors, its metadata and
-// tokenizer (as large as in src) and alignment.
+// tokenizer (as large as in src), the quality report and alignment.
 func matrixBudget(src *format.File, target float64) float64 {
-	var all, vectors float64
+	var all, vectors, report float64
 	nmat := 0
 	for _, t := range src.Tensors {
 		all += float64(t.Size)
@@ -253,8 +253,10 @@ func matrixBudget(src *format.File, target float64) float64 {
 			vectors += float64(t.Size)
 		} else {
 			nmat++
+			// The quality report's entry: name and type strings, three f32.
+			report += float64(len(t.Name) + 48)
 		}
 	}
-	other := float64(src.Size()) - all + vectors + float64(64*(len(src.Tensors)+nmat)) + 4096
+	other := float64(src.Size()) - all + vectors + float64(64*(len(src.Tensors)+nmat)) + report + 4096
 	return math.Floor((target - other) * 8)
 }

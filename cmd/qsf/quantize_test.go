@@ -545,3 +545,27 @@ func writeHFLlama(t *testing.T, dir string) {
 		t.Fatal(err)
 	}
 }
+
+// TestQuantizeMixedFallback: --quant mixed on stories260K, whose ffn_down
+// rows (172) no type of the ladder holds, keeps those at --fallback (F16)
+// and mixes the others within the budget.
+func TestQuantizeMixedFallback(t *testing.T) {
+	in := testfiles.Path(t, "models", "gguf", "stories260K-f32.gguf")
+	dir := t.TempDir()
+	calib := filepath.Join(dir, "calib.txt")
+	os.WriteFile(calib, []byte("Lily and Ben went to the park. They saw a big dog.\n"), 0o644)
+	var stdout, stderr bytes.Buffer
+	if code := runMain([]string{"quantize", in, filepath.Join(dir, "m.qsf"), "--quant", "mixed", "--bpw", "5.5", "--calibration", calib, "--json"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	var rep quantizeReport
+	lastJSON(t, stdout.String(), &rep)
+	if !(rep.BPW > 5 && rep.BPW <= 5.5) || rep.Type != "mixed" {
+		t.Errorf("bpw %v, type %s", rep.BPW, rep.Type)
+	}
+	for _, q := range rep.Tensors {
+		if strings.Contains(q.Name, "ffn_down") != (q.Type == "F16") {
+			t.Errorf("%s is %s", q.Name, q.Type)
+		}
+	}
+}
