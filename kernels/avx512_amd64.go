@@ -115,7 +115,7 @@ func q4_0x8AVX512(out []float32, w []byte, rowBytes, cols int, act, aux []byte) 
 }
 
 //go:noescape
-func dotQ4_0x8T4AVX512(out *float32, ostride, pairs int, w *byte, nb int, packed *byte)
+func dotQ4_0x8T4AVX512(out *float32, ostride, pairs int, w *byte, nb int, packed *byte, ahead int)
 
 // packQ4_0x8T4Z packs tileTokens Q8_0 activations for the avx512 tiles
 // of Q4_0x8 and Q8_0x4:
@@ -139,7 +139,7 @@ func q4_0x8T4AVX512(out []float32, ostride int, w []byte, rowBytes, cols, rows i
 	_ = packed[tileTokens*nb*q4_0x8TokBlock-1]
 	groups := rows / 8
 	if pairs := groups / 2; pairs > 0 {
-		dotQ4_0x8T4AVX512(&out[0], ostride, pairs, &w[0], nb, &packed[0])
+		dotQ4_0x8T4AVX512(&out[0], ostride, pairs, &w[0], nb, &packed[0], prefetchAhead(64))
 	}
 	if groups%2 == 1 {
 		r := 8 * (groups - 1)

@@ -148,12 +148,15 @@ x16store:
 	VZEROUPPER
 	RET
 
-// func dotQ4_0x8T4AVX512(out *float32, ostride, pairs int, w *byte, nb int, packed *byte)
+// func dotQ4_0x8T4AVX512(out *float32, ostride, pairs int, w *byte, nb int, packed *byte, ahead int)
 //
 // The tile: four activations (packed by packQ4_0x8T4Z: activation t's
 // prepQ4_0x8 form at t·nb·40) against pairs of groups of 8 rows, each
-// block's nibbles unpacked once for the four.
-TEXT ·dotQ4_0x8T4AVX512(SB), NOSPLIT, $0-48
+// block's nibbles unpacked once for the four. The two groups are two
+// streams, each prefetched ahead bytes ahead (five lines per two blocks),
+// as in the decode kernel: a tile of a few tokens computes little more
+// than decode per byte of weights, so it too waits on memory without.
+TEXT ·dotQ4_0x8T4AVX512(SB), NOSPLIT, $0-56
 	MOVQ out+0(FP), R8
 	MOVQ ostride+8(FP), R12
 	SHLQ $2, R12
@@ -168,6 +171,8 @@ TEXT ·dotQ4_0x8T4AVX512(SB), NOSPLIT, $0-48
 	IMULQ $40, R14 // activation stride
 	LEAQ (R14)(R14*2), R15
 	NIBMASK
+	MOVQ ahead+48(FP), AX
+	LEAQ (R13)(AX*1), BX
 
 x16x4pair:
 	VPXORD Z0, Z0, Z0
@@ -178,16 +183,44 @@ x16x4pair:
 	MOVQ R10, CX
 
 x16x4block:
+	CMPQ CX, $2
+	JLT  x16x4single
+	PREFETCHT0 0(SI)(AX*1)
+	PREFETCHT0 64(SI)(AX*1)
+	PREFETCHT0 128(SI)(AX*1)
+	PREFETCHT0 192(SI)(AX*1)
+	PREFETCHT0 256(SI)(AX*1)
+	PREFETCHT0 0(SI)(BX*1)
+	PREFETCHT0 64(SI)(BX*1)
+	PREFETCHT0 128(SI)(BX*1)
+	PREFETCHT0 192(SI)(BX*1)
+	PREFETCHT0 256(SI)(BX*1)
+	X16LOAD(0)
+	X16TOK(0, (DI), Z0)
+	X16TOK(0, (DI)(R14*1), Z1)
+	X16TOK(0, (DI)(R14*2), Z2)
+	X16TOK(0, (DI)(R15*1), Z3)
+	X16LOAD(144)
+	X16TOK(40, (DI), Z0)
+	X16TOK(40, (DI)(R14*1), Z1)
+	X16TOK(40, (DI)(R14*2), Z2)
+	X16TOK(40, (DI)(R15*1), Z3)
+	ADDQ $288, SI
+	ADDQ $80, DI
+	SUBQ $2, CX
+	JMP  x16x4block
+
+x16x4single:
+	TESTQ CX, CX
+	JZ    x16x4store
 	X16LOAD(0)
 	X16TOK(0, (DI), Z0)
 	X16TOK(0, (DI)(R14*1), Z1)
 	X16TOK(0, (DI)(R14*2), Z2)
 	X16TOK(0, (DI)(R15*1), Z3)
 	ADDQ $144, SI
-	ADDQ $40, DI
-	DECQ CX
-	JNZ  x16x4block
 
+x16x4store:
 	VMOVUPS Z0, (R8)
 	VMOVUPS Z1, (R8)(R12*1)
 	VMOVUPS Z2, (R8)(R12*2)

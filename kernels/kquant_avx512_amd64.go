@@ -99,16 +99,39 @@ func q6_KT8AVX512(out []float32, ostride int, w []byte, rowBytes, cols, rows int
 	_ = out[7*ostride+rows-1]
 	_ = w[rows*rowBytes-1]
 	_ = packed[packBytesQ6_KT8Z(cols)-1]
-	dotQ6_KT8AVX512(&out[0], ostride, rows, &w[0], cols/256, &packed[0])
+	dotQ6_KT8AVX512(&out[0], ostride, rows, &w[0], cols/256, &packed[0], prefetchAhead(64))
 }
 
 var tileQ6_KT8AVX512 = tileKernel{
 	run:       q6_KT8AVX512,
 	rowStep:   1,
 	tokens:    8,
-	rest:      &tileQ6_K,
+	rest:      &tileQ6_KT4AVX512,
 	packBytes: packBytesQ6_KT8Z,
 	pack:      packQ6_KT8Z,
+}
+
+func packBytesQ6_KT4Z(cols int) int { return cols / 256 * 2 * q6zPair }
+
+// packQ6_KT4Z packs four Q8_K activations for dotQ6_KT4AVX512 (see
+// packQ6_KZ).
+func packQ6_KT4Z(dst, acts []byte, actBytes, cols int) { packQ6_KZ(dst, acts, actBytes, cols, 2) }
+
+// q6_KT4AVX512 is the four-activation tile of the avx512 tier for Q6_K
+// (a decoding step of a few sequences: the LM head): the eight-token
+// tile's arithmetic with two pairs of activations.
+func q6_KT4AVX512(out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
+	_ = out[3*ostride+rows-1]
+	_ = w[rows*rowBytes-1]
+	_ = packed[packBytesQ6_KT4Z(cols)-1]
+	dotQ6_KT4AVX512(&out[0], ostride, rows, &w[0], cols/256, &packed[0], prefetchAhead(64))
+}
+
+var tileQ6_KT4AVX512 = tileKernel{
+	run:       q6_KT4AVX512,
+	rowStep:   1,
+	packBytes: packBytesQ6_KT4Z,
+	pack:      packQ6_KT4Z,
 }
 
 // decodeAhead is how far ahead of the rows they multiply the avx512

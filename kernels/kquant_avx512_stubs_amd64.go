@@ -21,7 +21,14 @@ func dotQ6_KRows2AVX512(out *float32, pairs int, w *byte, nb int, rowBytes int, 
 //go:noescape
 func dotQ4_KT8AVX512(out *float32, ostride int, rows int, w *byte, nb int, packed *byte)
 
-// dotQ6_KT8AVX512 multiplies Q6_K rows with eight Q8_K activations packed by packQ6_KZ.
+// dotQ6_KT8AVX512 multiplies Q6_K rows with 8 Q8_K activations packed by packQ6_KZ,
+// prefetching the rows ahead bytes ahead.
 //
 //go:noescape
-func dotQ6_KT8AVX512(out *float32, ostride int, rows int, w *byte, nb int, packed *byte)
+func dotQ6_KT8AVX512(out *float32, ostride int, rows int, w *byte, nb int, packed *byte, ahead int)
+
+// dotQ6_KT4AVX512 multiplies Q6_K rows with 4 Q8_K activations packed by packQ6_KZ,
+// prefetching the rows ahead bytes ahead.
+//
+//go:noescape
+func dotQ6_KT4AVX512(out *float32, ostride int, rows int, w *byte, nb int, packed *byte, ahead int)

@@ -64,6 +64,15 @@ type matmulJob struct {
 	n        int
 	rowBytes int
 	actBytes int
+	shared   bool // the preparation is an earlier job's (Pool.MatMuls)
+}
+
+// sharesPrep reports whether j reads the same activations as o, prepared
+// the same way, so that j can use o's preparation.
+func (j *matmulJob) sharesPrep(o *matmulJob) bool {
+	return j.n == o.n && j.cols == o.cols && sameBytes(j.acts, o.acts) &&
+		j.tile == o.tile && j.rest == o.rest && j.tileEnd == o.tileEnd && j.restEnd == o.restEnd &&
+		kernelKey(j.traits) == kernelKey(o.traits) && j.tier == o.tier
 }
 
 // init validates the arguments of a MatMul on tier tr and fills in j.

@@ -42,6 +42,8 @@ const (
 	jobMatMul
 	jobMatMulPrep
 	jobMatVecs
+	jobMatMuls
+	jobMatMulsPrep
 )
 
 // Pool is a fixed set of persistent worker goroutines that share the work of
@@ -92,6 +94,8 @@ type Pool struct {
 	taskPrep [][]byte     // the prepared activation of each task: its own taskAux or an earlier task's
 	taskEnd  []int        // jobMatVecs' cumulative row counts, reused
 	taskKey  []quant.Type // the table key of each task's matrix, reused
+	mms      []matmulJob  // jobMatMuls' jobs, one per task
+	mmAux    [][][]byte   // jobMatMuls' prepared activations per task, reused
 }
 
 type worker struct {
@@ -266,6 +270,111 @@ func (p *Pool) MatVecs(tasks []MatVecTask) {
 	p.mu.Unlock()
 }
 
+// MatMulTask is one matrix product of a Pool.MatMuls call: the arguments
+// of MatMul.
+type MatMulTask struct {
+	Type quant.Type
+	Out  []float32
+	W    []byte
+	Cols int
+	Acts []byte
+	N    int
+}
+
+// MatMuls computes the MatMul of every task as one job shared by the
+// pool's threads, which wait for each other once instead of once per task
+// (the Q, K and V of a batch of tokens; gate and up). The tasks' outputs
+// must not overlap. Tasks that read the same activations with the same
+// kernel (as Q, K and V do) share one preparation of them. The results are
+// those of MatMul. It panics on inconsistent arguments as MatMul does.
+func (p *Pool) MatMuls(tasks []MatMulTask) {
+	// Every task but the last must be whole groups of rowAlign rows, so
+	// that each piece starts on a group of its task.
+	for i, t := range tasks {
+		if t.N > 0 && i < len(tasks)-1 && len(t.Out)/t.N%rowAlign != 0 {
+			for _, t := range tasks {
+				p.MatMul(t.Type, t.Out, t.W, t.Cols, t.Acts, t.N)
+			}
+			return
+		}
+	}
+	p.mu.Lock()
+	// The pool's buffers are written under the lock only: sessions of a
+	// model share its pool.
+	p.mms = p.mms[:0]
+	for len(p.mmAux) < len(tasks) {
+		p.mmAux = append(p.mmAux, nil)
+	}
+	p.taskEnd = p.taskEnd[:0]
+	total, units := 0, 0
+	for i, t := range tasks {
+		var j matmulJob
+		j.init(p.base, t.Type, t.Out, t.W, t.Cols, t.Acts, t.N)
+		if k := len(p.mms) - 1; k >= 0 && j.sharesPrep(&p.mms[k]) {
+			j.packed, j.packSize, j.restSize, j.auxes = p.mms[k].packed, p.mms[k].packSize, p.mms[k].restSize, p.mms[k].auxes
+			j.shared = true
+		} else {
+			p.mmAux[i] = j.prepBufs(p.mmAux[i])
+			units += j.prepUnits()
+		}
+		p.mms = append(p.mms, j)
+		total += j.rows
+		p.taskEnd = append(p.taskEnd, total)
+	}
+	if p.threads == 1 || units < 2 {
+		for k := range p.mms {
+			if !p.mms[k].shared {
+				for u := range p.mms[k].prepUnits() {
+					p.mms[k].prepUnit(u)
+				}
+			}
+		}
+	} else {
+		// Packing the activations is work for every thread too.
+		p.kind = jobMatMulsPrep
+		p.run(units, 1)
+	}
+	if p.threads == 1 || total <= rowAlign {
+		p.runMatMuls(0, total)
+	} else if total > 0 {
+		p.kind = jobMatMuls
+		p.run(total, rowAlign)
+	}
+	clear(p.mms)
+	p.mms = p.mms[:0]
+	p.mu.Unlock()
+}
+
+// runMatMuls computes rows [lo, hi) of the current MatMuls job, counted
+// over its tasks in order.
+func (p *Pool) runMatMuls(lo, hi int) {
+	start := 0
+	for k := range p.mms {
+		end := p.taskEnd[k]
+		if a, b := max(lo, start)-start, min(hi, end)-start; a < b {
+			p.mms[k].run(a, b)
+		}
+		start = end
+	}
+}
+
+// prepMatMuls does preparation units [lo, hi) of the current MatMuls
+// job, counted over the tasks that prepare their own activations.
+func (p *Pool) prepMatMuls(lo, hi int) {
+	start := 0
+	for k := range p.mms {
+		j := &p.mms[k]
+		if j.shared {
+			continue
+		}
+		end := start + j.prepUnits()
+		for u := max(lo, start); u < min(hi, end); u++ {
+			j.prepUnit(u - start)
+		}
+		start = end
+	}
+}
+
 // sameBytes reports whether a and b are the same slice of memory.
 func sameBytes(a, b []byte) bool {
 	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
@@ -374,6 +483,10 @@ func (p *Pool) piece(i int) {
 		}
 	case jobMatVecs:
 		p.runTasks(lo, hi)
+	case jobMatMuls:
+		p.runMatMuls(lo, hi)
+	case jobMatMulsPrep:
+		p.prepMatMuls(lo, hi)
 	}
 }
 

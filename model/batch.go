@@ -151,16 +151,14 @@ func (s *State) attentionBatch(ly *Block, l, pos, n int) error {
 	hp := &s.m.Hparams
 	b := s.batch
 	e, qd, kd, vd, ad := hp.Embd, hp.QDim(), hp.KDim(), hp.VDim(), hp.Heads*hp.HeadDimV
-	s.eachToken(n, func(i int) {
+	s.eachToken(n, e, func(i int) {
 		s.norm(row(b.xb, i, e), row(b.x, i, e), ly.AttnNorm, ly.AttnNormB)
 	})
 	b.input(b.xb, e)
 	if ly.QKV.Data != nil {
 		s.matMul(b.qkv, &ly.QKV, n)
 	} else {
-		s.matMul(b.q, &ly.Q, n)
-		s.matMul(b.k, &ly.K, n)
-		s.matMul(b.v, &ly.V, n)
+		s.matMuls(n, b.q, &ly.Q, b.k, &ly.K, b.v, &ly.V)
 	}
 	for i := range n {
 		s.q, s.k, s.v, s.att = row(b.q, i, qd), row(b.k, i, kd), row(b.v, i, vd), row(b.att, i, ad)
@@ -177,7 +175,7 @@ func (s *State) attentionBatch(ly *Block, l, pos, n int) error {
 	}
 	b.input(b.att, ad)
 	s.matMul(b.xb, &ly.O, n)
-	s.eachToken(n, func(i int) {
+	s.eachToken(n, e, func(i int) {
 		addBias(row(b.xb, i, e), ly.OB)
 		add(row(b.x, i, e), row(b.xb, i, e))
 	})
@@ -193,7 +191,7 @@ func (s *State) feedForwardBatch(l, n int) error {
 	hp := &s.m.Hparams
 	b := s.batch
 	e, f := hp.Embd, hp.FFN
-	s.eachToken(n, func(i int) {
+	s.eachToken(n, e, func(i int) {
 		s.norm(row(b.xb, i, e), row(b.x, i, e), ly.FFNNorm, ly.FFNNormB)
 	})
 	b.input(b.xb, e)
@@ -209,14 +207,13 @@ func (s *State) feedForwardBatch(l, n int) error {
 			copy(b.hb[i*f:(i+1)*f], b.hb2[:f])
 		}
 	case ly.Gate.Data != nil:
-		s.matMul(hidden, &ly.Gate, n)
-		s.matMul(b.hb2[:n*f], &ly.Up, n)
-		s.eachToken(n, func(i int) {
+		s.matMuls(n, hidden, &ly.Gate, b.hb2[:n*f], &ly.Up, nil, nil)
+		s.eachToken(n, f, func(i int) {
 			gated(s.tier, row(hidden, i, f), row(hidden, i, f), row(b.hb2, i, f), hp.Act)
 		})
 	default:
 		s.matMul(hidden, &ly.Up, n)
-		s.eachToken(n, func(i int) {
+		s.eachToken(n, f, func(i int) {
 			addBias(row(hidden, i, f), ly.UpB)
 			activate(s.tier, row(hidden, i, f), hp.Act)
 		})
@@ -228,7 +225,7 @@ func (s *State) feedForwardBatch(l, n int) error {
 	b.input(hidden, f)
 	s.matMul(b.xb, &ly.Down, n)
 	s.release(l, StageDown)
-	s.eachToken(n, func(i int) {
+	s.eachToken(n, e, func(i int) {
 		addBias(row(b.xb, i, e), ly.DownB)
 		add(row(b.x, i, e), row(b.xb, i, e))
 	})
@@ -240,6 +237,30 @@ func (s *State) feedForwardBatch(l, n int) error {
 func (s *State) matMul(out []float32, w *Tensor, n int) {
 	s.pool.MatMul(w.Type, out[:n*w.Rows], w.Data, w.Cols, s.batch.get(s.pool, w.Type, n), n)
 	tensorScale(out[:n*w.Rows], w)
+}
+
+// matMuls computes out1 = W1·x, out2 = W2·x and, when w3 is not nil,
+// out3 = W3·x for each of the n current input rows as one job of the
+// pool (Q, K and V; gate and up), so that its threads wait for each other
+// once; the results are those of matMul on each.
+func (s *State) matMuls(n int, out1 []float32, w1 *Tensor, out2 []float32, w2 *Tensor, out3 []float32, w3 *Tensor) {
+	k := 0
+	for _, e := range [...]struct {
+		out []float32
+		w   *Tensor
+	}{{out1, w1}, {out2, w2}, {out3, w3}} {
+		if e.w != nil {
+			s.mmTasks[k] = kernels.MatMulTask{Type: e.w.Type, Out: e.out[:n*e.w.Rows], W: e.w.Data, Cols: e.w.Cols, Acts: s.batch.get(s.pool, e.w.Type, n), N: n}
+			k++
+		}
+	}
+	s.pool.MatMuls(s.mmTasks[:k])
+	s.mmTasks = [len(s.mmTasks)]kernels.MatMulTask{} // hold no weights past the call
+	tensorScale(out1[:n*w1.Rows], w1)
+	tensorScale(out2[:n*w2.Rows], w2)
+	if w3 != nil {
+		tensorScale(out3[:n*w3.Rows], w3)
+	}
 }
 
 // input makes the first rows of x (width elements each) the rows the
@@ -269,6 +290,12 @@ func (b *batch) get(pool *kernels.Pool, wt quant.Type, n int) []byte {
 		return buf
 	}
 	buf := b.acts[at][:n*size]
+	if !b.done[at] && n*b.width <= inlineRows {
+		for i := range n {
+			b.tier.Quantize(at, buf[i*size:(i+1)*size], row(b.in, i, b.width))
+		}
+		b.done[at] = true
+	}
 	if !b.done[at] {
 		pool.Parallel(n, func(lo, hi int) {
 			for i := lo; i < hi; i++ {
@@ -280,11 +307,26 @@ func (b *batch) get(pool *kernels.Pool, wt quant.Type, n int) []byte {
 	return buf
 }
 
-// eachToken calls fn for every token i in [0, n) of a batch, the tokens
-// shared between the threads of the pool: the per-token steps between the
+// inlineRows is the size of a batch's rows (tokens × width, in elements)
+// up to which the per-token steps between the mat-muls (conversions of
+// the input, norms, activations, residual adds) run on the calling
+// thread: a few microseconds of work for the few tokens of a decoding
+// step of several sequences, less than a round trip through the pool's
+// workers costs.
+const inlineRows = 8192
+
+// eachToken calls fn for every token i in [0, n) of a batch whose rows
+// have width elements, the tokens shared between the threads of the pool
+// (inline when they are few and small): the per-token steps between the
 // mat-muls (norms, activations, residual adds), whose tokens are
 // independent, so the bits do not depend on the split.
-func (s *State) eachToken(n int, fn func(i int)) {
+func (s *State) eachToken(n, width int, fn func(i int)) {
+	if n*width <= inlineRows {
+		for i := range n {
+			fn(i)
+		}
+		return
+	}
 	s.pool.Parallel(n, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			fn(i)

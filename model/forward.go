@@ -44,8 +44,9 @@ type State struct {
 	hb2    []float32 // FFN hidden (up)
 	Logits []float32
 
-	acts  activations           // xb (or att, hb) quantized for the matrices that read it
-	tasks [3]kernels.MatVecTask // the products of one matVecs call
+	acts    activations           // xb (or att, hb) quantized for the matrices that read it
+	tasks   [3]kernels.MatVecTask // the products of one matVecs call
+	mmTasks [3]kernels.MatMulTask // the products of one matMuls call
 
 	// BatchOrder makes attention add in the order llama.cpp uses when it
 	// evaluates several tokens in one batch (llamafile's tinyBLAS: 8 lanes

@@ -211,9 +211,7 @@ func (bt *Batch) forwardChunks(states []*State, tokens [][]int, logits []bool, r
 		if fused {
 			d.matMul(b.qkv, &ly.QKV, rows)
 		} else {
-			d.matMul(b.q, &ly.Q, rows)
-			d.matMul(b.k, &ly.K, rows)
-			d.matMul(b.v, &ly.V, rows)
+			d.matMuls(rows, b.q, &ly.Q, b.k, &ly.K, b.v, &ly.V)
 		}
 		d.release(l, StageQKV)
 		// The sequences of one token attend together: inline when each

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+
 	. "github.com/mmcloughlin/avo/build"
 	. "github.com/mmcloughlin/avo/operand"
 	. "github.com/mmcloughlin/avo/reg"
@@ -157,28 +159,36 @@ func q4KT8(k4Pair Mem) {
 	RET()
 }
 
-// q6KT8 is dotQ6_KT8AVX512: the Q6_K tile of eight activations (four
-// pairs) against rows one at a time, each block's quants and scales
-// unpacked once for the eight. The activations come packed by packQ6_KZ
-// with four pairs: per block (4352 bytes), chunk c (quants 32c..32c+31)
-// of pair p at 1024p+128c, the quants of both activations (64 bytes),
-// then their prepared offsets (prepQ6_K, 32 bytes each); the pair's da
-// as [da0 ×8, da1 ×8] at 4096+64p.
+// q6KTile is dotQ6_KT8AVX512 (pairs 4) or dotQ6_KT4AVX512 (pairs 2): the
+// Q6_K tile of 2·pairs activations against rows one at a time, each
+// block's quants and scales unpacked once for them all. The activations
+// come packed by packQ6_KZ with as many pairs: per block (1088·pairs
+// bytes), chunk c (quants 32c..32c+31) of pair p at 1024p+128c, the quants
+// of both activations (64 bytes), then their prepared offsets (prepQ6_K,
+// 32 bytes each); the pair's da as [da0 ×8, da1 ×8] at 1024·pairs+64p.
+// The rows, one stream, are prefetched ahead bytes ahead (four lines per
+// block of 210 bytes): a tile of few activations does little more work
+// per byte of weights than decode, and waits on memory as decode does
+// without.
 //
 // Registers: Z16..Z19 the float accumulators of pairs 0..3, Z24..Z31 the
 // block's integer sums (two per pair: even and odd k), Z13 the row's
 // scales as int16 in both halves, Z14 and Z15 the masks, Z20..Z23 the
-// scale controls.
-func q6KT8(q6Shuf Mem) {
-	const fn = "q6kt8"
-	TEXT("dotQ6_KT8AVX512", NOSPLIT, "func(out *float32, ostride, rows int, w *byte, nb int, packed *byte)")
+// scale controls, R13 the prefetch distance.
+func q6KTile(q6Shuf Mem, pairs int) {
+	n := 2 * pairs
+	fn := fmt.Sprintf("q6kt%d", n)
+	name := fmt.Sprintf("dotQ6_KT%dAVX512", n)
+	TEXT(name, NOSPLIT, "func(out *float32, ostride, rows int, w *byte, nb int, packed *byte, ahead int)")
 	Pragma("noescape")
-	Doc("dotQ6_KT8AVX512 multiplies Q6_K rows with eight Q8_K activations packed by packQ6_KZ.")
+	Doc(fmt.Sprintf("%s multiplies Q6_K rows with %d Q8_K activations packed by packQ6_KZ,", name, n),
+		"prefetching the rows ahead bytes ahead.")
 	tileOut()
 	Load(Param("rows"), R9)
 	Load(Param("w"), RSI)
 	Load(Param("nb"), R10)
 	Load(Param("packed"), R11)
+	Load(Param("ahead"), R13)
 
 	MOVL(U32(0x0f0f0f0f), EAX)
 	VPBROADCASTD(EAX, Z14) // low nibble mask
@@ -189,13 +199,16 @@ func q6KT8(q6Shuf Mem) {
 	}
 
 	Label(label(fn, "row"))
-	for p := 0; p < 4; p++ {
+	for p := 0; p < pairs; p++ {
 		VPXORD(zr[16+p], zr[16+p], zr[16+p])
 	}
 	MOVQ(R11, RDI)
 	MOVQ(R10, RCX)
 
 	Label(label(fn, "block"))
+	for l := 0; l < 4; l++ {
+		PREFETCHT0(mi(RSI, 64*l, R13, 1))
+	}
 	VPMOVSXBW(m(RSI, 192), Y13)
 	VINSERTI64X4(U8(1), Y13, Z13, Z13) // scales as int16, in both halves
 	for h := 0; h < 2; h++ {
@@ -209,7 +222,7 @@ func q6KT8(q6Shuf Mem) {
 			VPORD(Z2, Z1, Z1)
 			VPSHUFB(zr[20+k], Z9, Z3)
 			c := 4*h + k
-			for p := 0; p < 4; p++ {
+			for p := 0; p < pairs; p++ {
 				// Pair p's part of chunk c.
 				VPMADDUBSW(m(RDI, 1024*p+128*c), Z1, Z4)
 				VPSUBW(m(RDI, 1024*p+128*c+64), Z4, Z4)
@@ -226,22 +239,24 @@ func q6KT8(q6Shuf Mem) {
 	VMOVD(EAX, X5)
 	VCVTPH2PS(X5, X5)
 	VBROADCASTSS(X5, Z5)
-	for p := 0; p < 4; p++ {
+	for p := 0; p < pairs; p++ {
 		// Pair p's block: its integer sums, fp32(d) in every lane of Z5.
 		ie, io := zr[24+2*p], zr[25+2*p]
 		VPADDD(io, ie, ie)
 		VCVTDQ2PS(ie, ie)
-		VMULPS(m(RDI, 4096+64*p), Z5, Z6)
+		VMULPS(m(RDI, 1024*pairs+64*p), Z5, Z6)
 		VFMADD231PS(Z6, ie, zr[16+p])
 	}
 
 	ADDQ(U32(210), RSI)
-	ADDQ(U32(4352), RDI)
+	ADDQ(U32(1088*pairs), RDI)
 	DECQ(RCX)
 	JNZ(LabelRef(label(fn, "block")))
 
-	LEAQ(mi(R8, 0, R14, 4), R12)
-	for p := 0; p < 4; p++ {
+	if pairs > 2 {
+		LEAQ(mi(R8, 0, R14, 4), R12)
+	}
+	for p := 0; p < pairs; p++ {
 		// Pair p's accumulator reduced as hsum_float_8.
 		VMOVAPS(zr[16+p], Z0)
 		VEXTRACTF64X4(U8(1), Z0, Y6)

@@ -21,7 +21,8 @@ var files = map[string]func(){
 		q4KRows2(dIdx, mIdx)
 		q6KRows2(q6Shuf)
 		q4KT8(k4Pair)
-		q6KT8(q6Shuf)
+		q6KTile(q6Shuf, 4)
+		q6KTile(q6Shuf, 2)
 	},
 	"q40x8": q40x8T8,
 	"float": f32Rows,

@@ -1,0 +1,59 @@
+package kernels
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"testing"
+
+	"github.com/qsf-llm/qsf/quant"
+)
+
+// BenchmarkMatMulSmallN measures MatMul of 1, 4 and 8 activations (a
+// decoding step of that many sequences) on one thread, for each assembly
+// tier, against a 2048×768 matrix; cpu-ns/tok is the thread's CPU time
+// per activation.
+func BenchmarkMatMulSmallN(b *testing.B) {
+	const rows, cols = 2048, 768
+	for _, typ := range []quant.Type{Q4_0x8, quant.Q6_K} {
+		r := rand.New(rand.NewPCG(23, 24))
+		file := typ
+		if k := repackOf(typ); k != nil {
+			file = k.file
+		}
+		w := randomRows(r, file, rows, cols)
+		if file != typ {
+			packed := make([]byte, len(w))
+			if _, err := Repack(file, packed, w, rows, cols); err != nil {
+				b.Fatal(err)
+			}
+			w = packed
+		}
+		tt, err := Lookup(typ)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, n := range []int{1, 2, 3, 4, 5, 8} {
+			acts := randomRows(r, tt.VecDot, n, cols)
+			out := make([]float32, n*rows)
+			for _, name := range Tiers() {
+				if name == "generic" {
+					continue
+				}
+				tr, _ := TierNamed(name)
+				b.Run(fmt.Sprintf("%v/n=%d/%s", typeName(typ), n, name), func(b *testing.B) {
+					b.SetBytes(int64(len(w)))
+					runtime.LockOSThread()
+					defer runtime.UnlockOSThread()
+					c0 := threadCPU()
+					for i := 0; i < b.N; i++ {
+						tr.MatMul(typ, out, w, cols, acts, n)
+					}
+					if c0 >= 0 {
+						b.ReportMetric(float64(threadCPU()-c0)/float64(b.N*n), "cpu-ns/tok")
+					}
+				})
+			}
+		}
+	}
+}
