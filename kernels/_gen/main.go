@@ -24,7 +24,10 @@ var files = map[string]func(){
 		q6KT8(q6Shuf)
 	},
 	"q40x8": q40x8T8,
-	"float": f32Rows,
+	"float": func() {
+		f32Rows()
+		f32R3T8()
+	},
 	"quant": quantQ8K,
 }
 
