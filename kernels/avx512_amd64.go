@@ -63,6 +63,7 @@ var (
 	tileF32T8AVX512 = tileKernel{
 		run:       f32T8AVX512,
 		rowStep:   1,
+		rowBlock:  3,
 		tokens:    8,
 		rest:      &tileF32AVX512,
 		packBytes: packBytesF32T8,

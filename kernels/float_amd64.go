@@ -99,11 +99,9 @@ func bf16AVX2(out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
 	}
 }
 
-//go:noescape
-func dotF32R3T8AVX512(out *float32, ostride, blocks int, w *byte, chunks, rowBytes int, act *byte, actStride int, scratch *float32, sstride, flags int)
-
 // f32BlockScratch8 is the scratch of a block of three rows × eight
-// activations in float32: two of f32BlockScratch.
+// activations in float32 (dotF32R3T8AVX512's 24 zmm of each of its two
+// passes): two of f32BlockScratch.
 const f32BlockScratch8 = 2 * f32BlockScratch
 
 // f32Scratch8Pool is f32ScratchPool for f32Blocks8.

@@ -9,3 +9,10 @@ package kernels
 //
 //go:noescape
 func dotF32AVX512(out *float32, rows int, w *byte, chunks int, rowBytes int, act *byte, ahead int)
+
+// dotF32R3T8AVX512 computes blocks of three F32 rows × eight activations
+// (f32T8AVX512), in ggml_vec_dot_f32's order; scratch holds a block's sums
+// between slabs of columns, sstride bytes per block.
+//
+//go:noescape
+func dotF32R3T8AVX512(out *float32, ostride int, blocks int, w *byte, chunks int, rowBytes int, act *byte, actStride int, scratch *float32, sstride int, flags int)

@@ -206,6 +206,10 @@ func (j *matmulJob) act(i int) []byte { return j.acts[i*j.actBytes : (i+1)*j.act
 // run computes rows [lo, hi) of every output vector, tile by tile.
 func (j *matmulJob) run(lo, hi int) {
 	tile := max(rowAlign, tileBytes/max(j.rowBytes, 1)/rowAlign*rowAlign)
+	if j.tile != nil && j.tile.rowBlock > 0 {
+		b := j.tile.rowBlock
+		tile = max(b, tileBytes/max(j.rowBytes, 1)/b*b)
+	}
 	for t0 := lo; t0 < hi; t0 += tile {
 		t1 := min(t0+tile, hi)
 		w := j.w[t0*j.rowBytes : t1*j.rowBytes]

@@ -130,3 +130,32 @@ func f32T4Plain(out []float32, ostride int, w []byte, rowBytes, cols, rows int, 
 }
 
 var tileF32Plain = tileKernel{run: f32T4Plain, rowStep: 1, packBytes: packBytesF32T4, pack: packF32T4}
+
+// BenchmarkMatMulF32Prompt measures F32 MatMul of a 128-token prompt on one
+// thread, on the default tier, for the matrices of a 768-wide model (Q, K,
+// V and O 768×768, gate and up 2048×768, down 768×2048): cpu-GFLOP/s is
+// per second of the thread's CPU time.
+func BenchmarkMatMulF32Prompt(b *testing.B) {
+	const n = 128
+	for _, sh := range []struct{ rows, cols int }{{768, 768}, {2048, 768}, {768, 2048}} {
+		r := rand.New(rand.NewPCG(29, 30))
+		w := randomRows(r, quant.F32, sh.rows, sh.cols)
+		acts := randomRows(r, quant.F32, n, sh.cols)
+		out := make([]float32, n*sh.rows)
+		b.Run(fmt.Sprintf("%dx%d", sh.rows, sh.cols), func(b *testing.B) {
+			tr := DefaultTier()
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			c0 := threadCPU()
+			for i := 0; i < b.N; i++ {
+				tr.MatMul(quant.F32, out, w, sh.cols, acts, n)
+			}
+			flops := 2 * float64(n) * float64(sh.rows) * float64(sh.cols) * float64(b.N)
+			if c0 >= 0 {
+				cpu := float64(threadCPU() - c0)
+				b.ReportMetric(cpu/float64(b.N)/1e6, "cpu-ms/op")
+				b.ReportMetric(flops/cpu, "cpu-GFLOP/s")
+			}
+		})
+	}
+}

@@ -28,6 +28,11 @@ type tileKernel struct {
 	rowStep int
 	// tokens is how many activations run takes; 0 means tileTokens.
 	tokens int
+	// rowBlock, if not 0, is the number of rows run is fastest at in
+	// multiples of (a multiple of rowStep): MatMul cuts its tiles of rows
+	// to multiples of it, so that only the end of a range has rows left
+	// over for the kernel's slower path.
+	rowBlock int
 	// rest, if not nil, is the kernel for the activations left over
 	// after the last whole tile of this one (fewer than tokens), in
 	// tiles of its own width.

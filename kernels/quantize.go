@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"encoding/binary"
 	"fmt"
 
 	"github.com/qsf-llm/qsf/quant"
@@ -28,6 +29,13 @@ func (tr *Tier) Quantize(t quant.Type, dst []byte, src []float32) {
 	}
 	var f func(dst []byte, src []float32)
 	switch t {
+	case quant.F32:
+		if nativeLittleEndian {
+			// The activation of F32 weights is the vector's bytes: a
+			// copy, not quant's element by element encoding.
+			copy(dst, f32Bytes(src))
+			return
+		}
 	case quant.Q8_0:
 		f = tr.quantQ8_0
 	case quant.Q8_1:
@@ -44,3 +52,7 @@ func (tr *Tier) Quantize(t quant.Type, dst []byte, src []float32) {
 	}
 	tt.Quantize(dst, src)
 }
+
+// nativeLittleEndian reports whether float32 values are stored in memory
+// as their little-endian bytes, the encoding of an F32 vector.
+var nativeLittleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1

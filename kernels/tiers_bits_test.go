@@ -177,11 +177,11 @@ func specialActivation(r *rand.Rand, n int, nan bool) []float32 {
 }
 
 // TestQuantizeTiersBits checks every tier's activation quantizers (Q8_0,
-// Q8_1, Q8_K) against package quant's byte for byte, on ordinary and
-// extreme vectors, and that none writes past dst.
+// Q8_1, Q8_K, and F32's copy) against package quant's byte for byte, on
+// ordinary and extreme vectors, and that none writes past dst.
 func TestQuantizeTiersBits(t *testing.T) {
 	r := rand.New(rand.NewPCG(73, 74))
-	for _, typ := range []quant.Type{quant.Q8_0, quant.Q8_1, quant.Q8_K} {
+	for _, typ := range []quant.Type{quant.Q8_0, quant.Q8_1, quant.Q8_K, quant.F32} {
 		tt, err := quant.Lookup(typ)
 		if err != nil {
 			t.Fatal(err)

@@ -14,9 +14,18 @@ import (
 // type, chosen once when a State is made (attenderFor), each computing
 // what llama.cpp computes for such a cache (see exact.go).
 
-// attender computes the attention output (State.att) of query heads
-// [lo, hi) for layer State.layer over its State.n cached slots.
-type attender func(s *State, lo, hi int)
+// attender computes the attention output of query heads [lo, hi) of one
+// token (a.att) for layer a.layer over its a.n cached slots.
+type attender func(s *State, a attnArgs, lo, hi int)
+
+// attnArgs is what the attention of one token reads besides the cache and
+// the State's per-head buffers: the layer, the number of cached slots it
+// attends to, its queries (heads × HeadDimK) and its output (heads ×
+// HeadDimV).
+type attnArgs struct {
+	layer, n int
+	q, att   []float32
+}
 
 // attenderFor returns the attention of a cache of type t.
 func attenderFor(t kvcache.Type) attender {
@@ -30,21 +39,21 @@ func attenderFor(t kvcache.Type) attender {
 }
 
 // query returns query head h.
-func (s *State) query(h int) []float32 {
+func (s *State) query(a attnArgs, h int) []float32 {
 	d := s.m.HeadDimK
-	return s.q[h*d : (h+1)*d]
+	return a.q[h*d : (h+1)*d]
 }
 
-// scoresOf returns the scores of query head h over the s.n cached slots.
-func (s *State) scoresOf(h int) []float32 {
+// scoresOf returns the scores of query head h over the a.n cached slots.
+func (s *State) scoresOf(a attnArgs, h int) []float32 {
 	c := s.KV.Capacity()
-	return s.scores[h*c : h*c+s.n]
+	return s.scores[h*c : h*c+a.n]
 }
 
 // output returns the attention output of query head h.
-func (s *State) output(h int) []float32 {
+func (s *State) output(a attnArgs, h int) []float32 {
 	d := s.m.HeadDimV
-	return s.att[h*d : (h+1)*d]
+	return a.att[h*d : (h+1)*d]
 }
 
 // softmaxScores scales the dot products sc by scale (scoreScale) and
@@ -59,21 +68,21 @@ func (s *State) softmaxScores(sc []float32, scale float32) {
 // attendF32 is the attention over an f32 cache in the order llama.cpp's
 // f32 mat-muls add for one token (ggml_vec_dot_f32), or with BatchOrder
 // in that of its batched evaluation (attendF32Batch).
-func (s *State) attendF32(lo, hi int) {
+func (s *State) attendF32(a attnArgs, lo, hi int) {
 	if s.BatchOrder {
-		s.attendF32Batch(lo, hi)
+		s.attendF32Batch(a, lo, hi)
 		return
 	}
 	hp := &s.m.Hparams
-	keys := s.KV.Keys(s.layer, s.n)
-	values := s.KV.Values(s.layer, s.n)
+	keys := s.KV.Keys(a.layer, a.n)
+	values := s.KV.Values(a.layer, a.n)
 	kd, vd, hdk, hdv := hp.KDim(), hp.VDim(), hp.HeadDimK, hp.HeadDimV
 	group := hp.Heads / hp.KVHeads
 	scale := scoreScale(hp)
 	for h := lo; h < hi; h++ {
 		kvh := h / group
-		sc := s.scoresOf(h)
-		s.tier.DotF32Rows(sc, keys[kvh*hdk:], kd, s.query(h))
+		sc := s.scoresOf(a, h)
+		s.tier.DotF32Rows(sc, keys[kvh*hdk:], kd, s.query(a, h))
 		s.softmaxScores(sc, scale)
 		// out[d] = Σ_t p[t]·V[t][d] over llama.cpp's KV row, which is padded
 		// with zero-probability positions to a multiple of 32: position t
@@ -81,7 +90,7 @@ func (s *State) attendF32(lo, hi int) {
 		// vector of hdv accumulators per lane.
 		lanes := s.vlanes[h*hdv*32 : (h+1)*hdv*32]
 		s.tier.LanesF32(lanes, 32, values[kvh*hdv:], vd, sc)
-		s.tier.ReduceLanes32F32(s.output(h), lanes)
+		s.tier.ReduceLanes32F32(s.output(a, h), lanes)
 	}
 }
 
@@ -90,17 +99,17 @@ func (s *State) attendF32(lo, hi int) {
 // State.BatchOrder): each score as dotLanes when the head width is a
 // multiple of 8 (else as for one token), and the outputs accumulated in 8
 // lanes (position t in lane t%8) added with hsum8.
-func (s *State) attendF32Batch(lo, hi int) {
+func (s *State) attendF32Batch(a attnArgs, lo, hi int) {
 	hp := &s.m.Hparams
-	keys := s.KV.Keys(s.layer, s.n)
-	values := s.KV.Values(s.layer, s.n)
+	keys := s.KV.Keys(a.layer, a.n)
+	values := s.KV.Values(a.layer, a.n)
 	kd, vd, hdk, hdv := hp.KDim(), hp.VDim(), hp.HeadDimK, hp.HeadDimV
 	group := hp.Heads / hp.KVHeads
 	scale := scoreScale(hp)
 	for h := lo; h < hi; h++ {
 		kvh := h / group
-		q := s.query(h)
-		sc := s.scoresOf(h)
+		q := s.query(a, h)
+		sc := s.scoresOf(a, h)
 		if hdk%8 == 0 {
 			for t := range sc {
 				sc[t] = dotLanes(q, keys[t*kd+kvh*hdk:t*kd+(kvh+1)*hdk])
@@ -111,7 +120,7 @@ func (s *State) attendF32Batch(lo, hi int) {
 		s.softmaxScores(sc, scale)
 		lanes := s.vlanes[h*hdv*32 : h*hdv*32+hdv*8]
 		s.tier.LanesF32(lanes, 8, values[kvh*hdv:], vd, sc)
-		out := s.output(h)
+		out := s.output(a, h)
 		var acc [8]float32
 		for d := range out {
 			for l := range acc {
@@ -133,36 +142,36 @@ func (s *State) attendF32Batch(lo, hi int) {
 // The query and the scores are rounded in place, so Observe sees the
 // probabilities the values were weighted with. Batch order (llama.cpp's
 // tinyBLAS) is not reproduced for f16.
-func (s *State) attendF16(lo, hi int) {
+func (s *State) attendF16(a attnArgs, lo, hi int) {
 	hp := &s.m.Hparams
-	vt, stride := s.KV.ValuesF16(s.layer)
+	vt, stride := s.KV.ValuesF16(a.layer)
 	hdk, hdv := hp.HeadDimK, hp.HeadDimV
 	group := hp.Heads / hp.KVHeads
 	scale := scoreScale(hp)
 	for h := lo; h < hi; h++ {
 		kvh := h / group
-		q := s.query(h)
+		q := s.query(a, h)
 		s.tier.RoundF16(q)
-		sc := s.scoresOf(h)
-		s.tier.DotF16Rows(sc, s.KV.KeysF16(s.layer, kvh, s.n), hdk, q)
+		sc := s.scoresOf(a, h)
+		s.tier.DotF16Rows(sc, s.KV.KeysF16(a.layer, kvh, a.n), hdk, q)
 		s.softmaxScores(sc, scale)
 		s.tier.RoundF16(sc)
-		s.tier.DotF16RowsPadded(s.output(h), vt[kvh*hdv*stride:], stride, sc)
+		s.tier.DotF16RowsPadded(s.output(a, h), vt[kvh*hdv*stride:], stride, sc)
 	}
 }
 
 // attendCoded is the attention over a cache of quantized entries (Q8,
 // Q4, Q2): the dot products read the stored codes directly (dotCodedKey,
 // addCodedValue), one cached position after another.
-func (s *State) attendCoded(lo, hi int) {
+func (s *State) attendCoded(a attnArgs, lo, hi int) {
 	hp := &s.m.Hparams
-	l, typ := s.layer, s.KV.Type()
+	l, typ := a.layer, s.KV.Type()
 	group := hp.Heads / hp.KVHeads
 	scale := scoreScale(hp)
 	for h := lo; h < hi; h++ {
 		kvh := h / group
-		q := s.query(h)
-		sc := s.scoresOf(h)
+		q := s.query(a, h)
+		sc := s.scoresOf(a, h)
 		for t := 0; t < len(sc); {
 			ck := s.KV.KeyCodes(l, t, kvh)
 			for end := min(ck.First+ck.Slots, len(sc)); t < end; t++ {
@@ -170,7 +179,7 @@ func (s *State) attendCoded(lo, hi int) {
 			}
 		}
 		s.softmaxScores(sc, scale)
-		out := s.output(h)
+		out := s.output(a, h)
 		clear(out)
 		for t, p := range sc {
 			codes, scale, offset := s.KV.ValueCodes(l, t, kvh)

@@ -26,6 +26,11 @@ type batch struct {
 	width                             int       // elements per row of in
 	rx                                []float32 // one row rotated for the rotated types
 
+	// attentionBatch's layer, tokens and their cached slots (used[i] for
+	// token i), for its parallel attention (attendHeads).
+	attLayer, attN int
+	used           []int
+
 	// ForwardChunks' one-token sequences while their heads attend, the
 	// function of their parallel attention (made once: no allocation),
 	// and its logits, a row per sequence that asks for them.
@@ -51,6 +56,7 @@ func newBatch(hp *Hparams) *batch {
 		b.acts[t] = make([]byte, maxBatch*size)
 	}
 	b.hp = hp
+	b.used = make([]int, maxBatch)
 	size, _ := quant.RowBytes(quant.Q8_0, n)
 	b.acts[rotSlot] = make([]byte, maxBatch*size)
 	b.rx = make([]float32, n)
@@ -150,7 +156,7 @@ func (s *State) forwardChunk(tokens []int, pos int, logits bool) error {
 func (s *State) attentionBatch(ly *Block, l, pos, n int) error {
 	hp := &s.m.Hparams
 	b := s.batch
-	e, qd, kd, vd, ad := hp.Embd, hp.QDim(), hp.KDim(), hp.VDim(), hp.Heads*hp.HeadDimV
+	e, ad := hp.Embd, hp.Heads*hp.HeadDimV
 	s.eachToken(n, e, func(i int) {
 		s.norm(row(b.xb, i, e), row(b.x, i, e), ly.AttnNorm, ly.AttnNormB)
 	})
@@ -160,6 +166,25 @@ func (s *State) attentionBatch(ly *Block, l, pos, n int) error {
 	} else {
 		s.matMuls(n, b.q, &ly.Q, b.k, &ly.K, b.v, &ly.V)
 	}
+	if err := s.attendBatchTokens(ly, l, pos, n); err != nil {
+		return err
+	}
+	b.input(b.att, ad)
+	s.matMul(b.xb, &ly.O, n)
+	s.eachToken(n, e, func(i int) {
+		addBias(row(b.xb, i, e), ly.OB)
+		add(row(b.x, i, e), row(b.xb, i, e))
+	})
+	return nil
+}
+
+// attendBatchTokens is the attention of the n tokens of attentionBatch
+// at positions pos.. (their q, k, v in the batch's rows), leaving the
+// outputs in the batch's att rows.
+func (s *State) attendBatchTokens(ly *Block, l, pos, n int) error {
+	hp := &s.m.Hparams
+	b := s.batch
+	qd, kd, vd, ad := hp.QDim(), hp.KDim(), hp.VDim(), hp.Heads*hp.HeadDimV
 	for i := range n {
 		s.q, s.k, s.v, s.att = row(b.q, i, qd), row(b.k, i, kd), row(b.v, i, vd), row(b.att, i, ad)
 		if ly.QKV.Data != nil {
@@ -169,17 +194,51 @@ func (s *State) attentionBatch(ly *Block, l, pos, n int) error {
 		if err := s.KV.SetLen(pos + i); err != nil {
 			return err
 		}
-		if err := s.attendToken(ly, l, pos+i); err != nil {
+		if t := s.KV.Type(); t != kvcache.F32 && t != kvcache.F16 {
+			// A quantized cache codes a group of slots once it is
+			// full: what a token reads depends on what is stored
+			// after it, so each token attends before the next one
+			// is stored.
+			if err := s.attendToken(ly, l, pos+i); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := s.prepareAttention(ly, l, pos+i); err != nil {
 			return err
 		}
+		b.used[i] = s.KV.Used(l)
 	}
-	b.input(b.att, ad)
-	s.matMul(b.xb, &ly.O, n)
-	s.eachToken(n, e, func(i int) {
-		addBias(row(b.xb, i, e), ly.OB)
-		add(row(b.x, i, e), row(b.xb, i, e))
-	})
+	if t := s.KV.Type(); t != kvcache.F32 && t != kvcache.F16 {
+		return nil
+	}
+	// Every token's key and value are in the cache now; each head attends
+	// for every token, the heads shared by the threads. A token reads
+	// only the slots filled up to its own position (the cache of a batch
+	// does not evict, and a slot past a token's is not read: the f16
+	// values' padding has zero weight), so the sums are those of
+	// attending token by token.
+	work := 0
+	for i := range n {
+		work += hp.Heads * b.used[i] * (hp.HeadDimK + hp.HeadDimV)
+	}
+	b.attLayer, b.attN = l, n
+	if work <= inlineAttention {
+		s.attendBatch(0, hp.Heads)
+	} else {
+		s.pool.Parallel(hp.Heads, s.attendBatch)
+	}
 	return nil
+}
+
+// attendHeads computes heads [lo, hi) of the attention of the tokens
+// of attentionBatch, token after token, with s's per-head buffers.
+func (b *batch) attendHeads(s *State, att attender, lo, hi int) {
+	hp := b.hp
+	qd, ad := hp.QDim(), hp.Heads*hp.HeadDimV
+	for i := range b.attN {
+		att(s, attnArgs{layer: b.attLayer, n: b.used[i], q: row(b.q, i, qd), att: row(b.att, i, ad)}, lo, hi)
+	}
 }
 
 // feedForwardBatch is feedForward for n tokens of layer l.

@@ -8,6 +8,8 @@ import (
 
 	"github.com/qsf-llm/qsf/internal/testfiles"
 	"github.com/qsf-llm/qsf/kernels"
+	"github.com/qsf-llm/qsf/kvcache"
+	"github.com/qsf-llm/qsf/model"
 )
 
 // TestForwardBatchEqualsForward checks that evaluating a prompt as a batch
@@ -77,5 +79,53 @@ func TestForwardBatchEqualsForward(t *testing.T) {
 			}
 			done()
 		}
+	}
+}
+
+// TestForwardBatchKVTypes checks ForwardBatch against Forward with every
+// cache type: f32 and f16 caches take every key and value of a batch
+// first and attend with the heads shared by the threads, the quantized
+// ones token by token.
+func TestForwardBatchKVTypes(t *testing.T) {
+	dir := testfiles.Dir(t)
+	for _, file := range []string{"gguf/stories260K-f32.gguf", "synthetic/synth-qwen2-f32.gguf"} {
+		m, done := load(t, filepath.Join(dir, "models", file))
+		tokens := make([]int, 90)
+		for i := range tokens {
+			tokens[i] = (i*37 + 5) % m.Vocab
+		}
+		for _, typ := range []kvcache.Type{kvcache.F32, kvcache.F16, kvcache.Q8, kvcache.Q4} {
+			for _, threads := range []int{1, 2} {
+				pool := kernels.NewPool(threads)
+				opts := model.StateOptions{Capacity: 100, KV: kvcache.Options{Type: typ}}
+				one, err := m.NewStateWith(pool, opts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i, tok := range tokens {
+					if err := one.Forward(tok, i, i == len(tokens)-1); err != nil {
+						t.Fatal(err)
+					}
+				}
+				all, err := m.NewStateWith(pool, opts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := all.ForwardBatch(tokens[:20], 0, false); err != nil {
+					t.Fatal(err)
+				}
+				if err := all.ForwardBatch(tokens[20:], 20, true); err != nil {
+					t.Fatal(err)
+				}
+				for i := range one.Logits {
+					if math.Float32bits(one.Logits[i]) != math.Float32bits(all.Logits[i]) {
+						t.Errorf("%s/%v/%d threads: logit %d: batch %g, one by one %g", filepath.Base(file), typ, threads, i, all.Logits[i], one.Logits[i])
+						break
+					}
+				}
+				pool.Close()
+			}
+		}
+		done()
 	}
 }

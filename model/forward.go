@@ -83,6 +83,9 @@ type State struct {
 	layer, pos int
 	n          int // slots attended to
 	attend     func(lo, hi int)
+	// attendBatch is attentionBatch's parallel attention: heads [lo, hi)
+	// of every token of the batch (made once: no allocation).
+	attendBatch func(lo, hi int)
 }
 
 // WeightSource provides weights on demand to a State whose model does not
@@ -217,7 +220,8 @@ func (m *Model) NewStateWith(pool *kernels.Pool, opts StateOptions) (*State, err
 		return nil, err
 	}
 	att := attenderFor(kv.Type())
-	s.attend = func(lo, hi int) { att(s, lo, hi) }
+	s.attend = func(lo, hi int) { att(s, attnArgs{layer: s.layer, n: s.n, q: s.q, att: s.att}, lo, hi) }
+	s.attendBatch = func(lo, hi int) { s.batch.attendHeads(s, att, lo, hi) }
 	return s, nil
 }
 

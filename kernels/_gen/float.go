@@ -62,3 +62,225 @@ func f32Rows() {
 	VZEROUPPER()
 	RET()
 }
+
+// f32R3T8 is dotF32R3T8AVX512 (float_avx512_amd64.s): the F32 block of
+// three rows × eight activations. ggml's four 8-lane accumulators of a dot
+// cover the floats 32i+8j..32i+8j+7 of chunk i: a zmm holds two of them,
+// a0, a1 (the 16 floats at 32i) or a2, a3 (those at 32i+16), so two
+// passes over the rows, pass 0 over bytes 0..63 and pass 1 over bytes
+// 64..127 of every 128-byte chunk, do dotF32AVX2's FMAs lane for lane,
+// with 24 accumulators (activation t, row r in Z(3t+r)): each loaded
+// chunk of a row is used eight times, each of an activation three times.
+//
+// Pass 0 keeps its sums in the block's scratch (24 zmm, then pass 1's
+// 24 when the block resumes later: flags f32Resume, f32Finish as the
+// other block kernels). The finish adds pass 0's sums to pass 1's, a zmm
+// then holding [a0+a2 | a1+a3], and reduces 24 of them at once with
+// shuffles in ggml's order: the two halves, then the two 128-bit halves,
+// then the two horizontal adds, which leave activation t's three sums in
+// lanes 0..2 of a 128-bit lane; a masked store writes them. Pass 0
+// prefetches the second line of each 128 bytes of the rows, which pass 1
+// reads; pass 1 the first line of the next block's rows.
+func f32R3T8() {
+	const fn = "f32r3t8"
+	TEXT("dotF32R3T8AVX512", NOSPLIT, "func(out *float32, ostride, blocks int, w *byte, chunks, rowBytes int, act *byte, actStride int, scratch *float32, sstride, flags int)")
+	Pragma("noescape")
+	Doc("dotF32R3T8AVX512 computes blocks of three F32 rows × eight activations",
+		"(f32T8AVX512), in ggml_vec_dot_f32's order; scratch holds a block's sums",
+		"between slabs of columns, sstride bytes per block.")
+	out, blocks, w, rowBytes := R8, R9, RSI, R12
+	act, actStride, act3, scratch := R11, R13, RDX, RDI
+	pass, rp, pf, a0, a4, cnt := R10, RAX, RBX, R15, R14, RCX
+	Load(Param("out"), out)
+	Load(Param("blocks"), blocks)
+	Load(Param("w"), w)
+	Load(Param("rowBytes"), rowBytes)
+	Load(Param("act"), act)
+	Load(Param("actStride"), actStride)
+	LEAQ(mi(actStride, 0, actStride, 2), act3)
+	Load(Param("scratch"), scratch)
+	flags, _ := Param("flags").Resolve()
+	acc := func(t, r int) VecPhysical { return zmm(3*t + r) }
+	rows := []VecPhysical{Z24, Z25, Z26}
+	av := Z27
+
+	Label(label(fn, "block"))
+	XORQ(pass, pass)
+
+	Label(label(fn, "pass"))
+	TESTQ(U32(1), flags.Addr)
+	JNZ(LabelRef(label(fn, "resume")))
+	for k := 0; k < 24; k++ {
+		VPXORD(zmm(k), zmm(k), zmm(k))
+	}
+	JMP(LabelRef(label(fn, "start")))
+	Label(label(fn, "resume"))
+	// Pass j's sums are at 1536j = 24·(64j) bytes.
+	LEAQ(mi(pass, 0, pass, 2), pf)
+	for k := 0; k < 24; k++ {
+		VMOVUPS(mi(scratch, 64*k, pf, 8), zmm(k))
+	}
+
+	Label(label(fn, "start"))
+	LEAQ(m(w, 64), pf)
+	CMPQ(pass, U8(64))
+	JLT(LabelRef(label(fn, "pf")))
+	LEAQ(mi(w, 0, rowBytes, 2), pf)
+	ADDQ(rowBytes, pf)
+	Label(label(fn, "pf"))
+	LEAQ(mi(w, 0, pass, 1), rp)
+	LEAQ(mi(act, 0, pass, 1), a0)
+	LEAQ(mi(a0, 0, actStride, 4), a4)
+	Load(Param("chunks"), cnt)
+
+	Label(label(fn, "chunk"))
+	PREFETCHT0(m(pf, 0))
+	PREFETCHT0(mi(pf, 0, rowBytes, 1))
+	PREFETCHT0(mi(pf, 0, rowBytes, 2))
+	VMOVUPS(m(rp, 0), rows[0])
+	VMOVUPS(mi(rp, 0, rowBytes, 1), rows[1])
+	VMOVUPS(mi(rp, 0, rowBytes, 2), rows[2])
+	for t := 0; t < 8; t++ {
+		base := a0
+		if t >= 4 {
+			base = a4
+		}
+		var src Mem
+		switch t % 4 {
+		case 0:
+			src = m(base, 0)
+		case 1:
+			src = mi(base, 0, actStride, 1)
+		case 2:
+			src = mi(base, 0, actStride, 2)
+		case 3:
+			src = mi(base, 0, act3, 1)
+		}
+		VMOVUPS(src, av)
+		for r := 0; r < 3; r++ {
+			VFMADD231PS(av, rows[r], acc(t, r))
+		}
+	}
+	ADDQ(U32(128), rp)
+	ADDQ(U32(128), a0)
+	ADDQ(U32(128), a4)
+	ADDQ(U32(128), pf)
+	DECQ(cnt)
+	JNZ(LabelRef(label(fn, "chunk")))
+
+	// Pass 0 always keeps its sums; pass 1 only when the block resumes
+	// later.
+	CMPQ(pass, U8(64))
+	JNE(LabelRef(label(fn, "save")))
+	TESTQ(U32(2), flags.Addr)
+	JNZ(LabelRef(label(fn, "finish")))
+	Label(label(fn, "save"))
+	LEAQ(mi(pass, 0, pass, 2), pf)
+	for k := 0; k < 24; k++ {
+		VMOVUPS(zmm(k), mi(scratch, 64*k, pf, 8))
+	}
+	ADDQ(U8(64), pass)
+	CMPQ(pass, U32(128))
+	JNE(LabelRef(label(fn, "pass")))
+	JMP(LabelRef(label(fn, "next")))
+
+	Label(label(fn, "finish"))
+	f32R3T8Finish(out)
+
+	Label(label(fn, "next"))
+	Load(Param("sstride"), pf)
+	ADDQ(pf, scratch)
+	ADDQ(U8(12), out)
+	LEAQ(mi(w, 0, rowBytes, 2), w)
+	ADDQ(rowBytes, w)
+	DECQ(blocks)
+	JNZ(LabelRef(label(fn, "block")))
+	VZEROUPPER()
+	RET()
+}
+
+// f32R3T8Finish is the finish of dotF32R3T8AVX512 (pass 1's sums in
+// Z0..Z23, pass 0's at scratch RDI): the 24 sums, activation t's three at
+// out + t·ostride.
+func f32R3T8Finish(out GPPhysical) {
+	acc := func(t, r int) VecPhysical { return zmm(3*t + r) }
+	u, v := Z28, Z29
+	// [a0|a1] + [a2|a3] = [a0+a2 | a1+a3].
+	for k := 0; k < 24; k++ {
+		VADDPS(m(RDI, 64*k), zmm(k), zmm(k))
+	}
+	// x = (a0+a2) + (a1+a3): activations 2p and 2p+1 of a row share a
+	// zmm, [x(2p) | x(2p+1)], in acc(2p, r).
+	for r := 0; r < 3; r++ {
+		for p := 0; p < 4; p++ {
+			a, b := acc(2*p, r), acc(2*p+1, r)
+			VSHUFF64X2(U8(0x44), b, a, u) // [a.lo | b.lo]
+			VSHUFF64X2(U8(0xee), b, a, v) // [a.hi | b.hi]
+			VADDPS(v, u, a)
+		}
+	}
+	// t0 = x's low 128 bits + its high 128 bits: activations 4q..4q+3
+	// of a row, one per 128-bit lane, in acc(4q, r).
+	for r := 0; r < 3; r++ {
+		for q := 0; q < 2; q++ {
+			a, b := acc(4*q, r), acc(4*q+2, r)
+			VSHUFF32X4(U8(0x88), b, a, u) // the low 128 bits of the four
+			VSHUFF32X4(U8(0xdd), b, a, v) // the high ones
+			VADDPS(v, u, a)
+		}
+	}
+	// Two horizontal adds in each 128-bit lane: (t0[0]+t0[1]) +
+	// (t0[2]+t0[3]). The first gives [h0(r0), h1(r0), h0(r1), h1(r1)]
+	// and [h0(r2), h1(r2), h0(r2), h1(r2)], the second [r0, r1, r2, r2].
+	for q := 0; q < 2; q++ {
+		r0, r1, r2 := acc(4*q, 0), acc(4*q, 1), acc(4*q, 2)
+		VSHUFPS(U8(0x88), r1, r0, u)
+		VSHUFPS(U8(0xdd), r1, r0, v)
+		VADDPS(v, u, r0)
+		VSHUFPS(U8(0x88), r2, r2, u)
+		VSHUFPS(U8(0xdd), r2, r2, v)
+		VADDPS(v, u, r2)
+		VSHUFPS(U8(0x88), r2, r0, u)
+		VSHUFPS(U8(0xdd), r2, r0, v)
+		VADDPS(v, u, r0)
+	}
+	// Activation t = 4q+l's sums are lanes 0..2 of 128-bit lane l of
+	// acc(4q, 0).
+	os, os3, hi := RBX, RAX, R15
+	Load(Param("ostride"), os)
+	SHLQ(U8(2), os)
+	LEAQ(mi(os, 0, os, 2), os3)
+	LEAQ(mi(out, 0, os, 4), hi)
+	MOVL(U32(7), ECX)
+	KMOVW(ECX, K1)
+	for t := 0; t < 8; t++ {
+		z := acc(4*(t/4), 0)
+		x := z.AsX()
+		if t%4 != 0 {
+			VEXTRACTF32X4(U8(t%4), z, X28)
+			x = X28
+		}
+		base := out
+		if t >= 4 {
+			base = hi
+		}
+		var dst Mem
+		switch t % 4 {
+		case 0:
+			dst = m(base, 0)
+		case 1:
+			dst = mi(base, 0, os, 1)
+		case 2:
+			dst = mi(base, 0, os, 2)
+		case 3:
+			dst = mi(base, 0, os3, 1)
+		}
+		VMOVUPS(x, K1, dst)
+	}
+}
+
+// zmm returns Z(i).
+func zmm(i int) VecPhysical {
+	return []VecPhysical{Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7, Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15,
+		Z16, Z17, Z18, Z19, Z20, Z21, Z22, Z23, Z24, Z25, Z26, Z27, Z28, Z29, Z30, Z31}[i]
+}

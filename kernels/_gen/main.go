@@ -25,7 +25,10 @@ var files = map[string]func(){
 		q6KTile(q6Shuf, 2)
 	},
 	"q40x8": q40x8T8,
-	"float": f32Rows,
+	"float": func() {
+		f32Rows()
+		f32R3T8()
+	},
 	"quant": quantQ8K,
 }
 
