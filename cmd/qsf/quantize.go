@@ -235,6 +235,16 @@ func cmdQuantize(args []string, stdout, stderr io.Writer) error {
 	rep.Type, rep.CalibrationTokens, rep.Mixed, rep.LayerImportance = want.String(), calibTokens, mixRep, layerImp
 	if mixed {
 		rep.Type = "mixed"
+	} else {
+		var kept []string
+		for _, t := range rep.Tensors {
+			if _, over := overrides[t.Name]; !over && t.Type != want.String() {
+				kept = append(kept, t.Name)
+			}
+		}
+		if len(kept) > 0 {
+			fmt.Fprintf(stderr, "quantize: %d matrices (%s, ...) have rows that are not whole %v blocks (%d elements): kept at --fallback %v\n", len(kept), kept[0], want, want.BlockSize(), fb)
+		}
 	}
 	final := filepath.Join(tmp, "final.qsf")
 	opts2 := convert.Options{Compression: compression, Threads: *threads, Metadata: rep.metadata(kind)}
