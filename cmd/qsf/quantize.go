@@ -374,6 +374,9 @@ func quantizeSource(ctx context.Context, in, dir, tokenizer string) (string, str
 func checkQuantizeInput(path, in string) (*format.File, error) {
 	src, err := format.OpenWith(path, format.OpenOptions{NoMmap: true})
 	if err != nil {
+		if path == in {
+			return nil, err // the error names the file
+		}
 		return nil, fmt.Errorf("%s: %w", in, err)
 	}
 	for _, t := range src.Tensors {
