@@ -68,7 +68,7 @@ for t in IQ2_XXS IQ2_XS IQ2_S IQ2_M Q2_K_S Q2_K IQ3_XXS IQ3_XS IQ3_S IQ3_M Q3_K_
 done
 rm -f "$w/l.gguf"
 kl() { $Q perplexity -m "$1" -f "$w/eval.txt" -c 128 --kl-base "$w/base.logits" --json | tail -1 | python3 -c 'import json,sys; print("%.5f" % json.load(sys.stdin)["kld_mean"])'; }
-for q in "--quant 2bit" "--quant 3bit" "--quant 4bit" "--bpw 2.75" "--bpw 3.5" "--bpw 4.5"; do
+for q in "--quant ternary" "--quant 2bit" "--quant 3bit" "--quant 4bit" "--bpw 2.75" "--bpw 3.5" "--bpw 4.5"; do
 	$Q quantize "$m" "$w/q.qsf" --calibration "$w/cal.txt" $q --json > "$w/q.out" 2>/dev/null
 	b=$(tail -1 "$w/q.out" | python3 -c 'import json,sys; print("%.4f" % json.load(sys.stdin)["bpw"])')
 	echo "qsf $q $b $(kl "$w/q.qsf")"

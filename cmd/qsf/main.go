@@ -37,7 +37,7 @@ func init() {
 		"tokenize":   {"print the token ids of a text", cmdTokenize},
 		"inspect":    {"show a model file's metadata and tensors", cmdInspect},
 		"convert":    {"convert a GGUF, Hugging Face or llama2.c model to QSF", cmdConvert},
-		"quantize":   {"quantize a GGUF f32/f16/bf16 model to QSF's own low-bit types (with calibration)", cmdQuantize},
+		"quantize":   {"quantize an f32/f16/bf16 model (GGUF, QSF, HF or llama2.c) to QSF's own low-bit, ternary or mixed types (with calibration)", cmdQuantize},
 		"verify":     {"check every checksum of a QSF file", cmdVerify},
 		"perplexity": {"measure perplexity on a text file (llama-perplexity's method)", cmdPerplexity},
 		"kernels":    {"list the kernel tiers this CPU can run, slowest first", cmdKernels},

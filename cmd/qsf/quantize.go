@@ -27,7 +27,7 @@ import (
 var quantAliases = map[string]quant.Type{"2bit": quant.QSF_Q2R, "3bit": quant.QSF_Q3R, "4bit": quant.QSF_Q4R, "ternary": quant.TQ2_0}
 
 func cmdQuantize(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("quantize", "IN OUT --quant TYPE [--calibration FILE] [flags]\n\nIN is a GGUF or QSF file of f32/f16/bf16 weights, a Hugging Face model\ndirectory (config.json, *.safetensors) or one of its .safetensors files,\nor a llama2.c checkpoint; OUT is a QSF file", stderr)
+	fs := newFlags("quantize", "IN OUT --quant TYPE [--calibration FILE] [flags]\n\nIN: a GGUF or QSF file of f32/f16/bf16 weights, a Hugging Face model\ndirectory (config.json, *.safetensors) or one of its .safetensors files,\nor a llama2.c checkpoint. OUT: a QSF file.", stderr)
 	typ := fs.String("quant", "", "type of every matrix: 2bit, 3bit, 4bit (QSF_Q2R/Q3R/Q4R), ternary (TQ2_0), mixed (with --bpw or --target-size) or any type name qsf convert --type takes (QSF_Q2A/Q3A/Q4A, Q4_K, TQ1_0, ...)")
 	outType := fs.String("output-type", "", "type of output.weight (the LM head); default: --quant")
 	embdType := fs.String("embd-type", "", "type of token_embd.weight; default: --quant")
@@ -235,6 +235,16 @@ func cmdQuantize(args []string, stdout, stderr io.Writer) error {
 	rep.Type, rep.CalibrationTokens, rep.Mixed, rep.LayerImportance = want.String(), calibTokens, mixRep, layerImp
 	if mixed {
 		rep.Type = "mixed"
+	} else {
+		var kept []string
+		for _, t := range rep.Tensors {
+			if _, over := overrides[t.Name]; !over && t.Type != want.String() {
+				kept = append(kept, t.Name)
+			}
+		}
+		if len(kept) > 0 {
+			fmt.Fprintf(stderr, "quantize: %d matrices (%s, ...) have rows that are not whole %v blocks (%d elements): kept at --fallback %v\n", len(kept), kept[0], want, want.BlockSize(), fb)
+		}
 	}
 	final := filepath.Join(tmp, "final.qsf")
 	opts2 := convert.Options{Compression: compression, Threads: *threads, Metadata: rep.metadata(kind)}
@@ -364,6 +374,9 @@ func quantizeSource(ctx context.Context, in, dir, tokenizer string) (string, str
 func checkQuantizeInput(path, in string) (*format.File, error) {
 	src, err := format.OpenWith(path, format.OpenOptions{NoMmap: true})
 	if err != nil {
+		if path == in {
+			return nil, err // the error names the file
+		}
 		return nil, fmt.Errorf("%s: %w", in, err)
 	}
 	for _, t := range src.Tensors {

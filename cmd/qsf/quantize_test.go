@@ -114,11 +114,17 @@ func TestQuantizeErrors(t *testing.T) {
 	b := read(bin)
 	truncBin := filepath.Join(l2c, "model.bin")
 	os.WriteFile(truncBin, b[:len(b)-1000], 0o644)
+	// A Hugging Face model whose safetensors file is cut short.
+	hf := filepath.Join(dir, "hf")
+	writeHFLlama(t, hf)
+	st := read(filepath.Join(hf, "model.safetensors"))
+	os.WriteFile(filepath.Join(hf, "model.safetensors"), st[:len(st)-4096], 0o644)
 	for _, tc := range []struct {
 		name string
 		args []string
 		want string
 	}{
+		{"truncated safetensors", []string{hf, "OUT", "--quant", "2bit"}, "malformed"},
 		{"no type", []string{f32, "OUT"}, "no type"},
 		{"bad type", []string{f32, "OUT", "--quant", "5bit"}, "unknown type"},
 		{"float type", []string{f32, "OUT", "--quant", "F32"}, "not a type"},
