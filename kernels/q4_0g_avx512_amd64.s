@@ -2,6 +2,9 @@
 
 #include "textflag.h"
 
+// PFA is how far ahead in each row the tile prefetches.
+#define PFA 576
+
 // The avx512 tier's four-activation tile for Q4_0 matrices in the file's
 // layout computed in ggml_gemv_q4_0_8x8_q8_0's order (the q4_0Gemv key:
 // what layer streaming multiplies, the matrices not being repacked). It
@@ -15,7 +18,9 @@
 // the 128-bit lanes leaves dword c of row L in lane L (chunk c: the low
 // nibbles are quants 4c..4c+3, the high ones 16+4c..19+4c, as in Q4_0x8's
 // chunks), split into the nibble registers X16TOK reads; the 16 scales
-// come with one dword gather (d in each dword's low half).
+// come with one dword gather (d in each dword's low half). Each of the 16
+// rows is prefetched PFA bytes ahead: the matrices come from the page
+// cache, and 16 streams are more than the hardware prefetcher follows.
 
 // G16NIBS splits chunk src into its low nibbles (lo) and high nibbles
 // (hi), as X16NIBS does.
@@ -81,6 +86,22 @@ g16pair:
 	MOVQ nb+32(FP), CX
 
 g16block:
+	PREFETCHT0 PFA(SI)
+	PREFETCHT0 PFA(SI)(R12*1)
+	PREFETCHT0 PFA(SI)(R12*2)
+	PREFETCHT0 PFA(SI)(DX*1)
+	PREFETCHT0 PFA(AX)
+	PREFETCHT0 PFA(AX)(R12*1)
+	PREFETCHT0 PFA(AX)(R12*2)
+	PREFETCHT0 PFA(AX)(DX*1)
+	PREFETCHT0 PFA(BX)
+	PREFETCHT0 PFA(BX)(R12*1)
+	PREFETCHT0 PFA(BX)(R12*2)
+	PREFETCHT0 PFA(BX)(DX*1)
+	PREFETCHT0 PFA(R13)
+	PREFETCHT0 PFA(R13)(R12*1)
+	PREFETCHT0 PFA(R13)(R12*2)
+	PREFETCHT0 PFA(R13)(DX*1)
 	// The scales: one dword per row, d in its low half.
 	KXNORW K1, K1, K1
 	VPGATHERDD (SI)(Z30*1), K1, Z4
