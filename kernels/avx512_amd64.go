@@ -141,7 +141,7 @@ func q4_0x8T4AVX512(out []float32, ostride int, w []byte, rowBytes, cols, rows i
 	_ = packed[tileTokens*nb*q4_0x8TokBlock-1]
 	groups := rows / 8
 	if pairs := groups / 2; pairs > 0 {
-		dotQ4_0x8T4AVX512(&out[0], ostride, pairs, &w[0], nb, &packed[0], prefetchAhead(64))
+		dotQ4_0x8T4AVX512(&out[0], ostride, pairs, &w[0], nb, &packed[0], tileAhead)
 	}
 	if groups%2 == 1 {
 		r := 8 * (groups - 1)
