@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -19,7 +20,8 @@ import (
 // Forward in turn (solo), one model.ForwardMulti over the 4 (multi), and
 // a 4-token prompt chunk of one sequence (prefill, the bound for multi:
 // the same mat-muls of 4 rows); with QSF_BATCH_STREAM set, under the
-// smallest RAM budget (layer streaming; no prefill). ns/op is per step of 4 tokens; cpu-ms/tok is the process's CPU time per
+// smallest RAM budget (layer streaming; no prefill); QSF_BATCH_THREADS
+// sets another number of threads. ns/op is per step of 4 tokens; cpu-ms/tok is the process's CPU time per
 // token.
 func BenchmarkStep(b *testing.B) {
 	path := os.Getenv("QSF_BATCH_MODEL")
@@ -27,6 +29,9 @@ func BenchmarkStep(b *testing.B) {
 		b.Skip("set QSF_BATCH_MODEL to a model file")
 	}
 	cfg := Config{Threads: 2, ContextLength: 1024}
+	if n, err := strconv.Atoi(os.Getenv("QSF_BATCH_THREADS")); err == nil && n > 0 {
+		cfg.Threads = n // 1: CPU time is the work alone, without the pool's polling
+	}
 	stream := os.Getenv("QSF_BATCH_STREAM") != ""
 	if stream { // the smallest budget: layer streaming
 		cfg.RAMBudget = 1

@@ -77,6 +77,15 @@ func TestBatcherSpeed(t *testing.T) {
 		}
 		wg.Wait()
 		cpuPerToken[runs] = (cpu() - c0) / time.Duration(n*tokens)
+		if m.Streaming() {
+			var io, wait time.Duration
+			var read int64
+			for _, s := range sessions {
+				st := s.IOStats()
+				io, wait, read = io+st.IOTime, wait+st.Wait, read+st.BytesRead
+			}
+			t.Logf("%d sessions: I/O %v, the passes waited %v for it, %.1f GiB read", n, io, wait, float64(read)/(1<<30))
+		}
 		if b != nil {
 			st := b.Stats()
 			t.Logf("batcher: %d decoding tokens in %d steps (%.2f a step), %d prompt tokens", st.Tokens, st.Steps, float64(st.Tokens)/float64(st.Steps), st.PromptTokens)

@@ -118,12 +118,24 @@ func Load(path string, cfg Config) (*Model, error) {
 	threads := cfg.threads()
 	m.tier = tier
 	m.pool = kernels.NewPoolTier(tier, threads)
+	if m.layout != nil {
+		// Layer streaming reads on a goroutine of its own, which needs a
+		// CPU while the pool's workers wait for the layers it reads.
+		m.pool.SetSpinTime(streamSpin)
+	}
 	// A Model dropped without Close still stops its workers.
 	runtime.AddCleanup(m, func(p *kernels.Pool) { p.Close() }, m.pool)
 	cfg.logger().Debug("loaded", "path", path, "mode", m.plan.Mode, "context", m.ctx, "kv", m.kv.Type.String(),
 		"threads", threads, "kernel", tier.Name(), "repacked", lm.Packed != nil, "elapsed", time.Since(start))
 	return m, nil
 }
+
+// streamSpin is how long the pool's idle workers poll for work under
+// layer streaming. On a 2-vCPU machine, decoding tinyllama q4_0 streamed
+// used 30% less CPU time per token with 50µs than with the default
+// millisecond (one sequence: 123-127 against 171-176 ms; 4 batched: 48-59
+// against 67 ms), and less wall time.
+const streamSpin = 50 * time.Microsecond
 
 // acquire marks a computation on the model's weights as in flight, or
 // returns ErrClosed; release ends it.

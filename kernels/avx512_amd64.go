@@ -4,6 +4,7 @@ package kernels
 
 import (
 	"encoding/binary"
+	"math"
 
 	"github.com/klauspost/cpuid/v2"
 
@@ -34,6 +35,7 @@ func initAVX512Tier() {
 		{key: quant.Q6_K, rows: q6_KAVX512, prep: prepQ6_K, tile: &tileQ6_KT8AVX512},
 		{key: quant.F32, rows: f32AVX512, tile: &tileF32T8AVX512},
 		{key: quant.F16, tile: &tileF16AVX512},
+		{key: q4_0Gemv, tile: &tileQ4_0GemvAVX512},
 	})
 	avx512Tier.quantQ8_K = quantQ8_K512
 	initTernaryAVX512()
@@ -140,7 +142,7 @@ func q4_0x8T4AVX512(out []float32, ostride int, w []byte, rowBytes, cols, rows i
 	_ = packed[tileTokens*nb*q4_0x8TokBlock-1]
 	groups := rows / 8
 	if pairs := groups / 2; pairs > 0 {
-		dotQ4_0x8T4AVX512(&out[0], ostride, pairs, &w[0], nb, &packed[0], prefetchAhead(64))
+		dotQ4_0x8T4AVX512(&out[0], ostride, pairs, &w[0], nb, &packed[0], tileAhead)
 	}
 	if groups%2 == 1 {
 		r := 8 * (groups - 1)
@@ -261,4 +263,51 @@ func q4_KT8AVX512(out []float32, ostride int, w []byte, rowBytes, cols, rows int
 	_ = w[rows*rowBytes-1]
 	_ = packed[packBytesQ8_KT8Z(cols)-1]
 	dotQ4_KT8AVX512(&out[0], ostride, rows, &w[0], cols/256, &packed[0])
+}
+
+//go:noescape
+func dotQ4_0GemvT4AVX512(out *float32, ostride, pairs int, w *byte, nb, rowBytes int, packed *byte, index *int32)
+
+var tileQ4_0GemvAVX512 = tileKernel{
+	run:       q4_0GemvT4AVX512,
+	rowStep:   8,
+	packBytes: packBytesQ4_0GemvT4Z,
+	pack:      packQ4_0GemvT4Z,
+}
+
+// packBytesQ4_0GemvT4Z is the size of packQ4_0GemvT4Z's form: that of
+// packQ4_0x8T4Z, then that of packQ4_0GemvT4.
+func packBytesQ4_0GemvT4Z(cols int) int { return packBytesQ4_0x8T4(cols) + packBytesQ4_0GemvT4(cols) }
+
+// packQ4_0GemvT4Z packs tileTokens Q8_0 activations for q4_0GemvT4AVX512:
+// in packQ4_0x8T4Z's form for the pairs of groups of 8 rows, then in
+// packQ4_0GemvT4's for a last odd group (the AVX2 tile's).
+func packQ4_0GemvT4Z(dst, acts []byte, actBytes, cols int) {
+	n := packBytesQ4_0x8T4(cols)
+	packQ4_0x8T4Z(dst[:n], acts, actBytes, cols)
+	packQ4_0GemvT4(dst[n:], acts, actBytes, cols)
+}
+
+// q4_0GemvT4AVX512 is the avx512 tier's tile for Q4_0 matrices in the
+// file's layout computed in the gemv order (q4_0Gemv; see
+// q4_0g_avx512_amd64.s), on activations packed by packQ4_0GemvT4Z. A last
+// odd group of 8 rows goes through the AVX2 tile, whose arithmetic is
+// the same.
+func q4_0GemvT4AVX512(out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
+	_ = out[3*ostride+rows-1]
+	_ = w[rows*rowBytes-1]
+	n := packBytesQ4_0x8T4(cols)
+	_ = packed[packBytesQ4_0GemvT4Z(cols)-1]
+	r := 0
+	if pairs := rows / 16; pairs > 0 && cols >= 32 && 16*rowBytes <= math.MaxInt32 {
+		var index [16]int32
+		for i := range index {
+			index[i] = int32(i * rowBytes)
+		}
+		dotQ4_0GemvT4AVX512(&out[0], ostride, pairs, &w[0], cols/32, rowBytes, &packed[0], &index[0])
+		r = 16 * pairs
+	}
+	if r < rows {
+		q4_0GemvT4AVX2(out[r:], ostride, w[r*rowBytes:], rowBytes, cols, rows-r, packed[n:])
+	}
 }

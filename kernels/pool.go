@@ -60,7 +60,8 @@ const (
 type Pool struct {
 	base    *Tier // the tier of every call
 	threads int
-	mu      sync.Mutex // serializes calls
+	spin    atomic.Int64 // how long an idle worker polls, in nanoseconds
+	mu      sync.Mutex   // serializes calls
 	workers []*worker
 	exited  sync.WaitGroup
 	closing atomic.Bool
@@ -116,6 +117,7 @@ func NewPoolTier(tr *Tier, threads int) *Pool {
 		threads = runtime.GOMAXPROCS(0)
 	}
 	p := &Pool{base: tr, threads: threads}
+	p.spin.Store(int64(spinTime))
 	for i := 1; i < threads; i++ {
 		wk := &worker{wake: make(chan struct{}, 1)}
 		p.workers = append(p.workers, wk)
@@ -124,6 +126,13 @@ func NewPoolTier(tr *Tier, threads int) *Pool {
 	}
 	return p
 }
+
+// SetSpinTime sets how long an idle worker polls for new work before it
+// parks (a millisecond unless set). Waking a parked worker costs tens of
+// microseconds or more; a polling one takes a CPU that other work of the
+// process may need meanwhile, as layer streaming's reads do while the
+// forward pass waits for them. It is safe to call at any time.
+func (p *Pool) SetSpinTime(d time.Duration) { p.spin.Store(int64(max(d, 0))) }
 
 // Tier returns the tier whose kernels the pool runs.
 func (p *Pool) Tier() *Tier { return p.base }
@@ -504,7 +513,16 @@ func (p *Pool) loop(wk *worker) {
 			}
 			// Read the clock only every 256 polls: a poll takes a few
 			// nanoseconds, a clock read some tens.
-			if spins%256 != 0 || time.Since(idle) < spinTime {
+			if spins%256 != 0 {
+				continue
+			}
+			if time.Since(idle) < time.Duration(p.spin.Load()) {
+				// Let another goroutine waiting for a P run meanwhile
+				// (the I/O goroutine of layer streaming, back from a
+				// read): a spinning worker is not preempted for
+				// milliseconds, and with as many threads as Ps it
+				// would stall the reads while it waits for work.
+				runtime.Gosched()
 				continue
 			}
 			// Park. Publish the intent first, then check once more so

@@ -15,7 +15,7 @@ import (
 // per activation.
 func BenchmarkMatMulSmallN(b *testing.B) {
 	const rows, cols = 2048, 768
-	for _, typ := range []quant.Type{Q4_0x8, quant.Q6_K} {
+	for _, typ := range []quant.Type{Q4_0x8, quant.Q4_0, quant.Q6_K} {
 		r := rand.New(rand.NewPCG(23, 24))
 		file := typ
 		if k := repackOf(typ); k != nil {

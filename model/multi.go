@@ -214,11 +214,13 @@ func (bt *Batch) forwardChunks(states []*State, tokens [][]int, logits []bool, r
 			d.matMuls(rows, b.q, &ly.Q, b.k, &ly.K, b.v, &ly.V)
 		}
 		d.release(l, StageQKV)
-		// The sequences of one token attend together: inline when each
-		// would alone (on average), else the heads of all of them in one
-		// parallel job; a run of several tokens attends token after
-		// token (each to the positions before it), as in ForwardBatch.
-		// Each head's arithmetic is that of Forward.
+		// The sequences of one token attend together: inline when all
+		// of them are as little work as one that Forward does inline,
+		// else the heads of all of them in one parallel job (while one
+		// thread attends, the pool's others would wait); a run of
+		// several tokens attends token after token (each to the
+		// positions before it), as in ForwardBatch. Each head's
+		// arithmetic is that of Forward.
 		work, ones := 0, b.multi[:0]
 		for i, st := range states {
 			if len(tokens[i]) > 1 {
@@ -241,7 +243,7 @@ func (bt *Batch) forwardChunks(states []*State, tokens [][]int, logits []bool, r
 			work += hp.Heads * st.n * (hp.HeadDimK + hp.HeadDimV)
 			ones = append(ones, st)
 		}
-		if work <= len(ones)*inlineAttention {
+		if work <= inlineAttention {
 			for _, st := range ones {
 				st.attend(0, hp.Heads)
 			}

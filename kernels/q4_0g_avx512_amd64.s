@@ -1,0 +1,168 @@
+//go:build amd64 && !purego
+
+#include "textflag.h"
+
+// PFA is how far ahead in each row the tile prefetches.
+#define PFA 576
+
+// The avx512 tier's four-activation tile for Q4_0 matrices in the file's
+// layout computed in ggml_gemv_q4_0_8x8_q8_0's order (the q4_0Gemv key:
+// what layer streaming multiplies, the matrices not being repacked). It
+// is dotQ4_0x8T4AVX512's arithmetic, lanes 0..15 of a zmm the rows of
+// two groups of 8, on blocks it first gathers from the 16 rows: each
+// row's block (18 bytes: fp16 d, 16 bytes of nibbles) lies rowBytes after
+// the previous row's.
+//
+// Per block: Z(16+k) ← [row k | row k+4 | row k+8 | row k+12]'s 16 bytes
+// of nibbles (a 128-bit lane each), then a 4×4 transpose of dwords within
+// the 128-bit lanes leaves dword c of row L in lane L (chunk c: the low
+// nibbles are quants 4c..4c+3, the high ones 16+4c..19+4c, as in Q4_0x8's
+// chunks), split into the nibble registers X16TOK reads; the 16 scales
+// come with one dword gather (d in each dword's low half). Each of the 16
+// rows is prefetched PFA bytes ahead: the matrices come from the page
+// cache, and 16 streams are more than the hardware prefetcher follows.
+
+// G16NIBS splits chunk src into its low nibbles (lo) and high nibbles
+// (hi), as X16NIBS does.
+#define G16NIBS(src, lo, hi) \
+	VPSRLW $4, src, hi \
+	VPANDD Z31, src, lo \
+	VPANDD Z31, hi, hi
+
+// G16TOK is X16TOK (avx512_amd64.s): the block of one activation at
+// aoff+base against the block G16LOAD loaded, into acc.
+#define G16TOK(aoff, base, acc) \
+	VPXORD Z5, Z5, Z5 \
+	VPXORD Z6, Z6, Z6 \
+	VPDPBUSD.BCST (aoff+0)base, Z16, Z5 \
+	VPDPBUSD.BCST (aoff+16)base, Z17, Z6 \
+	VPDPBUSD.BCST (aoff+4)base, Z18, Z5 \
+	VPDPBUSD.BCST (aoff+20)base, Z19, Z6 \
+	VPDPBUSD.BCST (aoff+8)base, Z20, Z5 \
+	VPDPBUSD.BCST (aoff+24)base, Z21, Z6 \
+	VPDPBUSD.BCST (aoff+12)base, Z22, Z5 \
+	VPDPBUSD.BCST (aoff+28)base, Z23, Z6 \
+	VPADDD Z6, Z5, Z5 \
+	VPSUBD.BCST (aoff+36)base, Z5, Z5 \
+	VCVTDQ2PS Z5, Z5 \
+	VMULPS.BCST (aoff+32)base, Z4, Z6 \
+	VFMADD231PS Z6, Z5, acc
+
+// func dotQ4_0GemvT4AVX512(out *float32, ostride, pairs int, w *byte, nb, rowBytes int, packed *byte, index *int32)
+//
+// Pairs of groups of 8 rows (16 rows, rowBytes apart) against four
+// activations packed by packQ4_0x8T4Z (activation t's prepQ4_0x8 form at
+// t·nb·40); index holds r·rowBytes for r in [0, 16) (the gather's).
+//
+// Registers: SI, AX, BX, R13 rows 0, 4, 8, 12 at the current block; R12
+// rowBytes, DX 3·rowBytes; R10 the pair's first row; DI the activations'
+// block, R14 their stride, R15 3·stride; CX blocks left; R8 out; R9
+// pairs left; Z0..Z3 the accumulators of the four activations; Z30 the
+// gather's offsets.
+TEXT ·dotQ4_0GemvT4AVX512(SB), NOSPLIT, $0-64
+	MOVQ out+0(FP), R8
+	MOVQ pairs+16(FP), R9
+	MOVQ w+24(FP), R10
+	MOVQ rowBytes+40(FP), R12
+	LEAQ (R12)(R12*2), DX
+	MOVQ nb+32(FP), R14
+	IMULQ $40, R14 // activation stride
+	LEAQ (R14)(R14*2), R15
+	MOVQ index+56(FP), AX
+	VMOVDQU32 (AX), Z30
+	MOVL $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z31
+
+g16pair:
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	MOVQ R10, SI
+	LEAQ (R10)(R12*4), AX
+	LEAQ (AX)(R12*4), BX
+	LEAQ (BX)(R12*4), R13
+	MOVQ packed+48(FP), DI
+	MOVQ nb+32(FP), CX
+
+g16block:
+	PREFETCHT0 PFA(SI)
+	PREFETCHT0 PFA(SI)(R12*1)
+	PREFETCHT0 PFA(SI)(R12*2)
+	PREFETCHT0 PFA(SI)(DX*1)
+	PREFETCHT0 PFA(AX)
+	PREFETCHT0 PFA(AX)(R12*1)
+	PREFETCHT0 PFA(AX)(R12*2)
+	PREFETCHT0 PFA(AX)(DX*1)
+	PREFETCHT0 PFA(BX)
+	PREFETCHT0 PFA(BX)(R12*1)
+	PREFETCHT0 PFA(BX)(R12*2)
+	PREFETCHT0 PFA(BX)(DX*1)
+	PREFETCHT0 PFA(R13)
+	PREFETCHT0 PFA(R13)(R12*1)
+	PREFETCHT0 PFA(R13)(R12*2)
+	PREFETCHT0 PFA(R13)(DX*1)
+	// The scales: one dword per row, d in its low half.
+	KXNORW K1, K1, K1
+	VPGATHERDD (SI)(Z30*1), K1, Z4
+	VPMOVDW Z4, Y4
+	VCVTPH2PS Y4, Z4
+
+	// The nibbles: 128-bit lane i of Z(24+k) is row k+4i.
+	VMOVDQU32 2(SI), X24
+	VINSERTI32X4 $1, 2(AX), Z24, Z24
+	VINSERTI32X4 $2, 2(BX), Z24, Z24
+	VINSERTI32X4 $3, 2(R13), Z24, Z24
+	VMOVDQU32 2(SI)(R12*1), X25
+	VINSERTI32X4 $1, 2(AX)(R12*1), Z25, Z25
+	VINSERTI32X4 $2, 2(BX)(R12*1), Z25, Z25
+	VINSERTI32X4 $3, 2(R13)(R12*1), Z25, Z25
+	VMOVDQU32 2(SI)(R12*2), X26
+	VINSERTI32X4 $1, 2(AX)(R12*2), Z26, Z26
+	VINSERTI32X4 $2, 2(BX)(R12*2), Z26, Z26
+	VINSERTI32X4 $3, 2(R13)(R12*2), Z26, Z26
+	VMOVDQU32 2(SI)(DX*1), X27
+	VINSERTI32X4 $1, 2(AX)(DX*1), Z27, Z27
+	VINSERTI32X4 $2, 2(BX)(DX*1), Z27, Z27
+	VINSERTI32X4 $3, 2(R13)(DX*1), Z27, Z27
+
+	// Transpose: Z(7+c) gets dword c of every row, row L in lane L.
+	VPUNPCKLDQ Z25, Z24, Z28 // rows k=0,1: dwords 0, 1
+	VPUNPCKHDQ Z25, Z24, Z29 // rows k=0,1: dwords 2, 3
+	VPUNPCKLDQ Z27, Z26, Z24 // rows k=2,3: dwords 0, 1
+	VPUNPCKHDQ Z27, Z26, Z25 // rows k=2,3: dwords 2, 3
+	VPUNPCKLQDQ Z24, Z28, Z7
+	VPUNPCKHQDQ Z24, Z28, Z8
+	VPUNPCKLQDQ Z25, Z29, Z9
+	VPUNPCKHQDQ Z25, Z29, Z10
+	G16NIBS(Z7, Z16, Z17)
+	G16NIBS(Z8, Z18, Z19)
+	G16NIBS(Z9, Z20, Z21)
+	G16NIBS(Z10, Z22, Z23)
+
+	G16TOK(0, (DI), Z0)
+	G16TOK(0, (DI)(R14*1), Z1)
+	G16TOK(0, (DI)(R14*2), Z2)
+	G16TOK(0, (DI)(R15*1), Z3)
+	ADDQ $18, SI
+	ADDQ $18, AX
+	ADDQ $18, BX
+	ADDQ $18, R13
+	ADDQ $40, DI
+	DECQ CX
+	JNZ  g16block
+
+	MOVQ ostride+8(FP), R11
+	SHLQ $2, R11
+	VMOVUPS Z0, (R8)
+	VMOVUPS Z1, (R8)(R11*1)
+	VMOVUPS Z2, (R8)(R11*2)
+	LEAQ (R11)(R11*2), R11
+	VMOVUPS Z3, (R8)(R11*1)
+	ADDQ $64, R8
+	LEAQ (R10)(R12*8), R10
+	LEAQ (R10)(R12*8), R10 // 16 rows on
+	DECQ R9
+	JNZ  g16pair
+	VZEROUPPER
+	RET
