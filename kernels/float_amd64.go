@@ -123,12 +123,14 @@ func f32Blocks8(blocks int, out []float32, ostride int, w []byte, rowBytes, chun
 		off += 64 * lines
 		return uintptr(unsafe.Pointer(p))
 	}
+	// The scratch comes from a pool even for a single slab: a local
+	// array would be zeroed on every call, tens of thousands a prompt.
+	scratch := f32Scratch8Pool.Get().(*[f32SlabBlocks * f32BlockScratch8]float32)
 	if chunks <= f32SlabChunks {
-		var scratch [f32BlockScratch8]float32
 		dotF32R3T8AVX512(&out[0], ostride, blocks, &w[0], chunks, rowBytes, &packed[0], actStride, &scratch[0], 0, f32Finish, far(blocks*chunks))
+		f32Scratch8Pool.Put(scratch)
 		return
 	}
-	scratch := f32Scratch8Pool.Get().(*[f32SlabBlocks * f32BlockScratch8]float32)
 	slabs := (chunks + f32SlabChunks - 1) / f32SlabChunks
 	per := (chunks + slabs - 1) / slabs
 	for b0 := 0; b0 < blocks; b0 += f32SlabBlocks {
