@@ -64,6 +64,7 @@ var (
 	}
 	tileF32T8AVX512 = tileKernel{
 		run:       f32T8AVX512,
+		runAhead:  f32T8AheadAVX512,
 		rowStep:   1,
 		rowBlock:  3,
 		tokens:    8,

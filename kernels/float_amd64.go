@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"math"
 	"sync"
+	"unsafe"
 
 	"github.com/x448/float16"
 )
@@ -108,14 +109,28 @@ const f32BlockScratch8 = 2 * f32BlockScratch
 var f32Scratch8Pool = sync.Pool{New: func() any { return new([f32SlabBlocks * f32BlockScratch8]float32) }}
 
 // f32Blocks8 is floatBlocks for blocks of three rows × eight activations
-// (dotF32R3T8AVX512).
-func f32Blocks8(blocks int, out []float32, ostride int, w []byte, rowBytes, chunks int, packed []byte, actStride int) {
+// (dotF32R3T8AVX512), prefetching into L2 one line of ahead for every
+// chunk of a block (or, past its end, lines that are in cache anyway).
+func f32Blocks8(blocks int, out []float32, ostride int, w []byte, rowBytes, chunks int, packed []byte, actStride int, ahead []byte) {
+	off := 0
+	// far returns the address of the next lines of ahead, for lines
+	// lines; once they run out, the activations'.
+	far := func(lines int) uintptr {
+		p := &packed[0]
+		if off < len(ahead) {
+			p = &ahead[off]
+		}
+		off += 64 * lines
+		return uintptr(unsafe.Pointer(p))
+	}
+	// The scratch comes from a pool even for a single slab: a local
+	// array would be zeroed on every call, tens of thousands a prompt.
+	scratch := f32Scratch8Pool.Get().(*[f32SlabBlocks * f32BlockScratch8]float32)
 	if chunks <= f32SlabChunks {
-		var scratch [f32BlockScratch8]float32
-		dotF32R3T8AVX512(&out[0], ostride, blocks, &w[0], chunks, rowBytes, &packed[0], actStride, &scratch[0], 0, f32Finish)
+		dotF32R3T8AVX512(&out[0], ostride, blocks, &w[0], chunks, rowBytes, &packed[0], actStride, &scratch[0], 0, f32Finish, far(blocks*chunks))
+		f32Scratch8Pool.Put(scratch)
 		return
 	}
-	scratch := f32Scratch8Pool.Get().(*[f32SlabBlocks * f32BlockScratch8]float32)
 	slabs := (chunks + f32SlabChunks - 1) / f32SlabChunks
 	per := (chunks + slabs - 1) / slabs
 	for b0 := 0; b0 < blocks; b0 += f32SlabBlocks {
@@ -130,7 +145,7 @@ func f32Blocks8(blocks int, out []float32, ostride int, w []byte, rowBytes, chun
 				flags |= f32Finish
 			}
 			dotF32R3T8AVX512(&out[3*b0], ostride, nb, &w[3*b0*rowBytes+128*c0], nc, rowBytes,
-				&packed[128*c0], actStride, &scratch[0], 4*f32BlockScratch8, flags)
+				&packed[128*c0], actStride, &scratch[0], 4*f32BlockScratch8, flags, far(nb*nc))
 		}
 	}
 	f32Scratch8Pool.Put(scratch)
@@ -142,6 +157,12 @@ func f32Blocks8(blocks int, out []float32, ostride int, w []byte, rowBytes, chun
 // the sums of dotF32AVX2 bit for bit, and the tail past the last whole
 // chunk added as f32AVX2 does.
 func f32T8AVX512(out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
+	f32T8AheadAVX512(out, ostride, w, rowBytes, cols, rows, packed, nil)
+}
+
+// f32T8AheadAVX512 is f32T8AVX512 prefetching ahead into L2 on the way
+// (tileKernel.runAhead).
+func f32T8AheadAVX512(out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed, ahead []byte) {
 	_ = out[7*ostride+rows-1]
 	_ = w[rows*rowBytes-1]
 	actStride := f32ActStride(cols)
@@ -152,7 +173,7 @@ func f32T8AVX512(out []float32, ostride int, w []byte, rowBytes, cols, rows int,
 		n3 = rows / 3
 	}
 	if n3 > 0 {
-		f32Blocks8(n3, out, ostride, w, rowBytes, chunks, packed, actStride)
+		f32Blocks8(n3, out, ostride, w, rowBytes, chunks, packed, actStride, ahead)
 		if tail := cols &^ 31; tail < cols {
 			// ggml_vec_dot_f32's tail, as in f32AVX2.
 			for t := 0; t < 8; t++ {

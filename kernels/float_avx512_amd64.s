@@ -52,9 +52,9 @@ f32z_done:
 	VZEROUPPER
 	RET
 
-// func dotF32R3T8AVX512(out *float32, ostride int, blocks int, w *byte, chunks int, rowBytes int, act *byte, actStride int, scratch *float32, sstride int, flags int)
+// func dotF32R3T8AVX512(out *float32, ostride int, blocks int, w *byte, chunks int, rowBytes int, act *byte, actStride int, scratch *float32, sstride int, flags int, far uintptr)
 // Requires: AVX, AVX512F, AVX512VL, MMX+
-TEXT ·dotF32R3T8AVX512(SB), NOSPLIT, $0-88
+TEXT ·dotF32R3T8AVX512(SB), NOSPLIT, $0-96
 	MOVQ out+0(FP), R8
 	MOVQ blocks+16(FP), R9
 	MOVQ w+24(FP), SI
@@ -124,19 +124,68 @@ f32r3t8_resume:
 	VMOVUPS 1472(DI)(BX*8), Z23
 
 f32r3t8_start:
-	LEAQ 64(SI), BX
-	CMPQ R10, $0x40
-	JLT  f32r3t8_pf
-	LEAQ (SI)(R12*2), BX
-	ADDQ R12, BX
-
-f32r3t8_pf:
 	LEAQ (SI)(R10*1), AX
 	LEAQ (R11)(R10*1), R15
 	LEAQ (R15)(R13*4), R14
 	MOVQ chunks+32(FP), CX
+	CMPQ R10, $0x40
+	JEQ  f32r3t8_pass1
+	MOVQ far+88(FP), BX
 
-f32r3t8_chunk:
+f32r3t8_chunk0:
+	PREFETCHT0  64(AX)
+	PREFETCHT0  64(AX)(R12*1)
+	PREFETCHT0  64(AX)(R12*2)
+	PREFETCHT1  (BX)
+	VMOVUPS     (AX), Z24
+	VMOVUPS     (AX)(R12*1), Z25
+	VMOVUPS     (AX)(R12*2), Z26
+	VMOVUPS     (R15), Z27
+	VFMADD231PS Z27, Z24, Z0
+	VFMADD231PS Z27, Z25, Z1
+	VFMADD231PS Z27, Z26, Z2
+	VMOVUPS     (R15)(R13*1), Z27
+	VFMADD231PS Z27, Z24, Z3
+	VFMADD231PS Z27, Z25, Z4
+	VFMADD231PS Z27, Z26, Z5
+	VMOVUPS     (R15)(R13*2), Z27
+	VFMADD231PS Z27, Z24, Z6
+	VFMADD231PS Z27, Z25, Z7
+	VFMADD231PS Z27, Z26, Z8
+	VMOVUPS     (R15)(DX*1), Z27
+	VFMADD231PS Z27, Z24, Z9
+	VFMADD231PS Z27, Z25, Z10
+	VFMADD231PS Z27, Z26, Z11
+	VMOVUPS     (R14), Z27
+	VFMADD231PS Z27, Z24, Z12
+	VFMADD231PS Z27, Z25, Z13
+	VFMADD231PS Z27, Z26, Z14
+	VMOVUPS     (R14)(R13*1), Z27
+	VFMADD231PS Z27, Z24, Z15
+	VFMADD231PS Z27, Z25, Z16
+	VFMADD231PS Z27, Z26, Z17
+	VMOVUPS     (R14)(R13*2), Z27
+	VFMADD231PS Z27, Z24, Z18
+	VFMADD231PS Z27, Z25, Z19
+	VFMADD231PS Z27, Z26, Z20
+	VMOVUPS     (R14)(DX*1), Z27
+	VFMADD231PS Z27, Z24, Z21
+	VFMADD231PS Z27, Z25, Z22
+	VFMADD231PS Z27, Z26, Z23
+	ADDQ        $0x00000080, AX
+	ADDQ        $0x00000080, R15
+	ADDQ        $0x00000080, R14
+	ADDQ        $0x00000040, BX
+	DECQ        CX
+	JNZ         f32r3t8_chunk0
+	MOVQ        BX, far+88(FP)
+	JMP         f32r3t8_end
+
+f32r3t8_pass1:
+	LEAQ (SI)(R12*2), BX
+	ADDQ R12, BX
+
+f32r3t8_chunk1:
 	PREFETCHT0  (BX)
 	PREFETCHT0  (BX)(R12*1)
 	PREFETCHT0  (BX)(R12*2)
@@ -180,11 +229,13 @@ f32r3t8_chunk:
 	ADDQ        $0x00000080, R14
 	ADDQ        $0x00000080, BX
 	DECQ        CX
-	JNZ         f32r3t8_chunk
-	CMPQ        R10, $0x40
-	JNE         f32r3t8_save
-	TESTQ       $0x00000002, flags+80(FP)
-	JNZ         f32r3t8_finish
+	JNZ         f32r3t8_chunk1
+
+f32r3t8_end:
+	CMPQ  R10, $0x40
+	JNE   f32r3t8_save
+	TESTQ $0x00000002, flags+80(FP)
+	JNZ   f32r3t8_finish
 
 f32r3t8_save:
 	LEAQ    (R10)(R10*2), BX

@@ -12,7 +12,9 @@ func dotF32AVX512(out *float32, rows int, w *byte, chunks int, rowBytes int, act
 
 // dotF32R3T8AVX512 computes blocks of three F32 rows × eight activations
 // (f32T8AVX512), in ggml_vec_dot_f32's order; scratch holds a block's sums
-// between slabs of columns, sstride bytes per block.
+// between slabs of columns, sstride bytes per block. Pass 0 of every block
+// prefetches one line a chunk into L2 from address far on (a hint: any
+// address will do).
 //
 //go:noescape
-func dotF32R3T8AVX512(out *float32, ostride int, blocks int, w *byte, chunks int, rowBytes int, act *byte, actStride int, scratch *float32, sstride int, flags int)
+func dotF32R3T8AVX512(out *float32, ostride int, blocks int, w *byte, chunks int, rowBytes int, act *byte, actStride int, scratch *float32, sstride int, flags int, far uintptr)

@@ -216,8 +216,18 @@ func (j *matmulJob) run(lo, hi int) {
 		i := 0
 		if j.tile != nil {
 			wt := j.tile.width()
+			// The next tile of rows, in parts of whole lines, one for
+			// each call on this tile to prefetch.
+			next := j.w[t1*j.rowBytes : min(t1+tile, hi)*j.rowBytes]
+			part := (len(next)/max(j.tileEnd/wt, 1) + 63) &^ 63
 			for ; i < j.tileEnd; i += wt {
 				g := i / wt
+				if j.tile.runAhead != nil {
+					ahead := next[min(g*part, len(next)):min((g+1)*part, len(next))]
+					j.tile.runAhead(j.out[i*j.rows+t0:], j.rows, w, j.rowBytes, j.cols, t1-t0,
+						j.packed[g*j.packSize:(g+1)*j.packSize], ahead)
+					continue
+				}
 				j.tile.run(j.out[i*j.rows+t0:], j.rows, w, j.rowBytes, j.cols, t1-t0,
 					j.packed[g*j.packSize:(g+1)*j.packSize])
 			}

@@ -131,12 +131,13 @@ func f32T4Plain(out []float32, ostride int, w []byte, rowBytes, cols, rows int, 
 
 var tileF32Plain = tileKernel{run: f32T4Plain, rowStep: 1, packBytes: packBytesF32T4, pack: packF32T4}
 
-// BenchmarkMatMulF32Prompt measures F32 MatMul of a 128-token prompt on one
-// thread, on the default tier, for the matrices of a 768-wide model (Q, K,
-// V and O 768×768, gate and up 2048×768, down 768×2048): cpu-GFLOP/s is
-// per second of the thread's CPU time.
+// BenchmarkMatMulF32Prompt measures F32 MatMul of a prompt batch (64
+// tokens, the model's batch) on one thread, on the default tier, for the
+// matrices of a 768-wide model (Q, K, V and O 768×768, gate and up
+// 2048×768, down 768×2048): cpu-GFLOP/s is per second of the thread's CPU
+// time.
 func BenchmarkMatMulF32Prompt(b *testing.B) {
-	const n = 128
+	const n = 64
 	for _, sh := range []struct{ rows, cols int }{{768, 768}, {2048, 768}, {768, 2048}} {
 		r := rand.New(rand.NewPCG(29, 30))
 		w := randomRows(r, quant.F32, sh.rows, sh.cols)

@@ -24,6 +24,10 @@ const tileTokens = 4
 type tileKernel struct {
 	// run computes the tile. rows is a multiple of rowStep.
 	run func(out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte)
+	// runAhead, if not nil, is run that also prefetches ahead (the
+	// weights of a later call: the next tile of rows, MatMul's calls on
+	// a tile each taking a part) into the L2 cache on the way.
+	runAhead func(out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed, ahead []byte)
 	// rowStep is the granularity of rows run accepts.
 	rowStep int
 	// tokens is how many activations run takes; 0 means tileTokens.

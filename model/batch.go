@@ -31,6 +31,11 @@ type batch struct {
 	attLayer, attN int
 	used           []int
 
+	// The cos and sin of the RoPE angles of each token's position, a row
+	// of csWidth per token, made once per batch.
+	cs      []float32
+	csWidth int
+
 	// ForwardChunks' one-token sequences while their heads attend, the
 	// function of their parallel attention (made once: no allocation),
 	// and its logits, a row per sequence that asks for them.
@@ -57,6 +62,8 @@ func newBatch(hp *Hparams) *batch {
 	}
 	b.hp = hp
 	b.used = make([]int, maxBatch)
+	b.csWidth = max(hp.RopeDim, 2)
+	b.cs = make([]float32, maxBatch*b.csWidth)
 	size, _ := quant.RowBytes(quant.Q8_0, n)
 	b.acts[rotSlot] = make([]byte, maxBatch*size)
 	b.rx = make([]float32, n)
@@ -125,6 +132,11 @@ func (s *State) forwardChunk(tokens []int, pos int, logits bool) error {
 			return err
 		}
 	}
+	if hp.Rope != RopeNone {
+		s.eachToken(n, func(i int) {
+			ropeAngles(row(b.cs, i, b.csWidth), hp.RopeDim, pos+i, hp.RopeBase)
+		})
+	}
 	for l := range m.Blocks {
 		ly := &m.Blocks[l]
 		if err := s.attentionBatch(ly, l, pos, n); err != nil {
@@ -185,32 +197,52 @@ func (s *State) attendBatchTokens(ly *Block, l, pos, n int) error {
 	hp := &s.m.Hparams
 	b := s.batch
 	qd, kd, vd, ad := hp.QDim(), hp.KDim(), hp.VDim(), hp.Heads*hp.HeadDimV
-	for i := range n {
-		s.q, s.k, s.v, s.att = row(b.q, i, qd), row(b.k, i, kd), row(b.v, i, vd), row(b.att, i, ad)
-		if ly.QKV.Data != nil {
-			s.splitQKV(row(b.qkv, i, qd+kd+vd))
+	if t := s.KV.Type(); t != kvcache.F32 && t != kvcache.F16 {
+		// A quantized cache codes a group of slots once it is full:
+		// what a token reads depends on what is stored after it, so
+		// each token attends before the next one is stored.
+		for i := range n {
+			s.q, s.k, s.v, s.att = row(b.q, i, qd), row(b.k, i, kd), row(b.v, i, vd), row(b.att, i, ad)
+			if ly.QKV.Data != nil {
+				s.splitQKV(row(b.qkv, i, qd+kd+vd))
+			}
+			// The cache records the position of each entry as its
+			// length.
+			if err := s.KV.SetLen(pos + i); err != nil {
+				return err
+			}
+			if err := s.attendToken(ly, l, pos+i); err != nil {
+				return err
+			}
 		}
+		return nil
+	}
+	// The tokens' q, k and v are finished (biases, norms, rotation) on
+	// the threads, each with the angles of its position (b.cs), and
+	// stored in position order.
+	s.eachToken(n, func(i int) {
+		q, k, v := row(b.q, i, qd), row(b.k, i, kd), row(b.v, i, vd)
+		if ly.QKV.Data != nil {
+			qkv := row(b.qkv, i, qd+kd+vd)
+			copy(q, qkv[:qd])
+			copy(k, qkv[qd:qd+kd])
+			copy(v, qkv[qd+kd:])
+		}
+		s.finishQKV(ly, q, k, v, row(b.cs, i, b.csWidth))
+	})
+	work := 0
+	for i := range n {
 		// The cache records the position of each entry as its length.
 		if err := s.KV.SetLen(pos + i); err != nil {
 			return err
 		}
-		if t := s.KV.Type(); t != kvcache.F32 && t != kvcache.F16 {
-			// A quantized cache codes a group of slots once it is
-			// full: what a token reads depends on what is stored
-			// after it, so each token attends before the next one
-			// is stored.
-			if err := s.attendToken(ly, l, pos+i); err != nil {
-				return err
-			}
-			continue
-		}
-		if err := s.prepareAttention(ly, l, pos+i); err != nil {
+		slot, err := s.KV.Slot(l)
+		if err != nil {
 			return err
 		}
+		s.KV.Store(l, slot, row(b.k, i, kd), row(b.v, i, vd))
 		b.used[i] = s.KV.Used(l)
-	}
-	if t := s.KV.Type(); t != kvcache.F32 && t != kvcache.F16 {
-		return nil
+		work += hp.Heads * b.used[i] * (hp.HeadDimK + hp.HeadDimV)
 	}
 	// Every token's key and value are in the cache now; each head attends
 	// for every token, the heads shared by the threads. A token reads
@@ -218,10 +250,6 @@ func (s *State) attendBatchTokens(ly *Block, l, pos, n int) error {
 	// does not evict, and a slot past a token's is not read: the f16
 	// values' padding has zero weight), so the sums are those of
 	// attending token by token.
-	work := 0
-	for i := range n {
-		work += hp.Heads * b.used[i] * (hp.HeadDimK + hp.HeadDimV)
-	}
 	b.attLayer, b.attN = l, n
 	if work <= inlineAttention {
 		s.attendBatch(0, hp.Heads)

@@ -404,42 +404,50 @@ func (s *State) attendToken(ly *Block, l, pos int) error {
 // and rotation of q and k, and the store of the key and value at pos.
 func (s *State) prepareAttention(ly *Block, l, pos int) error {
 	hp := &s.m.Hparams
-	addBias(s.q, ly.QB)
-	addBias(s.k, ly.KB)
-	addBias(s.v, ly.VB)
-
-	// Qwen3 normalizes each head of q and k before the rotation.
-	if ly.QNorm != nil {
-		for h := 0; h < hp.Heads; h++ {
-			head := s.q[h*hp.HeadDimK : (h+1)*hp.HeadDimK]
-			rmsNorm(head, head, ly.QNorm, hp.NormEps)
-		}
+	if hp.Rope != RopeNone && (l == 0 || s.ropePos != pos) {
+		ropeAngles(s.ropeCS, hp.RopeDim, pos, hp.RopeBase)
+		s.ropePos = pos
 	}
-	if ly.KNorm != nil {
-		for h := 0; h < hp.KVHeads; h++ {
-			head := s.k[h*hp.HeadDimK : (h+1)*hp.HeadDimK]
-			rmsNorm(head, head, ly.KNorm, hp.NormEps)
-		}
-	}
-
-	// Rotate by position and store this position's key and value.
-	if hp.Rope != RopeNone {
-		if l == 0 || s.ropePos != pos {
-			ropeAngles(s.ropeCS, hp.RopeDim, pos, hp.RopeBase)
-			s.ropePos = pos
-		}
-		rope(s.tier, s.q, hp.Heads, hp.HeadDimK, hp.RopeDim, s.ropeCS, hp.Rope)
-		rope(s.tier, s.k, hp.KVHeads, hp.HeadDimK, hp.RopeDim, s.ropeCS, hp.Rope)
-	}
-	if hp.QPreScale {
-		scale(s.q, attentionScale(hp))
-	}
+	s.finishQKV(ly, s.q, s.k, s.v, s.ropeCS)
 	slot, err := s.KV.Slot(l)
 	if err != nil {
 		return err
 	}
 	s.KV.Store(l, slot, s.k, s.v)
 	return nil
+}
+
+// finishQKV adds the biases to a token's q, k and v as projected,
+// normalizes q and k where the model does and rotates them by the angles
+// cs of the token's position (ropeAngles).
+func (s *State) finishQKV(ly *Block, q, k, v, cs []float32) {
+	hp := &s.m.Hparams
+	addBias(q, ly.QB)
+	addBias(k, ly.KB)
+	addBias(v, ly.VB)
+
+	// Qwen3 normalizes each head of q and k before the rotation.
+	if ly.QNorm != nil {
+		for h := 0; h < hp.Heads; h++ {
+			head := q[h*hp.HeadDimK : (h+1)*hp.HeadDimK]
+			rmsNorm(head, head, ly.QNorm, hp.NormEps)
+		}
+	}
+	if ly.KNorm != nil {
+		for h := 0; h < hp.KVHeads; h++ {
+			head := k[h*hp.HeadDimK : (h+1)*hp.HeadDimK]
+			rmsNorm(head, head, ly.KNorm, hp.NormEps)
+		}
+	}
+
+	// Rotate by position.
+	if hp.Rope != RopeNone {
+		rope(s.tier, q, hp.Heads, hp.HeadDimK, hp.RopeDim, cs, hp.Rope)
+		rope(s.tier, k, hp.KVHeads, hp.HeadDimK, hp.RopeDim, cs, hp.Rope)
+	}
+	if hp.QPreScale {
+		scale(q, attentionScale(hp))
+	}
 }
 
 // attendCache lets each query head of the token at pos attend to the

@@ -80,14 +80,17 @@ func f32Rows() {
 // then the two horizontal adds, which leave activation t's three sums in
 // lanes 0..2 of a 128-bit lane; a masked store writes them. Pass 0
 // prefetches the second line of each 128 bytes of the rows, which pass 1
-// reads; pass 1 the first line of the next block's rows.
+// reads, and the rows of later calls into L2 (far); pass 1 the first
+// line of the next block's rows.
 func f32R3T8() {
 	const fn = "f32r3t8"
-	TEXT("dotF32R3T8AVX512", NOSPLIT, "func(out *float32, ostride, blocks int, w *byte, chunks, rowBytes int, act *byte, actStride int, scratch *float32, sstride, flags int)")
+	TEXT("dotF32R3T8AVX512", NOSPLIT, "func(out *float32, ostride, blocks int, w *byte, chunks, rowBytes int, act *byte, actStride int, scratch *float32, sstride, flags int, far uintptr)")
 	Pragma("noescape")
 	Doc("dotF32R3T8AVX512 computes blocks of three F32 rows × eight activations",
 		"(f32T8AVX512), in ggml_vec_dot_f32's order; scratch holds a block's sums",
-		"between slabs of columns, sstride bytes per block.")
+		"between slabs of columns, sstride bytes per block. Pass 0 of every block",
+		"prefetches one line a chunk into L2 from address far on (a hint: any",
+		"address will do).")
 	out, blocks, w, rowBytes := R8, R9, RSI, R12
 	act, actStride, act3, scratch := R11, R13, RDX, RDI
 	pass, rp, pf, a0, a4, cnt := R10, RAX, RBX, R15, R14, RCX
@@ -100,9 +103,6 @@ func f32R3T8() {
 	LEAQ(mi(actStride, 0, actStride, 2), act3)
 	Load(Param("scratch"), scratch)
 	flags, _ := Param("flags").Resolve()
-	acc := func(t, r int) VecPhysical { return zmm(3*t + r) }
-	rows := []VecPhysical{Z24, Z25, Z26}
-	av := Z27
 
 	Label(label(fn, "block"))
 	XORQ(pass, pass)
@@ -122,51 +122,40 @@ func f32R3T8() {
 	}
 
 	Label(label(fn, "start"))
-	LEAQ(m(w, 64), pf)
-	CMPQ(pass, U8(64))
-	JLT(LabelRef(label(fn, "pf")))
-	LEAQ(mi(w, 0, rowBytes, 2), pf)
-	ADDQ(rowBytes, pf)
-	Label(label(fn, "pf"))
 	LEAQ(mi(w, 0, pass, 1), rp)
 	LEAQ(mi(act, 0, pass, 1), a0)
 	LEAQ(mi(a0, 0, actStride, 4), a4)
 	Load(Param("chunks"), cnt)
-
-	Label(label(fn, "chunk"))
+	CMPQ(pass, U8(64))
+	JEQ(LabelRef(label(fn, "pass1")))
+	// Pass 0 prefetches the second line of each 128 bytes of the rows,
+	// which pass 1 reads, and one line a chunk from far on into L2 (the
+	// rows the next calls read).
+	Load(Param("far"), pf)
+	Label(label(fn, "chunk0"))
+	PREFETCHT0(m(rp, 64))
+	PREFETCHT0(mi(rp, 64, rowBytes, 1))
+	PREFETCHT0(mi(rp, 64, rowBytes, 2))
+	PREFETCHT1(m(pf, 0))
+	f32R3T8Chunk(rp, a0, a4, actStride, act3, rowBytes)
+	ADDQ(U32(64), pf)
+	DECQ(cnt)
+	JNZ(LabelRef(label(fn, "chunk0")))
+	Store(pf, Param("far"))
+	JMP(LabelRef(label(fn, "end")))
+	// Pass 1 prefetches the first line of the next block's rows.
+	Label(label(fn, "pass1"))
+	LEAQ(mi(w, 0, rowBytes, 2), pf)
+	ADDQ(rowBytes, pf)
+	Label(label(fn, "chunk1"))
 	PREFETCHT0(m(pf, 0))
 	PREFETCHT0(mi(pf, 0, rowBytes, 1))
 	PREFETCHT0(mi(pf, 0, rowBytes, 2))
-	VMOVUPS(m(rp, 0), rows[0])
-	VMOVUPS(mi(rp, 0, rowBytes, 1), rows[1])
-	VMOVUPS(mi(rp, 0, rowBytes, 2), rows[2])
-	for t := 0; t < 8; t++ {
-		base := a0
-		if t >= 4 {
-			base = a4
-		}
-		var src Mem
-		switch t % 4 {
-		case 0:
-			src = m(base, 0)
-		case 1:
-			src = mi(base, 0, actStride, 1)
-		case 2:
-			src = mi(base, 0, actStride, 2)
-		case 3:
-			src = mi(base, 0, act3, 1)
-		}
-		VMOVUPS(src, av)
-		for r := 0; r < 3; r++ {
-			VFMADD231PS(av, rows[r], acc(t, r))
-		}
-	}
-	ADDQ(U32(128), rp)
-	ADDQ(U32(128), a0)
-	ADDQ(U32(128), a4)
+	f32R3T8Chunk(rp, a0, a4, actStride, act3, rowBytes)
 	ADDQ(U32(128), pf)
 	DECQ(cnt)
-	JNZ(LabelRef(label(fn, "chunk")))
+	JNZ(LabelRef(label(fn, "chunk1")))
+	Label(label(fn, "end"))
 
 	// Pass 0 always keeps its sums; pass 1 only when the block resumes
 	// later.
@@ -197,6 +186,42 @@ func f32R3T8() {
 	JNZ(LabelRef(label(fn, "block")))
 	VZEROUPPER()
 	RET()
+}
+
+// f32R3T8Chunk multiplies one chunk of the three rows at rp (the 16
+// floats of the pass) by the eight activations' (a0 the first four, a4 the
+// others), into the accumulators Z(3t+r), and moves rp, a0 and a4 to the
+// next chunk.
+func f32R3T8Chunk(rp, a0, a4, actStride, act3, rowBytes GPPhysical) {
+	rows := []VecPhysical{Z24, Z25, Z26}
+	av := Z27
+	VMOVUPS(m(rp, 0), rows[0])
+	VMOVUPS(mi(rp, 0, rowBytes, 1), rows[1])
+	VMOVUPS(mi(rp, 0, rowBytes, 2), rows[2])
+	for t := 0; t < 8; t++ {
+		base := a0
+		if t >= 4 {
+			base = a4
+		}
+		var src Mem
+		switch t % 4 {
+		case 0:
+			src = m(base, 0)
+		case 1:
+			src = mi(base, 0, actStride, 1)
+		case 2:
+			src = mi(base, 0, actStride, 2)
+		case 3:
+			src = mi(base, 0, act3, 1)
+		}
+		VMOVUPS(src, av)
+		for r := 0; r < 3; r++ {
+			VFMADD231PS(av, rows[r], zmm(3*t+r))
+		}
+	}
+	ADDQ(U32(128), rp)
+	ADDQ(U32(128), a0)
+	ADDQ(U32(128), a4)
 }
 
 // f32R3T8Finish is the finish of dotF32R3T8AVX512 (pass 1's sums in
