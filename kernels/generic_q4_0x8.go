@@ -3,6 +3,7 @@ package kernels
 import (
 	"encoding/binary"
 	"math"
+	"sync"
 	"unsafe"
 
 	"github.com/qsf-llm/qsf/quant"
@@ -74,6 +75,7 @@ func words(b []byte) []uint64 {
 func q4_0x8SWAR(out []float32, w []byte, rowBytes, cols int, _, aux []byte) {
 	nb := cols / 32
 	u := words(aux)[:nb*q4_0x8PrepBlock]
+	fp16 := fp16Floats()
 	for g := 0; g < len(out)/8; g++ {
 		grp := w[g*8*rowBytes : (g+1)*8*rowBytes]
 		acc := (*[8]float32)(out[8*g:])
@@ -98,20 +100,14 @@ func q4_0x8SWAR(out []float32, w []byte, rowBytes, cols int, _, aux []byte) {
 			}
 			da := math.Float32frombits(uint32(p[16]))
 			for r := range acc {
-				h := uint16(o[2*r]) | uint16(o[2*r+1])<<8
-				var dw float32
-				if e := h >> 10 & 0x1f; e-1 < 30 { // normal: fp16's conversion inlined
-					dw = math.Float32frombits(uint32(h&0x8000)<<16 | (uint32(h&0x7fff)<<13 + 112<<23))
-				} else {
-					dw = quant.FP16ToFP32(h)
-				}
+				dw := fp16[uint16(o[2*r])|uint16(o[2*r+1])<<8]
 				d := dw * da
 				// fma(float32(s), d, acc) as quant.FMA32 computes it; s
 				// converts exactly (|s| ≤ 2¹⁵).
 				pr := float64(float64(s[r]) * float64(d))
 				c := float64(acc[r])
 				sum := float64(pr + c)
-				if bits := math.Float64bits(sum); bits&(1<<29-1) != 1<<28 && bits>>52&0x7ff >= 1023-126 {
+				if bits := math.Float64bits(sum); bits<<35 != 1<<63 && bits<<1 >= (1023-126)<<53 {
 					acc[r] = float32(sum)
 				} else {
 					acc[r] = fma32Finish(pr, c, sum)
@@ -120,3 +116,14 @@ func q4_0x8SWAR(out []float32, w []byte, rowBytes, cols int, _, aux []byte) {
 		}
 	}
 }
+
+// fp16Floats returns the float32 value of every fp16 bit pattern (256 KiB,
+// built on first use): the generic Q4_0x8 kernel converts its eight rows'
+// block scales with one load each.
+var fp16Floats = sync.OnceValue(func() *[1 << 16]float32 {
+	t := new([1 << 16]float32)
+	for i := range t {
+		t[i] = quant.FP16ToFP32(uint16(i))
+	}
+	return t
+})
