@@ -170,6 +170,7 @@ func newGenericTier() *Tier {
 	t.register([]kernelRow{
 		{key: quant.Q6_K, rows: q6_KSWAR, prep: prepQ6_KSWAR},
 		{key: quant.Q4_K, rows: q4_KSWAR, prep: prepQ4_KSWAR},
+		{key: quant.F32, rows: f32RowsGeneric},
 	})
 	return t
 }
