@@ -19,16 +19,18 @@ import (
 // Uₐ = y₂ + y₀·2¹⁶ and U_b = y₆ + y₄·2¹⁶ (and Uₐ', U_b' of y₁, y₃, y₅, y₇),
 // A = E·Uₐ + O·Uₐ' has e₀y₀+e₁y₁+e₂y₂+e₃y₃ in its lane 1 and
 // B = E·U_b + O·U_b' has e₄y₄+…+e₇y₇ in its lane 3. Each lane below the one
-// read holds at most two products, so |lower lanes| < 2¹⁵ (lane 1) or
+// read holds at most four products (two per multiplication), so |lower lanes| < 2¹⁵ (lane 1) or
 // < 2⁴⁷ (lane 3) and the reads int16((A+2¹⁵)>>16) and (B+2⁴⁷)>>48 are
-// exact while the sum itself is below 2¹⁵ in magnitude: Q6_K's quants
-// minus 32 enter the lanes as signed values (|x| ≤ 32, so 4·32·128).
+// exact while the sum itself is below 2¹⁵ in magnitude. Q6_K's quants
+// enter the lanes unsigned (below 64, so 4·63·128 < 2¹⁵) and the prepared
+// activation's read offsets subtract 32·Σy (swarPairK).
 
 // q6_KPrepBlock is the number of uint64 words per block of the generic
 // Q6_K kernel's prepared Q8_K activation: per group of eight elements
-// (32 of them, in the kernel's order) Uₐ, Uₐ', U_b, U_b'; then the
-// block's float32 scale.
-const q6_KPrepBlock = 32*4 + 1
+// (32 of them, in the kernel's order) Uₐ, Uₐ', U_b, U_b' and the two read
+// offsets Kₐ = 2¹⁵ − 32·(y₀+…+y₃)·2¹⁶ and K_b = 2⁴⁷ − 32·(y₄+…+y₇)·2⁴⁸;
+// then the block's float32 scale.
+const q6_KPrepBlock = 32*6 + 1
 
 // q6_KGroupStart returns the first element of the k-th group of eight of
 // a Q6_K block in the order the kernel walks them: half h, then l (0, 8,
@@ -51,9 +53,18 @@ func prepQ6_KSWAR(buf, act []byte, cols int) []byte {
 		a := (*[292]byte)(act[292*b:])
 		o := (*[q6_KPrepBlock]uint64)(u[q6_KPrepBlock*b:])
 		for k := 0; k < 32; k++ {
-			putGroupU((*[4]uint64)(o[4*k:]), (*[8]byte)(a[4+q6_KGroupStart(k):]))
+			y := (*[8]byte)(a[4+q6_KGroupStart(k):])
+			g := (*[6]uint64)(o[6*k:])
+			putGroupU((*[4]uint64)(g[:4]), y)
+			var sa, sb int64
+			for i := 0; i < 4; i++ {
+				sa += int64(int8(y[i]))
+				sb += int64(int8(y[4+i]))
+			}
+			g[4] = uint64(1<<15 - 32*sa<<16)
+			g[5] = uint64(1<<47 - 32*sb<<48)
 		}
-		o[128] = uint64(binary.LittleEndian.Uint32(a[:4]))
+		o[192] = uint64(binary.LittleEndian.Uint32(a[:4]))
 	}
 	return buf
 }
@@ -81,6 +92,21 @@ func swarPair(q, bias uint64, u *[4]uint64) (int32, int32) {
 	return int32(int16((a + 1<<15) >> 16)), int32(int64(b+1<<47) >> 48)
 }
 
+// swarPairK returns the integer dot products minus 32·Σy of the two
+// groups of four 6-bit quants in the bytes of q with the activation
+// quants whose multipliers and read offsets are g: the quants enter the
+// lanes unsigned (below 64), so each lane holds at most four products,
+// |·| ≤ 4·63·128 < 2¹⁵, and the offsets add the read's rounding constant
+// and subtract 32·Σy in the lane read, where the result Σ(q−32)·y lies
+// in [−16256, 16384].
+func swarPairK(q uint64, g *[6]uint64) (int32, int32) {
+	const m = 0x00FF00FF00FF00FF
+	e, o := q&m, q>>8&m
+	a := e*g[0] + o*g[1] + g[4]
+	b := e*g[2] + o*g[3] + g[5]
+	return int32(int16(a >> 16)), int32(int64(b) >> 48)
+}
+
 // q6_KSWAR is the generic tier's Q6_K kernel (quant's Q6_K dot product);
 // aux is prepQ6_KSWAR's.
 func q6_KSWAR(out []float32, w []byte, rowBytes, cols int, _, aux []byte) {
@@ -96,23 +122,23 @@ func q6_KSWAR(out []float32, w []byte, rowBytes, cols int, _, aux []byte) {
 			for h := 0; h < 2; h++ {
 				sc := (*[8]byte)(bl[192+8*h:])
 				for l := 0; l < 32; l += 8 {
-					const lo, hb, q6Bias = 0x0F0F0F0F0F0F0F0F, 0x0303030303030303, 0x0020002000200020
+					const lo, hb = 0x0F0F0F0F0F0F0F0F, 0x0303030303030303
 					l0 := binary.LittleEndian.Uint64(bl[64*h+l:])
 					l1 := binary.LittleEndian.Uint64(bl[64*h+32+l:])
 					qh := binary.LittleEndian.Uint64(bl[128+32*h+l:])
-					g := (*[16]uint64)(p[4*(16*h+l/2):])
+					g := (*[24]uint64)(p[6*(16*h+l/2):])
 					sj := l / 16 // sub-block j = 8h + 2c + sj for range c
-					a0, a1 := swarPair(l0&lo|(qh&hb)<<4, q6Bias, (*[4]uint64)(g[0:]))
-					b0, b1 := swarPair(l1&lo|(qh>>2&hb)<<4, q6Bias, (*[4]uint64)(g[4:]))
-					c0, c1 := swarPair(l0>>4&lo|(qh>>4&hb)<<4, q6Bias, (*[4]uint64)(g[8:]))
-					d0, d1 := swarPair(l1>>4&lo|(qh>>6&hb)<<4, q6Bias, (*[4]uint64)(g[12:]))
+					a0, a1 := swarPairK(l0&lo|(qh&hb)<<4, (*[6]uint64)(g[0:]))
+					b0, b1 := swarPairK(l1&lo|(qh>>2&hb)<<4, (*[6]uint64)(g[6:]))
+					c0, c1 := swarPairK(l0>>4&lo|(qh>>4&hb)<<4, (*[6]uint64)(g[12:]))
+					d0, d1 := swarPairK(l1>>4&lo|(qh>>6&hb)<<4, (*[6]uint64)(g[18:]))
 					k := l / 4
 					sa, sb, scc, sd := int32(int8(sc[sj])), int32(int8(sc[2+sj])), int32(int8(sc[4+sj])), int32(int8(sc[6+sj]))
 					s[k] += sa*a0 + sb*b0 + scc*c0 + sd*d0
 					s[k+1] += sa*a1 + sb*b1 + scc*c1 + sd*d1
 				}
 			}
-			d := math.Float32frombits(uint32(p[128])) * quant.FP16ToFP32(uint16(bl[208])|uint16(bl[209])<<8)
+			d := math.Float32frombits(uint32(p[192])) * quant.FP16ToFP32(uint16(bl[208])|uint16(bl[209])<<8)
 			fmaLanes(&acc, d, &s)
 		}
 		out[r] = hsumLanes(&acc)
@@ -144,6 +170,7 @@ func newGenericTier() *Tier {
 	t.register([]kernelRow{
 		{key: quant.Q6_K, rows: q6_KSWAR, prep: prepQ6_KSWAR},
 		{key: quant.Q4_K, rows: q4_KSWAR, prep: prepQ4_KSWAR},
+		{key: quant.F32, rows: f32RowsGeneric},
 	})
 	return t
 }

@@ -3,6 +3,7 @@ package kernels
 import (
 	"encoding/binary"
 	"math"
+	"sync"
 	"unsafe"
 
 	"github.com/qsf-llm/qsf/quant"
@@ -74,10 +75,10 @@ func words(b []byte) []uint64 {
 func q4_0x8SWAR(out []float32, w []byte, rowBytes, cols int, _, aux []byte) {
 	nb := cols / 32
 	u := words(aux)[:nb*q4_0x8PrepBlock]
+	fp16 := fp16Floats()
 	for g := 0; g < len(out)/8; g++ {
-		grp := w[g*8*rowBytes : (g+1)*8*rowBytes]
-		acc := (*[8]float32)(out[8*g:])
-		*acc = [8]float32{}
+		grp := w[g*8*rowBytes:][:nb*q4_0x8Block]
+		var a0, a1, a2, a3, a4, a5, a6, a7 float32
 		for b := 0; b < nb; b++ {
 			o := (*[q4_0x8Block]byte)(grp[b*q4_0x8Block:])
 			p := (*[q4_0x8PrepBlock]uint64)(u[q4_0x8PrepBlock*b:])
@@ -96,27 +97,66 @@ func q4_0x8SWAR(out []float32, w []byte, rowBytes, cols int, _, aux []byte) {
 				s[r] = int32(int16((lo+1<<15)>>16)) + int32(int16((hi+1<<15)>>16)) - sy8
 				s[r+1] = int32(int64(lo+1<<47)>>48) + int32(int64(hi+1<<47)>>48) - sy8
 			}
+			// fma(float32(s), dw·da, acc) per row as quant.FMA32 computes
+			// it; s converts exactly (|s| ≤ 2¹⁵).
 			da := math.Float32frombits(uint32(p[16]))
-			for r := range acc {
-				h := uint16(o[2*r]) | uint16(o[2*r+1])<<8
-				var dw float32
-				if e := h >> 10 & 0x1f; e-1 < 30 { // normal: fp16's conversion inlined
-					dw = math.Float32frombits(uint32(h&0x8000)<<16 | (uint32(h&0x7fff)<<13 + 112<<23))
-				} else {
-					dw = quant.FP16ToFP32(h)
-				}
-				d := dw * da
-				// fma(float32(s), d, acc) as quant.FMA32 computes it; s
-				// converts exactly (|s| ≤ 2¹⁵).
-				pr := float64(float64(s[r]) * float64(d))
-				c := float64(acc[r])
-				sum := float64(pr + c)
-				if bits := math.Float64bits(sum); bits&(1<<29-1) != 1<<28 && bits>>52&0x7ff >= 1023-126 {
-					acc[r] = float32(sum)
-				} else {
-					acc[r] = fma32Finish(pr, c, sum)
-				}
+			if v, ok := fma32Try(float32(s[0]), fp16[binary.LittleEndian.Uint16(o[0:])]*da, a0); ok {
+				a0 = v
+			} else {
+				a0 = fmaSlow(float32(s[0]), fp16[binary.LittleEndian.Uint16(o[0:])]*da, a0)
+			}
+			if v, ok := fma32Try(float32(s[1]), fp16[binary.LittleEndian.Uint16(o[2:])]*da, a1); ok {
+				a1 = v
+			} else {
+				a1 = fmaSlow(float32(s[1]), fp16[binary.LittleEndian.Uint16(o[2:])]*da, a1)
+			}
+			if v, ok := fma32Try(float32(s[2]), fp16[binary.LittleEndian.Uint16(o[4:])]*da, a2); ok {
+				a2 = v
+			} else {
+				a2 = fmaSlow(float32(s[2]), fp16[binary.LittleEndian.Uint16(o[4:])]*da, a2)
+			}
+			if v, ok := fma32Try(float32(s[3]), fp16[binary.LittleEndian.Uint16(o[6:])]*da, a3); ok {
+				a3 = v
+			} else {
+				a3 = fmaSlow(float32(s[3]), fp16[binary.LittleEndian.Uint16(o[6:])]*da, a3)
+			}
+			if v, ok := fma32Try(float32(s[4]), fp16[binary.LittleEndian.Uint16(o[8:])]*da, a4); ok {
+				a4 = v
+			} else {
+				a4 = fmaSlow(float32(s[4]), fp16[binary.LittleEndian.Uint16(o[8:])]*da, a4)
+			}
+			if v, ok := fma32Try(float32(s[5]), fp16[binary.LittleEndian.Uint16(o[10:])]*da, a5); ok {
+				a5 = v
+			} else {
+				a5 = fmaSlow(float32(s[5]), fp16[binary.LittleEndian.Uint16(o[10:])]*da, a5)
+			}
+			if v, ok := fma32Try(float32(s[6]), fp16[binary.LittleEndian.Uint16(o[12:])]*da, a6); ok {
+				a6 = v
+			} else {
+				a6 = fmaSlow(float32(s[6]), fp16[binary.LittleEndian.Uint16(o[12:])]*da, a6)
+			}
+			if v, ok := fma32Try(float32(s[7]), fp16[binary.LittleEndian.Uint16(o[14:])]*da, a7); ok {
+				a7 = v
+			} else {
+				a7 = fmaSlow(float32(s[7]), fp16[binary.LittleEndian.Uint16(o[14:])]*da, a7)
 			}
 		}
+		*(*[8]float32)(out[8*g:]) = [8]float32{a0, a1, a2, a3, a4, a5, a6, a7}
 	}
 }
+
+// fmaSlow is quant.FMA32, kept out of line.
+//
+//go:noinline
+func fmaSlow(a, b, c float32) float32 { return quant.FMA32(a, b, c) }
+
+// fp16Floats returns the float32 value of every fp16 bit pattern (256 KiB,
+// built on first use): the generic Q4_0x8 kernel converts its eight rows'
+// block scales with one load each.
+var fp16Floats = sync.OnceValue(func() *[1 << 16]float32 {
+	t := new([1 << 16]float32)
+	for i := range t {
+		t[i] = quant.FP16ToFP32(uint16(i))
+	}
+	return t
+})

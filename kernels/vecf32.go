@@ -37,11 +37,41 @@ func (tr *Tier) DotF32Rows(out, w []float32, stride int, x []float32) {
 	if tr != genericTier && dotF32RowsAsm(out, w, stride, x) {
 		return
 	}
-	act := f32Bytes(x)
-	tt, _ := quant.Lookup(quant.F32)
 	for r := range out {
-		out[r] = tt.Dot(cols, f32Bytes(w[r*stride:r*stride+cols]), act)
+		out[r] = dotF32Lanes(w[r*stride:r*stride+cols], x)
 	}
+}
+
+// dotF32Lanes is quant's F32 dot product (ggml_vec_dot_f32 on AVX2) on
+// float32 slices: 32 FMA lanes over each 32 elements with quant.FMA32's
+// fast path inlined, the GGML_F32x8_REDUCE tree, then the tail added in
+// float32 without fusing.
+func dotF32Lanes(w, x []float32) float32 {
+	w = w[:len(x)]
+	np := len(x) &^ 31
+	var acc [32]float32
+	for i := 0; i < np; i += 32 {
+		a, b := (*[32]float32)(w[i:]), (*[32]float32)(x[i:])
+		for l := range acc {
+			if v, ok := fma32Try(a[l], b[l], acc[l]); ok {
+				acc[l] = v
+			} else {
+				acc[l] = quant.FMA32(a[l], b[l], acc[l])
+			}
+		}
+	}
+	var sum float32
+	if np > 0 {
+		var t [8]float32
+		for l := range t {
+			t[l] = (acc[l] + acc[16+l]) + (acc[8+l] + acc[24+l])
+		}
+		sum = ((t[0] + t[4]) + (t[1] + t[5])) + ((t[2] + t[6]) + (t[3] + t[7]))
+	}
+	for i := np; i < len(x); i++ {
+		sum += float32(w[i] * x[i])
+	}
+	return sum
 }
 
 // AxpyF32 sets y[i] = x[i]·a + y[i] rounded once (a fused multiply-add, as
@@ -57,7 +87,11 @@ func (tr *Tier) AxpyF32(y, x []float32, a float32) {
 		return
 	}
 	for i := range y {
-		y[i] = quant.FMA32(x[i], a, y[i])
+		if v, ok := fma32Try(x[i], a, y[i]); ok {
+			y[i] = v
+		} else {
+			y[i] = quant.FMA32(x[i], a, y[i])
+		}
 	}
 }
 

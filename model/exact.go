@@ -15,7 +15,22 @@ import (
 // rounding boundary and change the logits visibly.
 
 // fma32 returns a·b + c rounded once to float32, as VFMADD does.
-func fma32(a, b, c float32) float32 { return quant.FMA32(a, b, c) }
+func fma32(a, b, c float32) float32 {
+	if r, ok := fma32Try(a, b, c); ok {
+		return r
+	}
+	return quant.FMA32(a, b, c)
+}
+
+// fma32Try is quant.FMA32's fast path, small enough to be inlined: the
+// float64 sum of the exact product and c, and true when it rounds
+// correctly to float32 (it is no float32 rounding midpoint and not below
+// the normal range); false when the caller must call quant.FMA32.
+func fma32Try(a, b, c float32) (float32, bool) {
+	s := float64(float64(float64(a)*float64(b)) + float64(c))
+	bits := math.Float64bits(s)
+	return float32(s), bits<<35 != 1<<63 && bits<<1 >= (1023-126)<<53
+}
 
 // hsum8 adds the 8 lanes of an AVX register the way ggml's hsum_float_8
 // (and llamafile's hsum) do: high half plus low half, then the upper pair
@@ -32,8 +47,19 @@ func hsum8(v *[8]float32) float32 {
 func dotLanes(a, b []float32) float32 {
 	b = b[:len(a)]
 	var acc [8]float32
-	for i, x := range a {
-		acc[i%8] = fma32(x, b[i], acc[i%8])
+	i := 0
+	for ; i+8 <= len(a); i += 8 {
+		x, y := (*[8]float32)(a[i:]), (*[8]float32)(b[i:])
+		for l := range acc {
+			if r, ok := fma32Try(x[l], y[l], acc[l]); ok {
+				acc[l] = r
+			} else {
+				acc[l] = quant.FMA32(x[l], y[l], acc[l])
+			}
+		}
+	}
+	for ; i < len(a); i++ {
+		acc[i%8] = fma32(a[i], b[i], acc[i%8])
 	}
 	return hsum8(&acc)
 }
