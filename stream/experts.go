@@ -127,8 +127,9 @@ type ExpertOptions struct {
 	// GuessReads reads guessed experts into the cache, as announced
 	// ones. By default a guess only asks the kernel to bring the guessed
 	// experts the cache lacks into the page cache (posix_fadvise
-	// WILLNEED), which hides a disk's latency at no cost when they are
-	// there already; reading them costs a copy and a slot per wrong
+	// WILLNEED), which hides a disk's latency, and only while recent
+	// reads found pages outside the page cache (a warm page cache would
+	// only pay the kernel's lookups); reading them costs a copy and a slot per wrong
 	// guess (qwen3-30b-a3b under 2 GB, file in the page cache: 26% more
 	// bytes read per token).
 	GuessReads bool
@@ -201,6 +202,14 @@ type ExpertCache struct {
 
 	hits, misses, unused, bytesRead, readNanos, waitNanos atomic.Int64
 
+	// Reads that found some of their pages outside the page cache
+	// (coldReads, by any goroutine); the count GuessExperts saw last and
+	// the clock until which it asks the kernel to read ahead.
+	fd        int
+	coldReads atomic.Int64
+	coldSeen  int64
+	coldUntil uint64
+
 	// Reads on the forward pass's threads (SetParallel): par shares
 	// readPieces out; batch holds the jobs of one call and pieceErr the
 	// error of each of their pieces.
@@ -257,6 +266,8 @@ func OpenExpertCacheWith(lay *ExpertLayout, path string, a *arena.Arena, o Exper
 		wave: 1, noGuess: o.NoGuess, guessReads: o.GuessReads} // pinWave 0: not announced
 	c.jobReady.L, c.jobDone.L = &c.mu, &c.mu
 	c.pieces = c.readPieces
+	c.fd = int(f.Fd())
+	c.coldUntil = c.coldWindow() // until a read says otherwise
 	for i := range c.queuedAt {
 		c.queuedAt[i] = -1
 	}
@@ -458,7 +469,7 @@ func (c *ExpertCache) readPieces(lo, hi int) {
 		}
 		a, b := m.size*part/piecesPerMatrix, m.size*(part+1)/piecesPerMatrix
 		dst := c.mem[j.slot*c.lay.ExpertBytes+off:]
-		if _, err := c.file.ReadAt(dst[a:b], m.off+int64(j.e)*int64(m.size)+int64(a)); err != nil {
+		if err := c.readAt(dst[a:b], m.off+int64(j.e)*int64(m.size)+int64(a)); err != nil {
 			c.pieceErr[p] = err
 			continue
 		}
@@ -502,8 +513,12 @@ func (c *ExpertCache) GuessExperts(l int, experts []int32) {
 	case c.noGuess || l < 0 || l >= len(c.lay.layers):
 	case c.guessReads:
 		_ = c.PrefetchExperts(l, experts)
+	case !c.cold():
+		// The page cache held every recent read: asking it to read
+		// ahead would only cost its lookups (about 50 µs per 2.5 MiB
+		// expert, 8 ms a token for qwen3-30b-a3b at 2 GB).
 	default:
-		fd := int(c.file.Fd())
+		fd := c.fd
 		for _, e := range experts {
 			if e < 0 || int(e) >= n || c.slotOf[l*n+int(e)] != 0 {
 				continue
@@ -514,6 +529,34 @@ func (c *ExpertCache) GuessExperts(l int, experts []int32) {
 			}
 		}
 	}
+}
+
+// cold reports whether a read found pages outside the page cache within
+// the last two tokens' requests (or the cache has hardly read yet).
+func (c *ExpertCache) cold() bool {
+	if n := c.coldReads.Load(); n != c.coldSeen {
+		c.coldSeen = n
+		c.coldUntil = c.clock + c.coldWindow()
+	}
+	return c.clock < c.coldUntil
+}
+
+// coldWindow is two tokens' expert requests.
+func (c *ExpertCache) coldWindow() uint64 {
+	hp := &c.lay.Hparams
+	return uint64(2 * hp.Layers * hp.MoE.Used)
+}
+
+// readAt reads len(b) bytes of the file at off, counting the read as
+// cold when the page cache lacked some of them.
+func (c *ExpertCache) readAt(b []byte, off int64) error {
+	n := preadCached(c.fd, b, off)
+	if n == len(b) {
+		return nil
+	}
+	c.coldReads.Add(1)
+	_, err := c.file.ReadAt(b[n:], off+int64(n))
+	return err
 }
 
 // load assigns slot to expert e of layer l, evicting what it held, and
@@ -702,7 +745,7 @@ func (c *ExpertCache) read(j expertJob) error {
 	dst := c.mem[j.slot*c.lay.ExpertBytes:]
 	for i := range mats {
 		m := &mats[i]
-		if _, err := c.file.ReadAt(dst[:m.size], m.off+int64(j.e)*int64(m.size)); err != nil {
+		if err := c.readAt(dst[:m.size], m.off+int64(j.e)*int64(m.size)); err != nil {
 			return fmt.Errorf("stream: expert %d of layer %d: %w", j.e, j.l, err)
 		}
 		dst = dst[alignUp(m.size):]
