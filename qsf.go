@@ -123,6 +123,11 @@ func Load(path string, cfg Config) (*Model, error) {
 		// CPU while the pool's workers wait for the layers it reads.
 		m.pool.SetSpinTime(streamSpin)
 	}
+	if m.experts != nil && threads >= runtime.GOMAXPROCS(0) {
+		// No CPU is left for the expert cache's reader: the forward
+		// pass reads with all its threads (see SetParallel).
+		m.experts.cache.SetParallel(m.pool.Parallel)
+	}
 	// A Model dropped without Close still stops its workers.
 	runtime.AddCleanup(m, func(p *kernels.Pool) { p.Close() }, m.pool)
 	cfg.logger().Debug("loaded", "path", path, "mode", m.plan.Mode, "context", m.ctx, "kv", m.kv.Type.String(),

@@ -1,7 +1,6 @@
 package kernels
 
 import (
-	"encoding/binary"
 	"fmt"
 
 	"github.com/qsf-llm/qsf/quant"
@@ -52,7 +51,3 @@ func (tr *Tier) Quantize(t quant.Type, dst []byte, src []float32) {
 	}
 	tt.Quantize(dst, src)
 }
-
-// nativeLittleEndian reports whether float32 values are stored in memory
-// as their little-endian bytes, the encoding of an F32 vector.
-var nativeLittleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1

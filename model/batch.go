@@ -133,7 +133,7 @@ func (s *State) forwardChunk(tokens []int, pos int, logits bool) error {
 		}
 	}
 	if hp.Rope != RopeNone {
-		s.eachToken(n, func(i int) {
+		s.eachToken(n, b.csWidth, func(i int) {
 			ropeAngles(row(b.cs, i, b.csWidth), hp.RopeDim, pos+i, hp.RopeBase)
 		})
 	}
@@ -220,7 +220,7 @@ func (s *State) attendBatchTokens(ly *Block, l, pos, n int) error {
 	// The tokens' q, k and v are finished (biases, norms, rotation) on
 	// the threads, each with the angles of its position (b.cs), and
 	// stored in position order.
-	s.eachToken(n, func(i int) {
+	s.eachToken(n, qd+kd+vd, func(i int) {
 		q, k, v := row(b.q, i, qd), row(b.k, i, kd), row(b.v, i, vd)
 		if ly.QKV.Data != nil {
 			qkv := row(b.qkv, i, qd+kd+vd)

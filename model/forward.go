@@ -651,6 +651,24 @@ func (a *activations) get(wt quant.Type) []byte {
 	return buf
 }
 
+// convert writes x converted to the activation type of weight type wt
+// into dst (room for it), as get converts its input, and returns it.
+func (a *activations) convert(dst []byte, x []float32, wt quant.Type) []byte {
+	tr, _ := kernels.Lookup(wt)
+	at := tr.VecDot
+	size, _ := quant.RowBytes(at, len(x))
+	buf := dst[:size]
+	if tr.RotatedInput {
+		rx := a.rx[:len(x)]
+		copy(rx, x)
+		quant.Rotate64(rx)
+		a.tier.Quantize(at, buf, rx)
+		return buf
+	}
+	a.tier.Quantize(at, buf, x)
+	return buf
+}
+
 // attentionScale is 1/√d for the head width d, as llama.cpp computes it in
 // float32.
 func attentionScale(hp *Hparams) float32 {

@@ -228,6 +228,9 @@ type moeState struct {
 	shOut         []float32   // the shared expert's output
 	shScore       []float32   // its gate input (one value)
 	views         [][3]Tensor // per selected expert: its gate, up and down as views of the stacked tensors
+	acts          [][]byte    // per selected expert: its hidden vector converted for its down matrix
+	tasks         []kernels.MatVecTask
+	gu            []*Tensor // the gate and up matrices of expertGroup's experts
 
 	batch *moeBatch // ForwardBatch's buffers, allocated on first use
 }
@@ -260,7 +263,15 @@ func (s *State) initMoE(alloc func(name string, n int) []byte) error {
 	if mp.Experts == 0 {
 		return nil
 	}
-	s.moe = &moeState{views: make([][3]Tensor, mp.Used)}
+	g := min(mp.Used, maxUsedInline)
+	s.moe = &moeState{views: make([][3]Tensor, mp.Used), acts: make([][]byte, mp.Used),
+		tasks: make([]kernels.MatVecTask, 0, 2*g), gu: make([]*Tensor, 2*g)}
+	for i := range s.moe.acts {
+		n := expertActBytes(mp.ExpertFFN)
+		if s.moe.acts[i] = alloc("moe.acts", n); len(s.moe.acts[i]) != n {
+			return fmt.Errorf("model: state buffer moe.acts: allocator returned %d bytes, want %d", len(s.moe.acts[i]), n)
+		}
+	}
 	for _, e := range moeVectors(&s.m.Hparams) {
 		b := alloc(e.name, e.n*4)
 		if len(b) != e.n*4 {
@@ -293,8 +304,21 @@ func moeStateBytes(hp *Hparams) int64 {
 	}
 	if hp.MoE.Experts > 0 {
 		n += int64(hp.MoE.Experts+2*hp.MoE.Used)*4 + 64
+		n += int64(hp.MoE.Used) * int64(expertActBytes(hp.MoE.ExpertFFN)+64)
 	}
 	return n
+}
+
+// expertActBytes is the room a hidden vector of n elements takes
+// converted to any activation type.
+func expertActBytes(n int) int {
+	n = (n + 255) / 256 * 256
+	most := 0
+	for _, t := range activationTypes {
+		size, _ := quant.RowBytes(t, n)
+		most = max(most, size)
+	}
+	return most
 }
 
 // ExpertSource provides the routed experts' matrices to a State whose
@@ -317,8 +341,11 @@ type ExpertSource interface {
 // experts it asked for before are done with. PrefetchExperts may reorder
 // experts into the order it expects them to be ready in; the forward
 // pass computes them in that order (the results do not depend on it).
+// It returns how many of the experts, from the first in that order, are
+// ready: Expert returns them without waiting, so the forward pass
+// computes them together.
 type ExpertPrefetcher interface {
-	PrefetchExperts(l int, experts []int32)
+	PrefetchExperts(l int, experts []int32) (ready int)
 }
 
 // ExpertGuesser is an ExpertSource that wants to know, before a layer's
@@ -387,47 +414,30 @@ func (s *State) mixExperts(l int, x *Experts) error {
 	hp := &s.m.Hparams
 	mp := &hp.MoE
 	ms := s.moe
-	f, e := mp.ExpertFFN, hp.Embd
 
 	s.input(s.xb)
 	s.matVec(ms.logits, &x.Router)
 	route(ms.sel, ms.weights, ms.probs, ms.logits, ms.order, mp.NormWeights)
 	copy(ms.run, ms.sel)
+	ready := len(ms.run)
 	if pf, ok := s.Experts.(ExpertPrefetcher); ok {
-		pf.PrefetchExperts(l, ms.run)
+		ready = pf.PrefetchExperts(l, ms.run)
 	}
-	var downs [maxUsedInline]*Tensor
-	for _, ex := range ms.run {
-		i := slices.Index(ms.sel, ex)
-		gate, up, down, err := s.expert(l, x, int(ex), i)
-		if err != nil {
+	// The experts ready now are computed together, the others one at a
+	// time as their reads finish.
+	for lo := 0; lo < len(ms.run); {
+		hi := lo + 1
+		if lo == 0 {
+			hi = min(max(ready, 1), len(ms.run), maxUsedInline)
+		}
+		if err := s.expertGroup(l, x, ms.run[lo:hi]); err != nil {
 			return err
 		}
-		s.matVecs(row(ms.gate, i, f), gate, row(ms.up, i, f), up, nil, nil)
-		if i < len(downs) {
-			downs[i] = down
-		}
+		lo = hi
 	}
 	if mp.SharedFFN > 0 {
+		s.input(s.xb)
 		s.matVecs(ms.shScore, &x.SharedGateInp, ms.shGate, &x.SharedGate, ms.shUp, &x.SharedUp)
-	}
-	for _, ex := range ms.run {
-		i := slices.Index(ms.sel, ex)
-		down := (*Tensor)(nil)
-		if i < len(downs) {
-			down = downs[i]
-		} else {
-			var err error
-			if _, _, down, err = s.expert(l, x, int(ex), i); err != nil {
-				return err
-			}
-		}
-		hidden := row(ms.gate, i, f)
-		gated(s.tier, hidden, hidden, row(ms.up, i, f), SiLU)
-		s.input(hidden)
-		s.matVec(row(ms.out, i, e), down)
-	}
-	if mp.SharedFFN > 0 {
 		gated(s.tier, ms.shGate, ms.shGate, ms.shUp, SiLU)
 		s.input(ms.shGate)
 		s.matVec(ms.shOut, &x.SharedDown)
@@ -436,8 +446,62 @@ func (s *State) mixExperts(l int, x *Experts) error {
 	return nil
 }
 
-// maxUsedInline is how many selected experts' down matrices mixExperts
-// keeps from their first request; more are asked for again.
+// expertGroup computes the outputs of the selected experts exs of block l
+// (each into its row of s.moe.out) from s.xb: their gate and up products
+// as one job of the pool, then their down products as another, so that
+// the pool's threads wait for each other twice per group rather than
+// twice per expert.
+func (s *State) expertGroup(l int, x *Experts, exs []int32) error {
+	hp := &s.m.Hparams
+	ms := s.moe
+	f, e := hp.MoE.ExpertFFN, hp.Embd
+	var downs [maxUsedInline]*Tensor
+	var slots [maxUsedInline]int
+	s.input(s.xb)
+	tasks := ms.tasks[:0]
+	for k, ex := range exs {
+		i := slices.Index(ms.sel, ex)
+		gate, up, down, err := s.expert(l, x, int(ex), i)
+		if err != nil {
+			return err
+		}
+		downs[k], slots[k] = down, i
+		for _, w := range [2]*Tensor{gate, up} {
+			if s.Observe != nil {
+				s.Observe(w, s.acts.x[:w.Cols])
+			}
+		}
+		tasks = append(tasks,
+			kernels.MatVecTask{Type: gate.Type, Out: row(ms.gate, i, f), W: gate.Data, Cols: gate.Cols, Act: s.acts.get(gate.Type)},
+			kernels.MatVecTask{Type: up.Type, Out: row(ms.up, i, f), W: up.Data, Cols: up.Cols, Act: s.acts.get(up.Type)})
+		ms.gu[2*k], ms.gu[2*k+1] = gate, up
+	}
+	s.pool.MatVecs(tasks)
+	tasks = tasks[:0]
+	for k := range exs {
+		i := slots[k]
+		tensorScale(row(ms.gate, i, f), ms.gu[2*k])
+		tensorScale(row(ms.up, i, f), ms.gu[2*k+1])
+		hidden := row(ms.gate, i, f)
+		gated(s.tier, hidden, hidden, row(ms.up, i, f), SiLU)
+		down := downs[k]
+		if s.Observe != nil {
+			s.Observe(down, hidden)
+		}
+		act := s.acts.convert(ms.acts[i], hidden, down.Type)
+		tasks = append(tasks, kernels.MatVecTask{Type: down.Type, Out: row(ms.out, i, e), W: down.Data, Cols: down.Cols, Act: act})
+	}
+	s.pool.MatVecs(tasks)
+	for k := range exs {
+		tensorScale(row(ms.out, slots[k], e), downs[k])
+	}
+	clear(ms.tasks[:cap(ms.tasks)]) // hold no weights past the call
+	clear(ms.gu)
+	return nil
+}
+
+// maxUsedInline is how many selected experts expertGroup computes at
+// once at most (mixExperts cuts larger groups).
 const maxUsedInline = 16
 
 // combineExperts writes Σ_i w[i]·out_i (+ g·shared) into dst, rounding as

@@ -127,8 +127,9 @@ type ExpertOptions struct {
 	// GuessReads reads guessed experts into the cache, as announced
 	// ones. By default a guess only asks the kernel to bring the guessed
 	// experts the cache lacks into the page cache (posix_fadvise
-	// WILLNEED), which hides a disk's latency at no cost when they are
-	// there already; reading them costs a copy and a slot per wrong
+	// WILLNEED), which hides a disk's latency, and only while recent
+	// reads found pages outside the page cache (a warm page cache would
+	// only pay the kernel's lookups); reading them costs a copy and a slot per wrong
 	// guess (qwen3-30b-a3b under 2 GB, file in the page cache: 26% more
 	// bytes read per token).
 	GuessReads bool
@@ -201,6 +202,22 @@ type ExpertCache struct {
 
 	hits, misses, unused, bytesRead, readNanos, waitNanos atomic.Int64
 
+	// Reads that found some of their pages outside the page cache
+	// (coldReads, by any goroutine); the count GuessExperts saw last and
+	// the clock until which it asks the kernel to read ahead.
+	fd        int
+	coldReads atomic.Int64
+	coldSeen  int64
+	coldUntil uint64
+
+	// Reads on the forward pass's threads (SetParallel): par shares
+	// readPieces out; batch holds the jobs of one call and pieceErr the
+	// error of each of their pieces.
+	par      func(n int, fn func(lo, hi int))
+	pieces   func(lo, hi int) // c.readPieces, bound once
+	batch    []expertJob
+	pieceErr []error
+
 	turn sync.Mutex // held by the session using the cache
 }
 
@@ -248,6 +265,9 @@ func OpenExpertCacheWith(lay *ExpertLayout, path string, a *arena.Arena, o Exper
 		queue: make([]expertJob, 0, 2*slots), exited: make(chan struct{}),
 		wave: 1, noGuess: o.NoGuess, guessReads: o.GuessReads} // pinWave 0: not announced
 	c.jobReady.L, c.jobDone.L = &c.mu, &c.mu
+	c.pieces = c.readPieces
+	c.fd = int(f.Fd())
+	c.coldUntil = c.coldWindow() // until a read says otherwise
 	for i := range c.queuedAt {
 		c.queuedAt[i] = -1
 	}
@@ -296,6 +316,7 @@ func (c *ExpertCache) Expert(l, e int) (gate, up, down *model.Tensor, err error)
 			return nil, nil, nil, fmt.Errorf("stream: expert %d of layer %d: every slot of the expert cache is in use", e, l)
 		}
 		c.load(slot, l, e)
+		c.readQueued()
 	}
 	c.pinWave[slot] = 0
 	c.uses[slot]++
@@ -318,15 +339,16 @@ func (c *ExpertCache) Expert(l, e int) (gate, up, down *model.Tensor, err error)
 // PrefetchExperts implements model.ExpertPrefetcher: it starts reading
 // the experts of layer l that the cache lacks, in the order given, into
 // slots that no announced or current expert holds (as many as there are),
-// and sorts experts into the order they will be ready in.
+// and sorts experts into the order they will be ready in. It returns how
+// many of them, first in that order, are ready (read).
 // The experts asked for before the call are done with; the experts
 // announced stay until they are asked for or the next call.
-func (c *ExpertCache) PrefetchExperts(l int, experts []int32) {
+func (c *ExpertCache) PrefetchExperts(l int, experts []int32) (ready int) {
 	n := c.lay.Hparams.MoE.Experts
 	c.wave++
 	c.waveClock = c.clock
 	if l < 0 || l >= len(c.lay.layers) {
-		return
+		return 0
 	}
 	valid := func(e int32) bool { return e >= 0 && int(e) < n }
 	for _, e := range experts { // first keep those held
@@ -346,7 +368,114 @@ func (c *ExpertCache) PrefetchExperts(l int, experts []int32) {
 		c.lastUse[slot] = c.clock
 		c.pinWave[slot] = c.wave
 	}
+	c.readQueued()
 	c.readyOrder(l, experts)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, e := range experts {
+		if e < 0 || int(e) >= n {
+			break
+		}
+		slot := int(c.slotOf[l*n+int(e)]) - 1
+		if slot < 0 || c.finished[slot] < c.seq[slot] {
+			break
+		}
+		ready++
+	}
+	return ready
+}
+
+// SetParallel makes the cache read the experts PrefetchExperts (and
+// Expert) assign a slot on the calling goroutine at once, each expert cut
+// into pieces that par shares out (as kernels.Pool.Parallel does), rather
+// than on the cache's reader while the forward pass computes. When the
+// forward pass's threads take every CPU, the reader has no core of its own
+// to read on: it takes turns with them, each read a pause of a thread
+// whose piece of a matrix-vector product the others wait for; reading
+// with all of them, then computing with all of them, wastes none.
+// par must not be called concurrently with another use of what it
+// shares out; nil restores reads on the reader. Call it before the cache
+// is used.
+func (c *ExpertCache) SetParallel(par func(n int, fn func(lo, hi int))) {
+	c.par = par
+	if par != nil && c.pieceErr == nil {
+		c.batch = make([]expertJob, 0, len(c.views))
+		c.pieceErr = make([]error, len(c.views)*3*piecesPerMatrix)
+	}
+}
+
+// piecesPerMatrix is how many pieces readQueued cuts each matrix of an
+// expert into, so that the threads share even a single expert's read.
+const piecesPerMatrix = 4
+
+// readQueued reads every queued read that has not started, when the cache
+// reads on the forward pass's threads (SetParallel).
+func (c *ExpertCache) readQueued() {
+	if c.par == nil {
+		return
+	}
+	c.mu.Lock()
+	c.batch = c.batch[:0]
+	for i := c.head; i < len(c.queue); i++ {
+		j := &c.queue[i]
+		if j.skip || c.busy[j.slot] {
+			continue
+		}
+		j.skip = true
+		if c.queuedAt[j.slot] == i {
+			c.queuedAt[j.slot] = -1
+		}
+		c.busy[j.slot] = true
+		c.batch = append(c.batch, *j)
+	}
+	c.mu.Unlock()
+	if len(c.batch) == 0 {
+		return
+	}
+	start := time.Now()
+	n := len(c.batch) * 3 * piecesPerMatrix
+	clear(c.pieceErr[:n])
+	c.par(n, c.pieces)
+	d := int64(time.Since(start))
+	c.readNanos.Add(d)
+	c.waitNanos.Add(d)
+	c.mu.Lock()
+	for k, j := range c.batch {
+		err := errors.Join(c.pieceErr[k*3*piecesPerMatrix : (k+1)*3*piecesPerMatrix]...)
+		if err != nil {
+			err = fmt.Errorf("stream: expert %d of layer %d: %w", j.e, j.l, err)
+		}
+		c.busy[j.slot] = false
+		c.errs[j.slot] = err
+		c.finished[j.slot] = max(c.finished[j.slot], j.seq)
+	}
+	c.mu.Unlock()
+	c.jobDone.Broadcast()
+}
+
+// readPieces reads pieces [lo, hi) of the jobs of c.batch: piece p is
+// part p%piecesPerMatrix of matrix p/piecesPerMatrix%3 of job
+// p/(3·piecesPerMatrix).
+func (c *ExpertCache) readPieces(lo, hi int) {
+	var n int64
+	for p := lo; p < hi; p++ {
+		j := &c.batch[p/(3*piecesPerMatrix)]
+		mi, part := p/piecesPerMatrix%3, p%piecesPerMatrix
+		mats := &c.lay.layers[j.l].mats
+		m := &mats[mi]
+		off := 0
+		for i := range mi {
+			off += alignUp(mats[i].size)
+		}
+		a, b := m.size*part/piecesPerMatrix, m.size*(part+1)/piecesPerMatrix
+		dst := c.mem[j.slot*c.lay.ExpertBytes+off:]
+		if err := c.readAt(dst[a:b], m.off+int64(j.e)*int64(m.size)+int64(a)); err != nil {
+			c.pieceErr[p] = err
+			continue
+		}
+		n += int64(b - a)
+	}
+	c.bytesRead.Add(n)
 }
 
 // readyOrder sorts the experts of layer l into the order their reads
@@ -383,9 +512,13 @@ func (c *ExpertCache) GuessExperts(l int, experts []int32) {
 	switch {
 	case c.noGuess || l < 0 || l >= len(c.lay.layers):
 	case c.guessReads:
-		c.PrefetchExperts(l, experts)
+		_ = c.PrefetchExperts(l, experts)
+	case !c.cold():
+		// The page cache held every recent read: asking it to read
+		// ahead would only cost its lookups (about 50 µs per 2.5 MiB
+		// expert, 8 ms a token for qwen3-30b-a3b at 2 GB).
 	default:
-		fd := int(c.file.Fd())
+		fd := c.fd
 		for _, e := range experts {
 			if e < 0 || int(e) >= n || c.slotOf[l*n+int(e)] != 0 {
 				continue
@@ -396,6 +529,34 @@ func (c *ExpertCache) GuessExperts(l int, experts []int32) {
 			}
 		}
 	}
+}
+
+// cold reports whether a read found pages outside the page cache within
+// the last two tokens' requests (or the cache has hardly read yet).
+func (c *ExpertCache) cold() bool {
+	if n := c.coldReads.Load(); n != c.coldSeen {
+		c.coldSeen = n
+		c.coldUntil = c.clock + c.coldWindow()
+	}
+	return c.clock < c.coldUntil
+}
+
+// coldWindow is two tokens' expert requests.
+func (c *ExpertCache) coldWindow() uint64 {
+	hp := &c.lay.Hparams
+	return uint64(2 * hp.Layers * hp.MoE.Used)
+}
+
+// readAt reads len(b) bytes of the file at off, counting the read as
+// cold when the page cache lacked some of them.
+func (c *ExpertCache) readAt(b []byte, off int64) error {
+	n := preadCached(c.fd, b, off)
+	if n == len(b) {
+		return nil
+	}
+	c.coldReads.Add(1)
+	_, err := c.file.ReadAt(b[n:], off+int64(n))
+	return err
 }
 
 // load assigns slot to expert e of layer l, evicting what it held, and
@@ -434,7 +595,9 @@ func (c *ExpertCache) load(slot, l, e int) {
 	c.queuedAt[slot] = len(c.queue)
 	c.queue = append(c.queue, expertJob{slot: slot, l: l, e: e, seq: c.queued})
 	c.mu.Unlock()
-	c.jobReady.Signal()
+	if c.par == nil { // else readQueued reads it
+		c.jobReady.Signal()
+	}
 }
 
 // wait waits until the last read queued for slot is done. Rather than
@@ -582,7 +745,7 @@ func (c *ExpertCache) read(j expertJob) error {
 	dst := c.mem[j.slot*c.lay.ExpertBytes:]
 	for i := range mats {
 		m := &mats[i]
-		if _, err := c.file.ReadAt(dst[:m.size], m.off+int64(j.e)*int64(m.size)); err != nil {
+		if err := c.readAt(dst[:m.size], m.off+int64(j.e)*int64(m.size)); err != nil {
 			return fmt.Errorf("stream: expert %d of layer %d: %w", j.e, j.l, err)
 		}
 		dst = dst[alignUp(m.size):]

@@ -10,6 +10,7 @@ import (
 	"github.com/qsf-llm/qsf/arena"
 	"github.com/qsf-llm/qsf/format"
 	"github.com/qsf-llm/qsf/internal/testfiles"
+	"github.com/qsf-llm/qsf/kernels"
 	"github.com/qsf-llm/qsf/model"
 	"github.com/qsf-llm/qsf/stream"
 )
@@ -225,50 +226,75 @@ func TestExpertCacheRandom(t *testing.T) {
 			}
 		}
 	}
-	for _, slots := range []int{used, used + 1, 2 * used, lay.Experts()} {
-		a, err := arena.New(int(stream.ExpertCacheBytes(lay, slots)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer a.Close()
-		c, err := stream.OpenExpertCacheWith(lay, path, a, stream.ExpertOptions{Slots: slots, GuessReads: slots%2 == 0})
-		if err != nil {
-			t.Fatal(err)
-		}
-		rng := rand.New(rand.NewPCG(uint64(slots), 1))
-		list := func(n int) []int32 {
-			var x []int32
-			for range n {
-				x = append(x, int32(rng.IntN(ne)))
+	pool := kernels.NewPool(3)
+	defer pool.Close()
+	for _, par := range []bool{false, true} {
+		for _, slots := range []int{used, used + 1, 2 * used, lay.Experts()} {
+			a, err := arena.New(int(stream.ExpertCacheBytes(lay, slots)))
+			if err != nil {
+				t.Fatal(err)
 			}
-			return x
-		}
-		for range 300 {
-			l := rng.IntN(hp.Layers)
-			if rng.IntN(2) == 0 {
-				c.GuessExperts(l, list(rng.IntN(ne+1)))
+			defer a.Close()
+			c, err := stream.OpenExpertCacheWith(lay, path, a, stream.ExpertOptions{Slots: slots, GuessReads: slots%2 == 0})
+			if err != nil {
+				t.Fatal(err)
 			}
-			c.PrefetchExperts(l, list(rng.IntN(ne+1)))
-			asked := make(map[int][3]*model.Tensor)
-			for range used {
-				e := rng.IntN(ne)
-				g, u, d, err := c.Expert(l, e)
-				if err != nil {
-					t.Fatal(err)
+			if par {
+				c.SetParallel(pool.Parallel)
+			}
+			rng := rand.New(rand.NewPCG(uint64(slots), 1))
+			list := func(n int) []int32 {
+				var x []int32
+				for range n {
+					x = append(x, int32(rng.IntN(ne)))
 				}
-				asked[e] = [3]*model.Tensor{g, u, d}
+				return x
 			}
-			for e, ms := range asked { // still intact after the others' reads
-				for m, got := range ms {
-					if !bytes.Equal(got.Data, want[[3]int{l, e, m}]) {
-						t.Fatalf("%d slots: layer %d expert %d matrix %d differs from the file", slots, l, e, m)
+			extra := 0 // requests beyond used per round
+			for range 300 {
+				l := rng.IntN(hp.Layers)
+				if rng.IntN(2) == 0 {
+					c.GuessExperts(l, list(rng.IntN(ne+1)))
+				}
+				announced := list(rng.IntN(ne + 1))
+				ready := c.PrefetchExperts(l, announced)
+				if ready < 0 || ready > len(announced) {
+					t.Fatalf("%d slots: %d of %d announced experts ready", slots, ready, len(announced))
+				}
+				if par && slots == lay.Experts() && ready != len(announced) {
+					t.Fatalf("%d slots, reads on the caller: %d of %d announced experts ready", slots, ready, len(announced))
+				}
+				for _, e := range announced[:ready] { // ready: Expert does not wait
+					w := c.Stats().WaitTime
+					if _, _, _, err := c.Expert(l, int(e)); err != nil {
+						t.Fatal(err)
+					}
+					extra++
+					if c.Stats().WaitTime != w {
+						t.Fatalf("%d slots: expert %d of layer %d was announced ready, yet Expert waited", slots, e, l)
+					}
+				}
+				asked := make(map[int][3]*model.Tensor)
+				for range used {
+					e := rng.IntN(ne)
+					g, u, d, err := c.Expert(l, e)
+					if err != nil {
+						t.Fatal(err)
+					}
+					asked[e] = [3]*model.Tensor{g, u, d}
+				}
+				for e, ms := range asked { // still intact after the others' reads
+					for m, got := range ms {
+						if !bytes.Equal(got.Data, want[[3]int{l, e, m}]) {
+							t.Fatalf("%d slots: layer %d expert %d matrix %d differs from the file", slots, l, e, m)
+						}
 					}
 				}
 			}
-		}
-		c.Close()
-		if st := c.Stats(); st.BytesRead != (st.Misses+st.Unused)*int64(lay.ExpertBytes) || st.Hits+st.Misses != 300*int64(used) {
-			t.Errorf("%d slots: %+v, want every read a miss or unused", slots, st)
+			c.Close()
+			if st := c.Stats(); st.BytesRead != (st.Misses+st.Unused)*int64(lay.ExpertBytes) || st.Hits+st.Misses != int64(300*used+extra) {
+				t.Errorf("%d slots: %+v, want every read a miss or unused", slots, st)
+			}
 		}
 	}
 }
