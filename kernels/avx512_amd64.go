@@ -37,6 +37,7 @@ func initAVX512Tier() {
 	})
 	avx512Tier.quantQ8_K = quantQ8_K512
 	initTernaryAVX512()
+	initOwnAVX512()
 }
 
 var (
