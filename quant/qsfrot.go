@@ -165,33 +165,57 @@ func (r rot) dequantize(dst []float32, src []byte) {
 // |Iₕ[l]| < 2²⁴, so float(Iₕ[l]) is exact.
 func (r rot) dot(n int, w, act []byte) float32 {
 	var acc [2]lanes8
-	var q [qkA]uint8
 	var v [qkA]int32
-	tab := r.table()
-	a := r.asym()
+	var tab [16]int32
+	for i, t := range r.table() {
+		tab[i] = int32(t)
+	}
 	nb := n / qkA
 	w, act = w[:nb*r.bytes], act[:nb*68]
 	for i := 0; i < nb; i++ {
 		b := w[i*r.bytes : (i+1)*r.bytes]
-		a.codes(&q, b)
-		for j, c := range q {
-			v[j] = int32(tab[c&15])
-		}
+		r.values(&v, &tab, b)
 		d, sc := f16(b), uint32(b[2])|uint32(b[3])<<8
 		for h := range acc {
 			y := (*[34]byte)(act[i*68+34*h:])
+			x := (*[32]int32)(v[32*h:])
 			dh := float32(d * f16(y[0:]))
 			for l := range acc[h] {
-				e := 32*h + 4*l
-				s := v[e]*int32(int8(y[2+4*l])) + v[e+1]*int32(int8(y[3+4*l])) +
-					v[e+2]*int32(int8(y[4+4*l])) + v[e+3]*int32(int8(y[5+4*l]))
-				s *= int32(sc>>(4*(e/16))&15) + 1
+				s := x[4*l]*int32(int8(y[2+4*l])) + x[4*l+1]*int32(int8(y[3+4*l])) +
+					x[4*l+2]*int32(int8(y[4+4*l])) + x[4*l+3]*int32(int8(y[5+4*l]))
+				s *= int32(sc>>(8*h+4*(l/4))&15) + 1
 				acc[h][l] += float32(dh * float32(s))
 			}
 		}
 	}
 	sum := acc[0].add(acc[1])
 	return sum.hsum()
+}
+
+// values writes the table values of block b's 64 codes to v.
+func (r rot) values(v *[qkA]int32, tab *[16]int32, b []byte) {
+	switch r.bits {
+	case 4:
+		q := (*[32]byte)(b[4:36])
+		for j, c := range q {
+			v[j], v[32+j] = tab[c&15], tab[c>>4]
+		}
+	default:
+		q := (*[16]byte)(b[4:20])
+		var hi [qkA]uint8
+		if r.bits == 3 {
+			qh := (*[8]byte)(b[20:28])
+			for j := range hi {
+				hi[j] = qh[j/8] >> (j % 8) & 1 << 2
+			}
+		}
+		for j, c := range q {
+			v[j] = tab[c&3|hi[j]]
+			v[16+j] = tab[c>>2&3|hi[16+j]]
+			v[32+j] = tab[c>>4&3|hi[32+j]]
+			v[48+j] = tab[c>>6|hi[48+j]]
+		}
+	}
 }
 
 func (r rot) quantize(dst []byte, src []float32) { r.quantizeImportance(dst, src, nil) }
