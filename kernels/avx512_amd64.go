@@ -16,9 +16,11 @@ import (
 // kernels for the repacked Q4_0x8 and Q8_0x4 matrices (decode and the
 // four-token tiles), which compute the AVX2 kernels' integer sums with
 // VPDPBUSD (exact: no saturation is reachable), and tiles for F32, F16
-// and Q4_K. Each keeps the AVX2 kernel's float order, two of its 8-lane
-// accumulators (two groups of rows, two rows, two of ggml's accumulators
-// or two activations) per zmm, so the results are generic's bit for bit.
+// and Q4_K, and (with VBMI) QSF's rotated types, a whole block per zmm.
+// Each keeps the AVX2 kernel's float order, two of its 8-lane
+// accumulators (two groups of rows, two rows, two of ggml's accumulators,
+// two activations or two halves of a block) per zmm, so the results are
+// generic's bit for bit.
 var avx512Tier = &Tier{name: "avx512"}
 
 // haveAVX512 records, once, whether the CPU can run the avx512 tier.
@@ -39,6 +41,7 @@ func initAVX512Tier() {
 	})
 	avx512Tier.quantQ8_K = quantQ8_K512
 	initTernaryAVX512()
+	initOwnAVX512()
 }
 
 var (

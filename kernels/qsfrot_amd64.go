@@ -2,41 +2,104 @@
 
 package kernels
 
-import "github.com/qsf-llm/qsf/quant"
+import (
+	"github.com/klauspost/cpuid/v2"
+
+	"github.com/qsf-llm/qsf/quant"
+)
 
 //go:noescape
-func dotQ2RAVX2(out *float32, rows int, w *byte, nb int, act *byte)
+func dotQ2RAVX2(out *float32, rows int, w *byte, nb int, act, aux *byte, mul *[256][16]uint16)
 
 //go:noescape
-func dotQ3RAVX2(out *float32, rows int, w *byte, nb int, act *byte)
+func dotQ3RAVX2(out *float32, rows int, w *byte, nb int, act, aux *byte, mul *[256][16]uint16)
 
 //go:noescape
-func dotQ4RAVX2(out *float32, rows int, w *byte, nb int, act *byte)
+func dotQ4RAVX2(out *float32, rows int, w *byte, nb int, act, aux *byte, mul *[256][16]uint16)
 
-func q2rAVX2(out []float32, w []byte, rowBytes, cols int, act, _ []byte) {
-	_ = w[len(out)*rowBytes-1]
-	_ = act[cols/32*34-1]
-	dotQ2RAVX2(&out[0], len(out), &w[0], cols/64, &act[0])
+func q2rAVX2(out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
+	checkRot(out, w, rowBytes, cols, act, aux)
+	dotQ2RAVX2(&out[0], len(out), &w[0], cols/64, &act[0], &aux[0], &rotMul)
 }
 
-func q3rAVX2(out []float32, w []byte, rowBytes, cols int, act, _ []byte) {
-	_ = w[len(out)*rowBytes-1]
-	_ = act[cols/32*34-1]
-	dotQ3RAVX2(&out[0], len(out), &w[0], cols/64, &act[0])
+func q3rAVX2(out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
+	checkRot(out, w, rowBytes, cols, act, aux)
+	dotQ3RAVX2(&out[0], len(out), &w[0], cols/64, &act[0], &aux[0], &rotMul)
 }
 
-func q4rAVX2(out []float32, w []byte, rowBytes, cols int, act, _ []byte) {
-	_ = w[len(out)*rowBytes-1]
-	_ = act[cols/32*34-1]
-	dotQ4RAVX2(&out[0], len(out), &w[0], cols/64, &act[0])
+func q4rAVX2(out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
+	checkRot(out, w, rowBytes, cols, act, aux)
+	dotQ4RAVX2(&out[0], len(out), &w[0], cols/64, &act[0], &aux[0], &rotMul)
 }
 
 // initOwnAVX2 registers the AVX2 kernels of QSF's own types (the avx512
 // tier copies them).
 func initOwnAVX2() {
 	avx2Tier.register([]kernelRow{
-		{key: quant.QSF_Q2R, rows: q2rAVX2},
-		{key: quant.QSF_Q3R, rows: q3rAVX2},
-		{key: quant.QSF_Q4R, rows: q4rAVX2},
+		{key: quant.QSF_Q2R, rows: q2rAVX2, prep: prepRot},
+		{key: quant.QSF_Q3R, rows: q3rAVX2, prep: prepRot},
+		{key: quant.QSF_Q4R, rows: q4rAVX2, prep: prepRot},
+	})
+}
+
+//go:noescape
+func dotQ2RAVX512(out *float32, rows int, w *byte, nb int, aux *byte, mul *[256][16]uint16)
+
+//go:noescape
+func dotQ3RAVX512(out *float32, rows int, w *byte, nb int, aux *byte, mul *[256][16]uint16)
+
+//go:noescape
+func dotQ4RAVX512(out *float32, rows int, w *byte, nb int, aux *byte, mul *[256][16]uint16)
+
+// rotPrep512Block is the size of prepRot512's form of one 64-element
+// block of the Q8_0 activation: the quants' absolute values, 0x10 for
+// each negative quant and 0 for the others (the sign bit of the AVX-512
+// kernels' table index), then dₐ₀ as float32 eight times and dₐ₁ eight
+// times.
+const rotPrep512Block = 192
+
+// prepRot512 writes the rotPrep512Block form of the Q8_0 activation act.
+func prepRot512(buf, act []byte, cols int) []byte {
+	nb := cols / 64
+	need := nb * rotPrep512Block
+	if cap(buf) < need {
+		buf = make([]byte, need)
+	}
+	buf = buf[:need]
+	for b := 0; b < nb; b++ {
+		o := (*[rotPrep512Block]byte)(buf[b*rotPrep512Block:])
+		a := (*[68]byte)(act[b*68:])
+		for j := 0; j < 64; j++ {
+			q := a[2+34*(j/32)+j%32]
+			o[j] = absByte(q)
+			o[64+j] = q >> 7 << 4
+		}
+		putScales(o[128:], a)
+	}
+	return buf
+}
+
+func rotAVX512(f func(out *float32, rows int, w *byte, nb int, aux *byte, mul *[256][16]uint16)) rowsFunc {
+	return func(out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
+		if len(out) == 0 {
+			return
+		}
+		_ = w[len(out)*rowBytes-1]
+		_ = aux[cols/64*rotPrep512Block-1]
+		f(&out[0], len(out), &w[0], cols/64, &aux[0], &rotMul)
+	}
+}
+
+// initOwnAVX512 registers the AVX-512 kernels of QSF's rotated types,
+// which need VBMI (VPERMB) beyond the avx512 tier's F, BW, VL and VNNI;
+// without it the tier keeps the AVX2 kernels.
+func initOwnAVX512() {
+	if !cpuid.CPU.Supports(cpuid.AVX512VBMI) {
+		return
+	}
+	avx512Tier.register([]kernelRow{
+		{key: quant.QSF_Q2R, rows: rotAVX512(dotQ2RAVX512), prep: prepRot512},
+		{key: quant.QSF_Q3R, rows: rotAVX512(dotQ3RAVX512), prep: prepRot512},
+		{key: quant.QSF_Q4R, rows: rotAVX512(dotQ4RAVX512), prep: prepRot512},
 	})
 }

@@ -150,33 +150,72 @@ func (r rot) dequantize(dst []float32, src []byte) {
 }
 
 // dot is the reference dot product of a row with a Q8_0 activation that
-// was rotated by Rotate64 before it was quantized: for each 32-element
-// half of a block, in order, with S₀ and S₁ the integer dot products of
-// its two sub-blocks' table values with the activation quants,
-// sum += (d·dₐ)·((1+sc₀)·S₀ + (1+sc₁)·S₁) in float32, the product d·dₐ
-// rounded before the multiplication.
+// was rotated by Rotate64 before it was quantized. Its float32 order is
+// lane-wise, as a SIMD kernel computes it: two sets of eight float32 lanes
+// acc₀ and acc₁, one per 32-element half of the blocks, and for each
+// block, with dₕ = d·dₐₕ (dₐₕ the scale of the activation block under half
+// h) and Iₕ[l] the exact integer sum of elements 32h+4l..32h+4l+3's table
+// values times their activation quants, times the multiplier (1+sc_k) of
+// their sub-block k = 2h+l/4:
+//
+//	accₕ[l] += dₕ·float(Iₕ[l])
+//
+// each product and sum rounded to float32 (no fused multiply-add). The
+// result is ggml's hsum_float_8 of the lanes acc₀[l]+acc₁[l].
+// |Iₕ[l]| < 2²⁴, so float(Iₕ[l]) is exact.
 func (r rot) dot(n int, w, act []byte) float32 {
-	var sum float32
-	var q [qkA]uint8
-	tab := r.table()
-	a := r.asym()
-	for i := 0; i < n/qkA; i++ {
+	var acc [2]lanes8
+	var v [qkA]int32
+	var tab [16]int32
+	for i, t := range r.table() {
+		tab[i] = int32(t)
+	}
+	nb := n / qkA
+	w, act = w[:nb*r.bytes], act[:nb*68]
+	for i := 0; i < nb; i++ {
 		b := w[i*r.bytes : (i+1)*r.bytes]
-		a.codes(&q, b)
-		d, sc := f16(b), uint16(b[2])|uint16(b[3])<<8
-		for h := 0; h < 2; h++ {
-			y := act[(2*i+h)*34 : (2*i+h)*34+34]
-			var s [2]int32
-			for k := 0; k < 2; k++ {
-				for j := 0; j < 16; j++ {
-					s[k] += int32(tab[q[32*h+16*k+j]]) * int32(int8(y[2+16*k+j]))
-				}
+		r.values(&v, &tab, b)
+		d, sc := f16(b), uint32(b[2])|uint32(b[3])<<8
+		for h := range acc {
+			y := (*[34]byte)(act[i*68+34*h:])
+			x := (*[32]int32)(v[32*h:])
+			dh := float32(d * f16(y[0:]))
+			for l := range acc[h] {
+				s := x[4*l]*int32(int8(y[2+4*l])) + x[4*l+1]*int32(int8(y[3+4*l])) +
+					x[4*l+2]*int32(int8(y[4+4*l])) + x[4*l+3]*int32(int8(y[5+4*l]))
+				s *= int32(sc>>(8*h+4*(l/4))&15) + 1
+				acc[h][l] += float32(dh * float32(s))
 			}
-			isum := (int32(sc>>(8*h)&15)+1)*s[0] + (int32(sc>>(8*h+4)&15)+1)*s[1]
-			sum += float32(float32(d*f16(y)) * float32(isum))
 		}
 	}
-	return sum
+	sum := acc[0].add(acc[1])
+	return sum.hsum()
+}
+
+// values writes the table values of block b's 64 codes to v.
+func (r rot) values(v *[qkA]int32, tab *[16]int32, b []byte) {
+	switch r.bits {
+	case 4:
+		q := (*[32]byte)(b[4:36])
+		for j, c := range q {
+			v[j], v[32+j] = tab[c&15], tab[c>>4]
+		}
+	default:
+		q := (*[16]byte)(b[4:20])
+		var hi [qkA]uint8
+		if r.bits == 3 {
+			qh := (*[8]byte)(b[20:28])
+			for j := range hi {
+				hi[j] = qh[j/8] >> (j % 8) & 1 << 2
+			}
+		}
+		for j, c := range q {
+			v[j] = tab[c&3|hi[j]]
+			v[16+j] = tab[c>>2&3|hi[16+j]]
+			v[32+j] = tab[c>>4&3|hi[32+j]]
+			v[48+j] = tab[c>>6|hi[48+j]]
+		}
+	}
 }
 
 func (r rot) quantize(dst []byte, src []float32) { r.quantizeImportance(dst, src, nil) }
