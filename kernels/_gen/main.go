@@ -23,7 +23,7 @@ var files = map[string]func(){
 		q4KT8(k4Pair)
 		q6KT8(q6Shuf)
 	},
-	"q40x8": q40x8T8,
+	"q40x8": func() { q40x8Rows(); q40x8T8() },
 	"float": f32Rows,
 	"quant": quantQ8K,
 }
