@@ -112,3 +112,55 @@ func BenchmarkDecodeStream(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkDecodeStreamPool is BenchmarkDecodeStream's matrices through a
+// Pool of two threads (MatVec, the avx512 tier), beside Touch of the same
+// bytes split by Parallel: wall MB/s, and GB/s per CPU second of the
+// process (both threads, spinning included).
+//
+//	go test ./kernels -run - -bench DecodeStreamPool -benchtime 2s
+func BenchmarkDecodeStreamPool(b *testing.B) {
+	if !haveAVX512 {
+		b.Skip("CPU lacks AVX-512 F/BW/VL/VNNI")
+	}
+	const rows, cols = 5632, 2048
+	for _, typ := range []quant.Type{Q4_0x8, Q8_0x4} {
+		file := repackOf(typ).file
+		r := rand.New(rand.NewPCG(63, 64))
+		w := randomRows(r, file, rows, cols)
+		if _, err := Repack(file, w, w, rows, cols); err != nil {
+			b.Fatal(err)
+		}
+		act := randomRows(r, vecDotType[file], 1, cols)
+		out := make([]float32, rows)
+		n := (512 << 20) / len(w)
+		buf := make([]byte, n*len(w))
+		for i := range n {
+			copy(buf[i*len(w):], w)
+		}
+		p := NewPoolTier(avx512Tier, 2)
+		var sums [64]uint64
+		var o int // the copy being read
+		touch := func(lo, hi int) { sums[lo] = Touch(buf[o+lo*len(w)/64 : o+hi*len(w)/64]) }
+		for _, op := range []string{"touch", "matvec"} {
+			b.Run(fmt.Sprintf("%s/%s", typeName(typ), op), func(b *testing.B) {
+				b.SetBytes(int64(len(w)))
+				c0 := processCPU()
+				i := 0
+				for b.Loop() {
+					o = i % n * len(w)
+					if op == "touch" {
+						p.Parallel(64, touch)
+					} else {
+						p.MatVec(typ, out, buf[o:o+len(w)], cols, act)
+					}
+					i++
+				}
+				if c1 := processCPU(); c0 >= 0 && c1 > c0 {
+					b.ReportMetric(float64(len(w))*float64(i)/float64(c1-c0), "cpuGB/s")
+				}
+			})
+		}
+		p.Close()
+	}
+}
