@@ -43,11 +43,13 @@ func BenchmarkDecodeStream(b *testing.B) {
 			dotQ6_KRows2AVX512(&out[0], len(out)/2, &w[0], cols/256, rowBytes, &act[0], &aux[0], ahead)
 		}},
 	}
-	stream := func(b *testing.B, size int, f func(o int)) {
+	// stream calls f on each copy of a matrix of size bytes in turn,
+	// counting read bytes a call.
+	stream := func(b *testing.B, size, read int, f func(o int)) {
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
 		n := (512 << 20) / size
-		b.SetBytes(int64(size))
+		b.SetBytes(int64(read))
 		c0 := threadCPU()
 		i := 0
 		for b.Loop() {
@@ -55,7 +57,7 @@ func BenchmarkDecodeStream(b *testing.B) {
 			i++
 		}
 		if c1 := threadCPU(); c0 >= 0 && c1 > c0 {
-			b.ReportMetric(float64(size)*float64(i)/float64(c1-c0), "cpuGB/s")
+			b.ReportMetric(float64(read)*float64(i)/float64(c1-c0), "cpuGB/s")
 		}
 	}
 	for _, k := range kerns {
@@ -85,12 +87,29 @@ func BenchmarkDecodeStream(b *testing.B) {
 			copy(buf[i*len(w):], w)
 		}
 		b.Run(fmt.Sprintf("%s/touch", name), func(b *testing.B) {
-			stream(b, len(w), func(o int) { Touch(buf[o : o+len(w)]) })
+			stream(b, len(w), len(w), func(o int) { Touch(buf[o : o+len(w)]) })
 		})
 		aheads := []int{0, 1 << 10, 2 << 10, 4 << 10, 8 << 10, 16 << 10}
 		for _, ahead := range aheads {
 			b.Run(fmt.Sprintf("%s/ahead=%d", name, ahead), func(b *testing.B) {
-				stream(b, len(w), func(o int) { k.run(out, buf[o:o+len(w)], rowBytes, act, aux, ahead) })
+				stream(b, len(w), len(w), func(o int) { k.run(out, buf[o:o+len(w)], rowBytes, act, aux, ahead) })
+			})
+		}
+		// A thread's share of a job of eight pieces at two threads: four
+		// consecutive pieces (Pool's runs) or every other piece.
+		for _, order := range []string{"run", "alternate"} {
+			b.Run(fmt.Sprintf("%s/pieces=%s", name, order), func(b *testing.B) {
+				piece := rows / 8 * rowBytes
+				stream(b, len(w), len(w)/2, func(o int) {
+					for i := range 4 {
+						j := i
+						if order == "alternate" {
+							j = 2 * i
+						}
+						lo := o + j*piece
+						k.run(out[:rows/8], buf[lo:lo+piece], rowBytes, act, aux, decodeAhead)
+					}
+				})
 			})
 		}
 		// The compute ceiling: a slice of the matrix that stays in L2.
