@@ -95,15 +95,10 @@ var (
 	}
 )
 
-// The AVX-512 Q4_0x8 kernels take the groups of 8 rows two at a time
-// (lanes 0..7 of a zmm the first group, 8..15 the second); a last odd
-// group goes through the AVX2 kernel, whose arithmetic is the same.
-
-//go:noescape
-func dotQ4_0x8AVX512(out *float32, pairs int, w *byte, nb int, aux *byte, ahead int)
-
-// q4_0x8AVX512 is the tier's Q4_0x8 kernel (avx512_amd64.s); aux is the
-// activation prepared by prepQ4_0x8.
+// q4_0x8AVX512 is the tier's Q4_0x8 decode kernel (generated:
+// q40x8_avx512_amd64.s), a group of 8 rows at a time, two blocks per zmm;
+// aux is the activation prepared by prepQ4_0x8. The tiles take the groups
+// two at a time (lanes 0..7 of a zmm the first group, 8..15 the second).
 func q4_0x8AVX512(out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
 	if len(out) == 0 {
 		return
@@ -111,14 +106,7 @@ func q4_0x8AVX512(out []float32, w []byte, rowBytes, cols int, act, aux []byte) 
 	nb := cols / 32
 	_ = w[len(out)*rowBytes-1]
 	_ = aux[nb*q4_0x8TokBlock-1]
-	groups := len(out) / 8
-	if pairs := groups / 2; pairs > 0 {
-		dotQ4_0x8AVX512(&out[0], pairs, &w[0], nb, &aux[0], prefetchAhead(64))
-	}
-	if groups%2 == 1 {
-		r := 8 * (groups - 1)
-		dotQ4_0x8AVX2(&out[r], 1, &w[r*rowBytes], nb, &aux[0])
-	}
+	dotQ4_0x8AVX512(&out[0], len(out)/8, &w[0], nb, &aux[0], decodeAhead)
 }
 
 //go:noescape

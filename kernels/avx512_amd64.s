@@ -88,66 +88,6 @@
 	MOVL $0x0f0f0f0f, AX \
 	VPBROADCASTD AX, Z31
 
-// func dotQ4_0x8AVX512(out *float32, pairs int, w *byte, nb int, aux *byte, ahead int)
-//
-// Decode: pairs of groups of 8 rows against one activation prepared by
-// prepQ4_0x8. The two groups are two streams, each prefetched ahead
-// bytes ahead (five lines per two blocks).
-TEXT ·dotQ4_0x8AVX512(SB), NOSPLIT, $0-48
-	MOVQ out+0(FP), R8
-	MOVQ pairs+8(FP), R9
-	MOVQ w+16(FP), SI
-	MOVQ nb+24(FP), R10
-	MOVQ aux+32(FP), R11
-	MOVQ R10, R13
-	IMULQ $144, R13
-	MOVQ ahead+40(FP), R12
-	LEAQ (R13)(R12*1), R14
-	NIBMASK
-
-x16pair:
-	VPXORD Z0, Z0, Z0
-	MOVQ R11, DI
-	MOVQ R10, CX
-
-x16block:
-	CMPQ CX, $2
-	JLT  x16single
-	PREFETCHT0 0(SI)(R12*1)
-	PREFETCHT0 64(SI)(R12*1)
-	PREFETCHT0 128(SI)(R12*1)
-	PREFETCHT0 192(SI)(R12*1)
-	PREFETCHT0 256(SI)(R12*1)
-	PREFETCHT0 0(SI)(R14*1)
-	PREFETCHT0 64(SI)(R14*1)
-	PREFETCHT0 128(SI)(R14*1)
-	PREFETCHT0 192(SI)(R14*1)
-	PREFETCHT0 256(SI)(R14*1)
-	X16LOAD(0)
-	X16TOK(0, (DI), Z0)
-	X16LOAD(144)
-	X16TOK(40, (DI), Z0)
-	ADDQ $288, SI
-	ADDQ $80, DI
-	SUBQ $2, CX
-	JMP  x16block
-
-x16single:
-	TESTQ CX, CX
-	JZ    x16store
-	X16LOAD(0)
-	X16TOK(0, (DI), Z0)
-	ADDQ $144, SI
-
-x16store:
-	VMOVUPS Z0, (R8)
-	ADDQ $64, R8
-	ADDQ R13, SI // past the second group
-	DECQ R9
-	JNZ  x16pair
-	VZEROUPPER
-	RET
-
 // func dotQ4_0x8T4AVX512(out *float32, ostride, pairs int, w *byte, nb int, packed *byte, ahead int)
 //
 // The tile: four activations (packed by packQ4_0x8T4Z: activation t's

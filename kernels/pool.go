@@ -26,8 +26,12 @@ const spinTime = time.Millisecond
 const rowAlign = 8
 
 // chunksPerThread is how many pieces each thread's share of a job is cut
-// into. Threads claim pieces one at a time, so a worker that the OS has
-// descheduled delays a call by at most the piece it holds, not its share.
+// into. Each thread owns a run of consecutive pieces and claims them front
+// first, so that it streams its share of a matrix as one run of memory
+// (what a decode kernel prefetches past the end of a piece is the start
+// of the thread's next piece); a thread out of pieces takes the last one
+// left of another's run. So a worker that the OS has descheduled delays
+// a call by at most the piece it holds, not its share.
 const chunksPerThread = 4
 
 // maxChunks bounds the pieces of one job (they are counted in 16 bits).
@@ -66,10 +70,15 @@ type Pool struct {
 	exited  sync.WaitGroup
 	closing atomic.Bool
 
-	// state is the current job's id (high 32 bits), its number of pieces
-	// (bits 16..31) and the next unclaimed piece (bits 0..15). Workers
-	// watch the id for new jobs and claim pieces with compare-and-swap.
+	// state is the current job's id (high 32 bits) and its number of
+	// pieces (bits 16..31); workers watch the id for new jobs.
 	state atomic.Uint64
+	// runs holds each thread's run of pieces of the current job (the
+	// caller's first, then worker i's at i+1): the job's id (high 32
+	// bits), the run's first unclaimed piece (bits 16..31) and its end
+	// (bits 0..15). Threads claim pieces with compare-and-swap, their own
+	// run's front first, then the back of another's.
+	runs  []atomic.Uint64
 	done  atomic.Int32 // pieces of the current job finished
 	jobID uint32
 
@@ -102,6 +111,7 @@ type Pool struct {
 type worker struct {
 	parked atomic.Bool
 	wake   chan struct{} // buffered 1
+	run    int           // the index of the worker's run in Pool.runs
 }
 
 // NewPool starts a pool of threads workers, the caller included, that runs
@@ -116,10 +126,10 @@ func NewPoolTier(tr *Tier, threads int) *Pool {
 	if threads <= 0 {
 		threads = runtime.GOMAXPROCS(0)
 	}
-	p := &Pool{base: tr, threads: threads}
+	p := &Pool{base: tr, threads: threads, runs: make([]atomic.Uint64, threads)}
 	p.spin.Store(int64(spinTime))
 	for i := 1; i < threads; i++ {
-		wk := &worker{wake: make(chan struct{}, 1)}
+		wk := &worker{wake: make(chan struct{}, 1), run: i}
 		p.workers = append(p.workers, wk)
 		p.exited.Add(1)
 		go p.loop(wk)
@@ -433,7 +443,7 @@ func (p *Pool) run(n, align int) {
 	p.done.Store(0)
 	p.publish(chunks)
 	id := p.jobID
-	for p.claim(id) {
+	for p.claim(id, 0) {
 	}
 	for spins := 0; int(p.done.Load()) != chunks; spins++ {
 		if spins > 100 {
@@ -442,11 +452,17 @@ func (p *Pool) run(n, align int) {
 	}
 }
 
-// publish starts a new job of the given number of pieces and wakes the
-// parked workers.
+// publish starts a new job of the given number of pieces, each thread
+// owning an equal run of consecutive ones, and wakes the parked workers.
 func (p *Pool) publish(chunks int) {
 	p.jobID++
-	p.state.Store(uint64(p.jobID)<<32 | uint64(chunks)<<16)
+	id := uint64(p.jobID) << 32
+	for t := range p.runs {
+		lo, hi := chunks*t/len(p.runs), chunks*(t+1)/len(p.runs)
+		p.runs[t].Store(id | uint64(lo)<<16 | uint64(hi))
+	}
+	// The runs are stored before the id that tells workers to read them.
+	p.state.Store(id | uint64(chunks)<<16)
 	for _, wk := range p.workers {
 		if wk.parked.CompareAndSwap(true, false) {
 			wk.wake <- struct{}{}
@@ -454,21 +470,30 @@ func (p *Pool) publish(chunks int) {
 	}
 }
 
-// claim takes the next piece of job id and does it. It returns false when
-// job id has no piece left (or is over).
-func (p *Pool) claim(id uint32) bool {
-	for {
-		s := p.state.Load()
-		n, next := int(s>>16&0xffff), int(s&0xffff)
-		if uint32(s>>32) != id || next >= n {
-			return false
-		}
-		if p.state.CompareAndSwap(s, s+1) {
-			p.piece(next)
-			p.done.Add(1)
-			return true
+// claim takes a piece of job id and does it: the front of run self (the
+// calling thread's), else the back of another thread's run. It returns
+// false when job id has no piece left (or is over).
+func (p *Pool) claim(id uint32, self int) bool {
+	for k := range p.runs {
+		t := (self + k) % len(p.runs)
+		for {
+			r := p.runs[t].Load()
+			front, end := int(r>>16&0xffff), int(r&0xffff)
+			if uint32(r>>32) != id || front >= end {
+				break
+			}
+			i, next := front, r+1<<16 // the owner takes the front
+			if t != self {
+				i, next = end-1, r-1 // others the back
+			}
+			if p.runs[t].CompareAndSwap(r, next) {
+				p.piece(i)
+				p.done.Add(1)
+				return true
+			}
 		}
 	}
+	return false
 }
 
 // piece runs piece i of the current job.
@@ -541,7 +566,7 @@ func (p *Pool) loop(wk *worker) {
 		if p.closing.Load() {
 			return
 		}
-		for p.claim(seen) {
+		for p.claim(seen, wk.run) {
 		}
 	}
 }

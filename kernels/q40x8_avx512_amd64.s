@@ -4,6 +4,143 @@
 
 #include "textflag.h"
 
+// func dotQ4_0x8AVX512(out *float32, groups int, w *byte, nb int, aux *byte, ahead int)
+// Requires: AVX, AVX2, AVX512BW, AVX512DQ, AVX512F, AVX512VL, F16C, FMA3, MMX+
+TEXT ·dotQ4_0x8AVX512(SB), NOSPLIT, $0-48
+	MOVQ         out+0(FP), R8
+	MOVQ         groups+8(FP), R9
+	MOVQ         w+16(FP), SI
+	MOVQ         nb+24(FP), R10
+	MOVQ         aux+32(FP), R11
+	MOVQ         ahead+40(FP), R12
+	MOVL         $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z31
+	MOVL         $0x000000ff, AX
+	KMOVW        AX, K1
+	MOVL         $0x0000ff00, AX
+	KMOVW        AX, K2
+
+x40r_group:
+	VPXORD Y0, Y0, Y0
+	MOVQ   R11, DI
+	MOVQ   R10, CX
+	LEAQ   (SI)(R12*1), R14
+
+x40r_pair:
+	CMPQ          CX, $0x02
+	JLT           x40r_single
+	PREFETCHT0    (R14)
+	PREFETCHT0    64(R14)
+	PREFETCHT0    128(R14)
+	PREFETCHT0    192(R14)
+	PREFETCHT0    256(R14)
+	ADDQ          $0x00000120, R14
+	VMOVDQU       (SI), X4
+	VINSERTI128   $0x01, 144(SI), Y4, Y4
+	VCVTPH2PS     Y4, Z4
+	VMOVDQU64     16(SI), Y16
+	VINSERTI64X4  $0x01, 160(SI), Z16, Z16
+	VPSRLW        $0x04, Z16, Z17
+	VPANDD        Z31, Z16, Z16
+	VPANDD        Z31, Z17, Z17
+	VMOVDQU64     48(SI), Y18
+	VINSERTI64X4  $0x01, 192(SI), Z18, Z18
+	VPSRLW        $0x04, Z18, Z19
+	VPANDD        Z31, Z18, Z18
+	VPANDD        Z31, Z19, Z19
+	VMOVDQU64     80(SI), Y20
+	VINSERTI64X4  $0x01, 224(SI), Z20, Z20
+	VPSRLW        $0x04, Z20, Z21
+	VPANDD        Z31, Z20, Z20
+	VPANDD        Z31, Z21, Z21
+	VMOVDQU64     112(SI), Y22
+	VINSERTI64X4  $0x01, 256(SI), Z22, Z22
+	VPSRLW        $0x04, Z22, Z23
+	VPANDD        Z31, Z22, Z22
+	VPANDD        Z31, Z23, Z23
+	VMOVDQU       (DI), Y8
+	VINSERTI64X4  $0x01, 40(DI), Z8, Z8
+	VSHUFI32X4    $0xa0, Z8, Z8, Z9
+	VSHUFI32X4    $0xf5, Z8, Z8, Z10
+	VPXORD        Z5, Z5, Z5
+	VPXORD        Z6, Z6, Z6
+	VPSHUFD       $0x00, Z9, Z12
+	VPDPBUSD      Z12, Z16, Z5
+	VPSHUFD       $0x00, Z10, Z13
+	VPDPBUSD      Z13, Z17, Z6
+	VPSHUFD       $0x55, Z9, Z12
+	VPDPBUSD      Z12, Z18, Z5
+	VPSHUFD       $0x55, Z10, Z13
+	VPDPBUSD      Z13, Z19, Z6
+	VPSHUFD       $0xaa, Z9, Z12
+	VPDPBUSD      Z12, Z20, Z5
+	VPSHUFD       $0xaa, Z10, Z13
+	VPDPBUSD      Z13, Z21, Z6
+	VPSHUFD       $0xff, Z9, Z12
+	VPDPBUSD      Z12, Z22, Z5
+	VPSHUFD       $0xff, Z10, Z13
+	VPDPBUSD      Z13, Z23, Z6
+	VPADDD        Z6, Z5, Z5
+	VPSUBD.BCST   36(DI), Z5, K1, Z5
+	VPSUBD.BCST   76(DI), Z5, K2, Z5
+	VCVTDQ2PS     Z5, Z5
+	VMULPS.BCST   32(DI), Z4, K1, Z6
+	VMULPS.BCST   72(DI), Z4, K2, Z6
+	VFMADD231PS   Y6, Y5, Y0
+	VEXTRACTF32X8 $0x01, Z5, Y7
+	VEXTRACTF32X8 $0x01, Z6, Y14
+	VFMADD231PS   Y14, Y7, Y0
+	ADDQ          $0x00000120, SI
+	ADDQ          $0x00000050, DI
+	SUBQ          $0x02, CX
+	JMP           x40r_pair
+
+x40r_single:
+	TESTQ         CX, CX
+	JZ            x40r_store
+	VMOVDQU       (SI), X4
+	VCVTPH2PS     X4, Y4
+	VPXORD        Y5, Y5, Y5
+	VPXORD        Y6, Y6, Y6
+	VMOVDQU64     16(SI), Y16
+	VPSRLW        $0x04, Y16, Y17
+	VPANDD        Y31, Y16, Y16
+	VPANDD        Y31, Y17, Y17
+	VPDPBUSD.BCST (DI), Y16, Y5
+	VPDPBUSD.BCST 16(DI), Y17, Y6
+	VMOVDQU64     48(SI), Y18
+	VPSRLW        $0x04, Y18, Y19
+	VPANDD        Y31, Y18, Y18
+	VPANDD        Y31, Y19, Y19
+	VPDPBUSD.BCST 4(DI), Y18, Y5
+	VPDPBUSD.BCST 20(DI), Y19, Y6
+	VMOVDQU64     80(SI), Y20
+	VPSRLW        $0x04, Y20, Y21
+	VPANDD        Y31, Y20, Y20
+	VPANDD        Y31, Y21, Y21
+	VPDPBUSD.BCST 8(DI), Y20, Y5
+	VPDPBUSD.BCST 24(DI), Y21, Y6
+	VMOVDQU64     112(SI), Y22
+	VPSRLW        $0x04, Y22, Y23
+	VPANDD        Y31, Y22, Y22
+	VPANDD        Y31, Y23, Y23
+	VPDPBUSD.BCST 12(DI), Y22, Y5
+	VPDPBUSD.BCST 28(DI), Y23, Y6
+	VPADDD        Y6, Y5, Y5
+	VPSUBD.BCST   36(DI), Y5, Y5
+	VCVTDQ2PS     Y5, Y5
+	VMULPS.BCST   32(DI), Y4, Y6
+	VFMADD231PS   Y6, Y5, Y0
+	ADDQ          $0x00000090, SI
+
+x40r_store:
+	VMOVUPS Y0, (R8)
+	ADDQ    $0x20, R8
+	DECQ    R9
+	JNZ     x40r_group
+	VZEROUPPER
+	RET
+
 // func dotQ4_0x8T8AVX512(out *float32, ostride int, pairs int, w *byte, nb int, packed *byte)
 // Requires: AVX, AVX2, AVX512BW, AVX512F, AVX512VL
 TEXT ·dotQ4_0x8T8AVX512(SB), NOSPLIT, $0-48

@@ -4,6 +4,12 @@
 
 package kernels
 
+// dotQ4_0x8AVX512 multiplies groups of 8 Q4_0x8 rows with one Q8_0 activation prepared by
+// prepQ4_0x8, prefetching the weights ahead bytes ahead.
+//
+//go:noescape
+func dotQ4_0x8AVX512(out *float32, groups int, w *byte, nb int, aux *byte, ahead int)
+
 // dotQ4_0x8T8AVX512 multiplies pairs of groups of 8 Q4_0x8 rows with eight Q8_0 activations
 // packed by packQ4_0x8TZ.
 //

@@ -24,7 +24,7 @@ var files = map[string]func(){
 		q6KTile(q6Shuf, 4)
 		q6KTile(q6Shuf, 2)
 	},
-	"q40x8": q40x8T8,
+	"q40x8": func() { q40x8Rows(); q40x8T8() },
 	"float": func() {
 		f32Rows()
 		f32R3T8()
