@@ -32,6 +32,7 @@ type neonKernels struct {
 	q8_0, q4_0, q4_0Gemv, q4_0x8, q8_0x4, q4_K, q6_K rowsFunc
 	q5_0, q4_1, q5_1, iq4_NL, q2_K, q3_K, q5_K       rowsFunc
 	tq1_0, tq2_0                                     rowsFunc
+	q2R, q3R, q4R                                    rowsFunc
 }
 
 // initNEONTier fills in tr with the kernels of k and the shared ones,
@@ -52,6 +53,9 @@ func initNEONTier(tr *Tier, k neonKernels) {
 		{key: quant.Q3_K, rows: k.q3_K},
 		{key: quant.TQ1_0, rows: k.tq1_0},
 		{key: quant.TQ2_0, rows: k.tq2_0},
+		{key: quant.QSF_Q2R, rows: k.q2R},
+		{key: quant.QSF_Q3R, rows: k.q3R},
+		{key: quant.QSF_Q4R, rows: k.q4R},
 		{key: quant.Q5_0, rows: k.q5_0, prep: prepQ4_0x8},
 		{key: quant.IQ4_NL, rows: k.iq4_NL, prep: prepQ4_0x8},
 		{key: quant.Q4_1, rows: k.q4_1},
@@ -85,6 +89,9 @@ func registerArch() {
 		q3_K:     kRows(dotQ3_KNEON),
 		tq1_0:    kRows(dotTQ1_0NEON),
 		tq2_0:    kRows(dotTQ2_0NEON),
+		q2R:      rotRows(dotQ2RNEON),
+		q3R:      rotRows(dotQ3RNEON),
+		q4R:      rotRows(dotQ4RNEON),
 	})
 	initNEONTier(neonDotTier, neonKernels{
 		q8_0:     q8_0Rows(dotQ8_0SDOT),
@@ -103,6 +110,9 @@ func registerArch() {
 		q3_K:     kRows(dotQ3_KSDOT),
 		tq1_0:    kRows(dotTQ1_0SDOT),
 		tq2_0:    kRows(dotTQ2_0SDOT),
+		q2R:      rotRows(dotQ2RSDOT),
+		q3R:      rotRows(dotQ3RSDOT),
+		q4R:      rotRows(dotQ4RSDOT),
 	})
 	// The quantized tiles are the neon-dotprod tier's: they keep the
 	// weights of a block (and their unpacked nibbles) in registers while
@@ -360,5 +370,39 @@ func quantQ8_KNEONGo(dst []byte, src []float32) {
 			tt.Quantize(dst[292*b:292*b+292], src[256*b:256*b+256])
 			b++
 		}
+	}
+}
+
+// The qsfrot_arm64.s kernels of QSF's rotated types take their Q8_0
+// activation as it is (nb blocks of 64 elements, two Q8_0 blocks each).
+
+//go:noescape
+func dotQ2RNEON(out *float32, rows int, w *byte, nb int, act *byte)
+
+//go:noescape
+func dotQ2RSDOT(out *float32, rows int, w *byte, nb int, act *byte)
+
+//go:noescape
+func dotQ3RNEON(out *float32, rows int, w *byte, nb int, act *byte)
+
+//go:noescape
+func dotQ3RSDOT(out *float32, rows int, w *byte, nb int, act *byte)
+
+//go:noescape
+func dotQ4RNEON(out *float32, rows int, w *byte, nb int, act *byte)
+
+//go:noescape
+func dotQ4RSDOT(out *float32, rows int, w *byte, nb int, act *byte)
+
+// rotRows makes the tier's kernel of a rotated type from an assembly
+// variant, which walks the rows' blocks one after the other.
+func rotRows(f func(out *float32, rows int, w *byte, nb int, act *byte)) rowsFunc {
+	return func(out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
+		if len(out) == 0 {
+			return
+		}
+		_ = w[len(out)*rowBytes-1]
+		_ = act[cols/64*68-1]
+		f(&out[0], len(out), &w[0], cols/64, &act[0])
 	}
 }

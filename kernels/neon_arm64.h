@@ -147,3 +147,5 @@
 #define FMLS4S(d, n, m) NEON3(0x4ea0cc00, d, n, m)               // fmls vd.4s, vn.4s, vm.4s
 #define FCVTN4H(d, n) NEON2(0x0e216800, d, n)                    // fcvtn vd.4h, vn.4s
 #define FCVTN28H(d, n) NEON2(0x4e216800, d, n)                   // fcvtn2 vd.8h, vn.4s
+#define MUL4SE(d, n, m, i) NEONE(0x4f808000, d, n, m, i)         // mul vd.4s, vn.4s, vm.s[i]
+#define USHL4S(d, n, m) NEON3(0x6ea04400, d, n, m)               // ushl vd.4s, vn.4s, vm.4s

@@ -1,0 +1,196 @@
+//go:build arm64 && !purego
+
+#include "textflag.h"
+#include "neon_arm64.h"
+
+// The neon tiers' kernels for QSF's rotated table types (QSF_Q2R,
+// QSF_Q3R, QSF_Q4R) against Q8_0 activations, in quant's lane order. Per
+// 64-element block: the codes in four registers (elements 0-15, 16-31,
+// 32-47, 48-63, one sub-block each), looked up in the type's int8 table
+// (TBL), their int32 lane sums with the activation quants (four elements
+// a lane, IDOT: SDOT or widening multiplies), times the sub-blocks'
+// multipliers 1+sc_k (MUL by element), converted, times dₕ = d·dₐₕ
+// (rounded in scalar) and added to the lanes of acc₀ (V16, V17) and acc₁
+// (V18, V19): no fused multiply-add anywhere. At the end of the row,
+// hsum_float_8 of acc₀+acc₁.
+//
+// R0 out, R1 rows left, R3 nb, R5 act, R6 weights, R7 activation block,
+// R8 blocks left. V20-V23 spread qh bytes 0-7 over eight bytes each, V27
+// the bits 1..128, V31 4 in every byte (QSF_Q3R); V28 the multipliers,
+// V24 their shifts, V25 15, V26 1 (int32 lanes); V29 the table, V30 the
+// code mask.
+
+DATA rotneon<>+0(SB)/8, $0x0000000000000000
+DATA rotneon<>+8(SB)/8, $0x0101010101010101
+DATA rotneon<>+16(SB)/8, $0x0202020202020202
+DATA rotneon<>+24(SB)/8, $0x0303030303030303
+DATA rotneon<>+32(SB)/8, $0x0404040404040404
+DATA rotneon<>+40(SB)/8, $0x0505050505050505
+DATA rotneon<>+48(SB)/8, $0x0606060606060606
+DATA rotneon<>+56(SB)/8, $0x0707070707070707
+DATA rotneon<>+64(SB)/8, $0xfffffffc00000000
+DATA rotneon<>+72(SB)/8, $0xfffffff4fffffff8
+DATA rotneon<>+80(SB)/8, $0x0000000f0000000f
+DATA rotneon<>+88(SB)/8, $0x0000000f0000000f
+DATA rotneon<>+96(SB)/8, $0x0000000100000001
+DATA rotneon<>+104(SB)/8, $0x0000000100000001
+DATA rotneon<>+112(SB)/8, $0x8040201008040201
+DATA rotneon<>+120(SB)/8, $0x8040201008040201
+DATA rotneon<>+128(SB)/8, $0x000000007f26da81
+DATA rotneon<>+136(SB)/8, $0x0000000000000000
+DATA rotneon<>+144(SB)/8, $0x7f4f2d0ef2d3b181
+DATA rotneon<>+152(SB)/8, $0x0000000000000000
+DATA rotneon<>+160(SB)/8, $0xfaeee1d4c6b5a081
+DATA rotneon<>+168(SB)/8, $0x7f604b3a2c1f1206
+DATA rotneon<>+176(SB)/8, $0x0404040404040404
+DATA rotneon<>+184(SB)/8, $0x0404040404040404
+GLOBL rotneon<>(SB), RODATA|NOPTR, $192
+
+#define ROTPROLOGUE(tab, mask) \
+	MOVD out+0(FP), R0 \
+	MOVD rows+8(FP), R1 \
+	MOVD w+16(FP), R6 \
+	MOVD nb+24(FP), R3 \
+	MOVD act+32(FP), R5 \
+	MOVD $rotneon<>(SB), R9 \
+	VLD1.P 64(R9), [V20.B16, V21.B16, V22.B16, V23.B16] \
+	VLD1.P 64(R9), [V24.B16, V25.B16, V26.B16, V27.B16] \
+	MOVD $rotneon<>+tab(SB), R9 \
+	VLD1 (R9), [V29.B16] \
+	MOVD $rotneon<>+176(SB), R9 \
+	VLD1 (R9), [V31.B16] \
+	VMOVI mask, V30.B16
+
+// ROTLOAD2 loads a block's d into R9, sc into R10, its 2-bit codes
+// (QSF_Q2R's, and QSF_Q3R's low bits) into V1-V4 (elements 0-15, ...).
+#define ROTLOAD2 \
+	MOVHU.P 2(R6), R9 \
+	MOVHU.P 2(R6), R10 \
+	VLD1.P 16(R6), [V0.B16] \
+	AND16B(1, 0, 30) \
+	USHR16B(2, 0, 2) \
+	AND16B(2, 2, 30) \
+	USHR16B(3, 0, 4) \
+	AND16B(3, 3, 30) \
+	USHR16B(4, 0, 6)
+
+// ROTHIGH ORs bit 2 of the QSF_Q3R codes of register r (elements
+// 16k..16k+15) in: bit j%8 of qh byte j/8, qh in V5.
+#define ROTHIGH(r, spread) \
+	TBL16B(14, 5, spread) \
+	CMTST16B(14, 14, 27) \
+	AND16B(14, 14, 31) \
+	ORR16B(r, r, 14)
+
+// ROTBLOCK finishes a block whose codes are in V1-V4 (d in R9, sc in
+// R10): the table, the activation at R7 (two Q8_0 blocks), the lanes.
+#define ROTBLOCK(IDOT) \
+	TBL16B(1, 29, 1) \
+	TBL16B(2, 29, 2) \
+	TBL16B(3, 29, 3) \
+	TBL16B(4, 29, 4) \
+	MOVHU.P 2(R7), R11 \
+	VLD1.P 32(R7), [V6.B16, V7.B16] \
+	MOVHU.P 2(R7), R12 \
+	VLD1.P 32(R7), [V8.B16, V9.B16] \
+	IDOT(10, 1, 6, 14, 15) \
+	IDOT(11, 2, 7, 14, 15) \
+	IDOT(12, 3, 8, 14, 15) \
+	IDOT(13, 4, 9, 14, 15) \
+	VDUP R10, V28.S4 \
+	USHL4S(28, 28, 24) \
+	AND16B(28, 28, 25) \
+	ADD4S(28, 28, 26) \
+	MUL4SE(10, 10, 28, 0) \
+	MUL4SE(11, 11, 28, 1) \
+	MUL4SE(12, 12, 28, 2) \
+	MUL4SE(13, 13, 28, 3) \
+	SCVTF4S(10, 10) \
+	SCVTF4S(11, 11) \
+	SCVTF4S(12, 12) \
+	SCVTF4S(13, 13) \
+	FMOVS R9, F0 \
+	FCVTHS F0, F0 \
+	FMOVS R11, F14 \
+	FCVTHS F14, F14 \
+	FMULS F0, F14, F14 \
+	FMOVS R12, F15 \
+	FCVTHS F15, F15 \
+	FMULS F0, F15, F15 \
+	FMUL4SE(10, 10, 14, 0) \
+	FMUL4SE(11, 11, 14, 0) \
+	FMUL4SE(12, 12, 15, 0) \
+	FMUL4SE(13, 13, 15, 0) \
+	FADD4S(16, 16, 10) \
+	FADD4S(17, 17, 11) \
+	FADD4S(18, 18, 12) \
+	FADD4S(19, 19, 13)
+
+// ROTROWS runs the rows, each block through load and ROTBLOCK.
+#define ROTROWS(load, IDOT) \
+row: \
+	MOVD R5, R7 \
+	MOVD R3, R8 \
+	MOVI0(16) \
+	MOVI0(17) \
+	MOVI0(18) \
+	MOVI0(19) \
+blk: \
+	load \
+	ROTBLOCK(IDOT) \
+	SUBS $1, R8 \
+	BNE blk \
+	FADD4S(16, 16, 18) \
+	FADD4S(17, 17, 19) \
+	HSUM8(16, 17, 18) \
+	FMOVS.P F16, 4(R0) \
+	SUBS $1, R1 \
+	BNE row \
+	RET
+
+#define ROTLOAD3 \
+	ROTLOAD2 \
+	VLD1.P 8(R6), [V5.B8] \
+	ROTHIGH(1, 20) \
+	ROTHIGH(2, 21) \
+	ROTHIGH(3, 22) \
+	ROTHIGH(4, 23)
+
+#define ROTLOAD4 \
+	MOVHU.P 2(R6), R9 \
+	MOVHU.P 2(R6), R10 \
+	VLD1.P 32(R6), [V4.B16, V5.B16] \
+	AND16B(1, 4, 30) \
+	AND16B(2, 5, 30) \
+	USHR16B(3, 4, 4) \
+	USHR16B(4, 5, 4)
+
+// func dotQ2RNEON(out *float32, rows int, w *byte, nb int, act *byte)
+TEXT ·dotQ2RNEON(SB), NOSPLIT, $0-40
+	ROTPROLOGUE(128, $3)
+	ROTROWS(ROTLOAD2, IDOT_NEON)
+
+// func dotQ2RSDOT(out *float32, rows int, w *byte, nb int, act *byte)
+TEXT ·dotQ2RSDOT(SB), NOSPLIT, $0-40
+	ROTPROLOGUE(128, $3)
+	ROTROWS(ROTLOAD2, IDOT_SDOT)
+
+// func dotQ3RNEON(out *float32, rows int, w *byte, nb int, act *byte)
+TEXT ·dotQ3RNEON(SB), NOSPLIT, $0-40
+	ROTPROLOGUE(144, $3)
+	ROTROWS(ROTLOAD3, IDOT_NEON)
+
+// func dotQ3RSDOT(out *float32, rows int, w *byte, nb int, act *byte)
+TEXT ·dotQ3RSDOT(SB), NOSPLIT, $0-40
+	ROTPROLOGUE(144, $3)
+	ROTROWS(ROTLOAD3, IDOT_SDOT)
+
+// func dotQ4RNEON(out *float32, rows int, w *byte, nb int, act *byte)
+TEXT ·dotQ4RNEON(SB), NOSPLIT, $0-40
+	ROTPROLOGUE(160, $15)
+	ROTROWS(ROTLOAD4, IDOT_NEON)
+
+// func dotQ4RSDOT(out *float32, rows int, w *byte, nb int, act *byte)
+TEXT ·dotQ4RSDOT(SB), NOSPLIT, $0-40
+	ROTPROLOGUE(160, $15)
+	ROTROWS(ROTLOAD4, IDOT_SDOT)
