@@ -254,7 +254,7 @@ func q4_KSWAR(out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
 	act = act[:292*nb]
 	for r := range out {
 		row := w[r*rowBytes : (r+1)*rowBytes]
-		var acc [8]float32
+		var a0, a1, a2, a3, a4, a5, a6, a7 float32
 		var accM [4]float32
 		for i := 0; i < nb; i++ {
 			bl := (*[144]byte)(row[144*i:])
@@ -292,8 +292,49 @@ func q4_KSWAR(out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
 					s[k+1] += slo*a1 + shi*b1
 				}
 			}
-			fmaLanes(&acc, yd*quant.FP16ToFP32(uint16(bl[0])|uint16(bl[1])<<8), &s)
+			d := yd * quant.FP16ToFP32(binary.LittleEndian.Uint16(bl[0:]))
+			if v, ok := fma32Try(d, float32(s[0]), a0); ok {
+				a0 = v
+			} else {
+				a0 = fmaSlow(d, float32(s[0]), a0)
+			}
+			if v, ok := fma32Try(d, float32(s[1]), a1); ok {
+				a1 = v
+			} else {
+				a1 = fmaSlow(d, float32(s[1]), a1)
+			}
+			if v, ok := fma32Try(d, float32(s[2]), a2); ok {
+				a2 = v
+			} else {
+				a2 = fmaSlow(d, float32(s[2]), a2)
+			}
+			if v, ok := fma32Try(d, float32(s[3]), a3); ok {
+				a3 = v
+			} else {
+				a3 = fmaSlow(d, float32(s[3]), a3)
+			}
+			if v, ok := fma32Try(d, float32(s[4]), a4); ok {
+				a4 = v
+			} else {
+				a4 = fmaSlow(d, float32(s[4]), a4)
+			}
+			if v, ok := fma32Try(d, float32(s[5]), a5); ok {
+				a5 = v
+			} else {
+				a5 = fmaSlow(d, float32(s[5]), a5)
+			}
+			if v, ok := fma32Try(d, float32(s[6]), a6); ok {
+				a6 = v
+			} else {
+				a6 = fmaSlow(d, float32(s[6]), a6)
+			}
+			if v, ok := fma32Try(d, float32(s[7]), a7); ok {
+				a7 = v
+			} else {
+				a7 = fmaSlow(d, float32(s[7]), a7)
+			}
 		}
-		out[r] = hsumLanes(&acc) + ((accM[0] + accM[2]) + (accM[1] + accM[3]))
+		r0, r1, r2, r3 := a4+a0, a5+a1, a6+a2, a7+a3
+		out[r] = ((r0 + r2) + (r1 + r3)) + ((accM[0] + accM[2]) + (accM[1] + accM[3]))
 	}
 }
