@@ -187,24 +187,6 @@ func q6_KSWAR(out []float32, w []byte, rowBytes, cols int, _, aux []byte) {
 	}
 }
 
-// fmaLanes does acc[l] = fma(d, float32(s[l]), acc[l]) for each lane, as
-// quant's lanes do.
-func fmaLanes(acc *[8]float32, d float32, s *[8]int32) {
-	for l := range acc {
-		if v, ok := fma32Try(d, float32(s[l]), acc[l]); ok {
-			acc[l] = v
-		} else {
-			acc[l] = quant.FMA32(d, float32(s[l]), acc[l])
-		}
-	}
-}
-
-// hsumLanes is ggml's hsum_float_8 of the eight lanes.
-func hsumLanes(acc *[8]float32) float32 {
-	r0, r1, r2, r3 := acc[4]+acc[0], acc[5]+acc[1], acc[6]+acc[2], acc[7]+acc[3]
-	return (r0 + r2) + (r1 + r3)
-}
-
 // newGenericTier returns the generic tier: quant's dot products, with the
 // SWAR kernels of this package where they are faster.
 func newGenericTier() *Tier {
