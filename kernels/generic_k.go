@@ -113,8 +113,8 @@ func q6_KSWAR(out []float32, w []byte, rowBytes, cols int, _, aux []byte) {
 	nb := cols / 256
 	u := words(aux)[:nb*q6_KPrepBlock]
 	for r := range out {
-		row := w[r*rowBytes : (r+1)*rowBytes]
-		var acc [8]float32
+		row := w[r*rowBytes:][:210*nb]
+		var a0, a1, a2, a3, a4, a5, a6, a7 float32
 		for i := 0; i < nb; i++ {
 			bl := (*[210]byte)(row[210*i:])
 			p := (*[q6_KPrepBlock]uint64)(u[q6_KPrepBlock*i:])
@@ -122,45 +122,69 @@ func q6_KSWAR(out []float32, w []byte, rowBytes, cols int, _, aux []byte) {
 			for h := 0; h < 2; h++ {
 				sc := (*[8]byte)(bl[192+8*h:])
 				for l := 0; l < 32; l += 8 {
-					const lo, hb = 0x0F0F0F0F0F0F0F0F, 0x0303030303030303
+					// The quants' two high bits sit at bits 4 and 5 of
+					// each byte of qh<<4, qh<<2, qh and qh>>2.
+					const lo, hb = 0x0F0F0F0F0F0F0F0F, 0x3030303030303030
 					l0 := binary.LittleEndian.Uint64(bl[64*h+l:])
 					l1 := binary.LittleEndian.Uint64(bl[64*h+32+l:])
 					qh := binary.LittleEndian.Uint64(bl[128+32*h+l:])
 					g := (*[24]uint64)(p[6*(16*h+l/2):])
 					sj := l / 16 // sub-block j = 8h + 2c + sj for range c
-					a0, a1 := swarPairK(l0&lo|(qh&hb)<<4, (*[6]uint64)(g[0:]))
-					b0, b1 := swarPairK(l1&lo|(qh>>2&hb)<<4, (*[6]uint64)(g[6:]))
-					c0, c1 := swarPairK(l0>>4&lo|(qh>>4&hb)<<4, (*[6]uint64)(g[12:]))
-					d0, d1 := swarPairK(l1>>4&lo|(qh>>6&hb)<<4, (*[6]uint64)(g[18:]))
+					ga0, ga1 := swarPairK(l0&lo|qh<<4&hb, (*[6]uint64)(g[0:]))
+					gb0, gb1 := swarPairK(l1&lo|qh<<2&hb, (*[6]uint64)(g[6:]))
+					gc0, gc1 := swarPairK(l0>>4&lo|qh&hb, (*[6]uint64)(g[12:]))
+					gd0, gd1 := swarPairK(l1>>4&lo|qh>>2&hb, (*[6]uint64)(g[18:]))
 					k := l / 4
 					sa, sb, scc, sd := int32(int8(sc[sj])), int32(int8(sc[2+sj])), int32(int8(sc[4+sj])), int32(int8(sc[6+sj]))
-					s[k] += sa*a0 + sb*b0 + scc*c0 + sd*d0
-					s[k+1] += sa*a1 + sb*b1 + scc*c1 + sd*d1
+					s[k] += sa*ga0 + sb*gb0 + scc*gc0 + sd*gd0
+					s[k+1] += sa*ga1 + sb*gb1 + scc*gc1 + sd*gd1
 				}
 			}
-			d := math.Float32frombits(uint32(p[192])) * quant.FP16ToFP32(uint16(bl[208])|uint16(bl[209])<<8)
-			fmaLanes(&acc, d, &s)
+			d := math.Float32frombits(uint32(p[192])) * quant.FP16ToFP32(binary.LittleEndian.Uint16(bl[208:]))
+			if v, ok := fma32Try(d, float32(s[0]), a0); ok {
+				a0 = v
+			} else {
+				a0 = fmaSlow(d, float32(s[0]), a0)
+			}
+			if v, ok := fma32Try(d, float32(s[1]), a1); ok {
+				a1 = v
+			} else {
+				a1 = fmaSlow(d, float32(s[1]), a1)
+			}
+			if v, ok := fma32Try(d, float32(s[2]), a2); ok {
+				a2 = v
+			} else {
+				a2 = fmaSlow(d, float32(s[2]), a2)
+			}
+			if v, ok := fma32Try(d, float32(s[3]), a3); ok {
+				a3 = v
+			} else {
+				a3 = fmaSlow(d, float32(s[3]), a3)
+			}
+			if v, ok := fma32Try(d, float32(s[4]), a4); ok {
+				a4 = v
+			} else {
+				a4 = fmaSlow(d, float32(s[4]), a4)
+			}
+			if v, ok := fma32Try(d, float32(s[5]), a5); ok {
+				a5 = v
+			} else {
+				a5 = fmaSlow(d, float32(s[5]), a5)
+			}
+			if v, ok := fma32Try(d, float32(s[6]), a6); ok {
+				a6 = v
+			} else {
+				a6 = fmaSlow(d, float32(s[6]), a6)
+			}
+			if v, ok := fma32Try(d, float32(s[7]), a7); ok {
+				a7 = v
+			} else {
+				a7 = fmaSlow(d, float32(s[7]), a7)
+			}
 		}
-		out[r] = hsumLanes(&acc)
+		r0, r1, r2, r3 := a4+a0, a5+a1, a6+a2, a7+a3
+		out[r] = (r0 + r2) + (r1 + r3)
 	}
-}
-
-// fmaLanes does acc[l] = fma(d, float32(s[l]), acc[l]) for each lane, as
-// quant's lanes do.
-func fmaLanes(acc *[8]float32, d float32, s *[8]int32) {
-	for l := range acc {
-		if v, ok := fma32Try(d, float32(s[l]), acc[l]); ok {
-			acc[l] = v
-		} else {
-			acc[l] = quant.FMA32(d, float32(s[l]), acc[l])
-		}
-	}
-}
-
-// hsumLanes is ggml's hsum_float_8 of the eight lanes.
-func hsumLanes(acc *[8]float32) float32 {
-	r0, r1, r2, r3 := acc[4]+acc[0], acc[5]+acc[1], acc[6]+acc[2], acc[7]+acc[3]
-	return (r0 + r2) + (r1 + r3)
 }
 
 // newGenericTier returns the generic tier: quant's dot products, with the
@@ -212,7 +236,7 @@ func q4_KSWAR(out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
 	act = act[:292*nb]
 	for r := range out {
 		row := w[r*rowBytes : (r+1)*rowBytes]
-		var acc [8]float32
+		var a0, a1, a2, a3, a4, a5, a6, a7 float32
 		var accM [4]float32
 		for i := 0; i < nb; i++ {
 			bl := (*[144]byte)(row[144*i:])
@@ -250,8 +274,49 @@ func q4_KSWAR(out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
 					s[k+1] += slo*a1 + shi*b1
 				}
 			}
-			fmaLanes(&acc, yd*quant.FP16ToFP32(uint16(bl[0])|uint16(bl[1])<<8), &s)
+			d := yd * quant.FP16ToFP32(binary.LittleEndian.Uint16(bl[0:]))
+			if v, ok := fma32Try(d, float32(s[0]), a0); ok {
+				a0 = v
+			} else {
+				a0 = fmaSlow(d, float32(s[0]), a0)
+			}
+			if v, ok := fma32Try(d, float32(s[1]), a1); ok {
+				a1 = v
+			} else {
+				a1 = fmaSlow(d, float32(s[1]), a1)
+			}
+			if v, ok := fma32Try(d, float32(s[2]), a2); ok {
+				a2 = v
+			} else {
+				a2 = fmaSlow(d, float32(s[2]), a2)
+			}
+			if v, ok := fma32Try(d, float32(s[3]), a3); ok {
+				a3 = v
+			} else {
+				a3 = fmaSlow(d, float32(s[3]), a3)
+			}
+			if v, ok := fma32Try(d, float32(s[4]), a4); ok {
+				a4 = v
+			} else {
+				a4 = fmaSlow(d, float32(s[4]), a4)
+			}
+			if v, ok := fma32Try(d, float32(s[5]), a5); ok {
+				a5 = v
+			} else {
+				a5 = fmaSlow(d, float32(s[5]), a5)
+			}
+			if v, ok := fma32Try(d, float32(s[6]), a6); ok {
+				a6 = v
+			} else {
+				a6 = fmaSlow(d, float32(s[6]), a6)
+			}
+			if v, ok := fma32Try(d, float32(s[7]), a7); ok {
+				a7 = v
+			} else {
+				a7 = fmaSlow(d, float32(s[7]), a7)
+			}
 		}
-		out[r] = hsumLanes(&acc) + ((accM[0] + accM[2]) + (accM[1] + accM[3]))
+		r0, r1, r2, r3 := a4+a0, a5+a1, a6+a2, a7+a3
+		out[r] = ((r0 + r2) + (r1 + r3)) + ((accM[0] + accM[2]) + (accM[1] + accM[3]))
 	}
 }

@@ -86,16 +86,22 @@ func q4_0x8SWAR(out []float32, w []byte, rowBytes, cols int, _, aux []byte) {
 			sy8 := int32(p[16] >> 32)
 			for r := 0; r < 8; r += 2 {
 				const m = 0x000F000F000F000F
-				v0 := binary.LittleEndian.Uint64(o[16+4*r:])
-				v1 := binary.LittleEndian.Uint64(o[48+4*r:])
-				v2 := binary.LittleEndian.Uint64(o[80+4*r:])
-				v3 := binary.LittleEndian.Uint64(o[112+4*r:])
+				// The stores into s between the two halves keep the
+				// compiler from loading all sixteen multipliers at once
+				// (and spilling them).
+				q := (*[104]byte)(o[16+4*r:]) // the pair's 8 bytes of each chunk
+				v0 := binary.LittleEndian.Uint64(q[0:])
+				v1 := binary.LittleEndian.Uint64(q[32:])
+				v2 := binary.LittleEndian.Uint64(q[64:])
+				v3 := binary.LittleEndian.Uint64(q[96:])
 				lo := v0&m*p[0] + v0>>8&m*p[1] + v1&m*p[4] + v1>>8&m*p[5] +
 					v2&m*p[8] + v2>>8&m*p[9] + v3&m*p[12] + v3>>8&m*p[13]
+				s[r] = int32(int16((lo+1<<15)>>16)) - sy8
+				s[r+1] = int32(int64(lo+1<<47)>>48) - sy8
 				hi := v0>>4&m*p[2] + v0>>12&m*p[3] + v1>>4&m*p[6] + v1>>12&m*p[7] +
 					v2>>4&m*p[10] + v2>>12&m*p[11] + v3>>4&m*p[14] + v3>>12&m*p[15]
-				s[r] = int32(int16((lo+1<<15)>>16)) + int32(int16((hi+1<<15)>>16)) - sy8
-				s[r+1] = int32(int64(lo+1<<47)>>48) + int32(int64(hi+1<<47)>>48) - sy8
+				s[r] += int32(int16((hi + 1<<15) >> 16))
+				s[r+1] += int32(int64(hi+1<<47) >> 48)
 			}
 			// fma(float32(s), dw·da, acc) per row as quant.FMA32 computes
 			// it; s converts exactly (|s| ≤ 2¹⁵).

@@ -1,7 +1,7 @@
 package kernels
 
 import (
-	"math"
+	"encoding/binary"
 
 	"github.com/qsf-llm/qsf/quant"
 )
@@ -45,41 +45,68 @@ func packQ8_0x4Block(o, grp []byte, rb, b int) {
 func q8_0x4Generic(out []float32, w []byte, rowBytes, cols int, act []byte) {
 	nb := cols / 32
 	act = act[:34*nb]
+	fp16 := fp16Floats()
 	for g := 0; g < len(out)/4; g++ {
-		grp := w[g*4*rowBytes : (g+1)*4*rowBytes]
-		var acc [4][8]float32
-		for b := 0; b < nb; b++ {
-			o := (*[q8_0x4Block]byte)(grp[b*q8_0x4Block:])
-			a := (*[34]byte)(act[34*b:])
-			da := fp16(uint16(a[0]) | uint16(a[1])<<8)
-			q0, q1 := (*[32]byte)(o[8:]), (*[32]byte)(o[40:])
-			q2, q3 := (*[32]byte)(o[72:]), (*[32]byte)(o[104:])
-			y := (*[32]byte)(a[2:])
-			// The four rows share each activation quant, loaded once.
-			var s [4][8]int32
-			for l := 0; l < 8; l++ {
-				y0, y1, y2, y3 := int32(int8(y[4*l])), int32(int8(y[4*l+1])), int32(int8(y[4*l+2])), int32(int8(y[4*l+3]))
-				s[0][l] = int32(int8(q0[4*l]))*y0 + int32(int8(q0[4*l+1]))*y1 + int32(int8(q0[4*l+2]))*y2 + int32(int8(q0[4*l+3]))*y3
-				s[1][l] = int32(int8(q1[4*l]))*y0 + int32(int8(q1[4*l+1]))*y1 + int32(int8(q1[4*l+2]))*y2 + int32(int8(q1[4*l+3]))*y3
-				s[2][l] = int32(int8(q2[4*l]))*y0 + int32(int8(q2[4*l+1]))*y1 + int32(int8(q2[4*l+2]))*y2 + int32(int8(q2[4*l+3]))*y3
-				s[3][l] = int32(int8(q3[4*l]))*y0 + int32(int8(q3[4*l+1]))*y1 + int32(int8(q3[4*l+2]))*y2 + int32(int8(q3[4*l+3]))*y3
+		grp := w[g*4*rowBytes:][:nb*q8_0x4Block]
+		// One row at a time, so that its eight float lanes stay in
+		// registers.
+		for r := 0; r < 4; r++ {
+			var a0, a1, a2, a3, a4, a5, a6, a7 float32
+			for b := 0; b < nb; b++ {
+				o := (*[q8_0x4Block]byte)(grp[b*q8_0x4Block:])
+				a := (*[34]byte)(act[34*b:])
+				q := (*[32]byte)(o[8+32*r:])
+				y := (*[32]byte)(a[2:])
+				var s [8]int32
+				for l := range s {
+					s[l] = int32(int8(q[4*l]))*int32(int8(y[4*l])) + int32(int8(q[4*l+1]))*int32(int8(y[4*l+1])) +
+						int32(int8(q[4*l+2]))*int32(int8(y[4*l+2])) + int32(int8(q[4*l+3]))*int32(int8(y[4*l+3]))
+				}
+				d := fp16[binary.LittleEndian.Uint16(o[2*r:])] * fp16[binary.LittleEndian.Uint16(a[0:])]
+				if v, ok := fma32Try(d, float32(s[0]), a0); ok {
+					a0 = v
+				} else {
+					a0 = fmaSlow(d, float32(s[0]), a0)
+				}
+				if v, ok := fma32Try(d, float32(s[1]), a1); ok {
+					a1 = v
+				} else {
+					a1 = fmaSlow(d, float32(s[1]), a1)
+				}
+				if v, ok := fma32Try(d, float32(s[2]), a2); ok {
+					a2 = v
+				} else {
+					a2 = fmaSlow(d, float32(s[2]), a2)
+				}
+				if v, ok := fma32Try(d, float32(s[3]), a3); ok {
+					a3 = v
+				} else {
+					a3 = fmaSlow(d, float32(s[3]), a3)
+				}
+				if v, ok := fma32Try(d, float32(s[4]), a4); ok {
+					a4 = v
+				} else {
+					a4 = fmaSlow(d, float32(s[4]), a4)
+				}
+				if v, ok := fma32Try(d, float32(s[5]), a5); ok {
+					a5 = v
+				} else {
+					a5 = fmaSlow(d, float32(s[5]), a5)
+				}
+				if v, ok := fma32Try(d, float32(s[6]), a6); ok {
+					a6 = v
+				} else {
+					a6 = fmaSlow(d, float32(s[6]), a6)
+				}
+				if v, ok := fma32Try(d, float32(s[7]), a7); ok {
+					a7 = v
+				} else {
+					a7 = fmaSlow(d, float32(s[7]), a7)
+				}
 			}
-			for r := range acc {
-				fmaLanes(&acc[r], fp16(uint16(o[2*r])|uint16(o[2*r+1])<<8)*da, &s[r])
-			}
-		}
-		for r, a := range acc {
-			out[4*g+r] = ((a[0] + a[4]) + (a[2] + a[6])) + ((a[1] + a[5]) + (a[3] + a[7]))
+			out[4*g+r] = ((a0 + a4) + (a2 + a6)) + ((a1 + a5) + (a3 + a7))
 		}
 	}
-}
-
-// fp16 is quant.FP16ToFP32 with the conversion of normal numbers inline.
-func fp16(h uint16) float32 {
-	if e := h >> 10 & 0x1f; e-1 < 30 {
-		return math.Float32frombits(uint32(h&0x8000)<<16 | (uint32(h&0x7fff)<<13 + 112<<23))
-	}
-	return quant.FP16ToFP32(h)
 }
 
 // q8_0x4GenericRows is q8_0x4Generic as the generic tier's table row.

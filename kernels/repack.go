@@ -164,7 +164,7 @@ func packQ4_0x8Block(o, grp []byte, rb, b int) {
 func fma32Try(a, b, c float32) (float32, bool) {
 	s := float64(float64(float64(a)*float64(b)) + float64(c))
 	bits := math.Float64bits(s)
-	return float32(s), bits&(1<<29-1) != 1<<28 && bits>>52&0x7ff >= 1023-126
+	return float32(s), bits<<35 != 1<<63 && (bits<<1 >= (1023-126)<<53 || bits<<1 == 0)
 }
 
 // fma32Finish completes fma32Try's computation when it returns false:

@@ -29,7 +29,7 @@ func fma32(a, b, c float32) float32 {
 func fma32Try(a, b, c float32) (float32, bool) {
 	s := float64(float64(float64(a)*float64(b)) + float64(c))
 	bits := math.Float64bits(s)
-	return float32(s), bits<<35 != 1<<63 && bits<<1 >= (1023-126)<<53
+	return float32(s), bits<<35 != 1<<63 && (bits<<1 >= (1023-126)<<53 || bits<<1 == 0)
 }
 
 // hsum8 adds the 8 lanes of an AVX register the way ggml's hsum_float_8

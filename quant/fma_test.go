@@ -61,6 +61,20 @@ func TestFMA32(t *testing.T) {
 		check(a, b, c)
 		check(-a, b, -c)
 	}
+	// Exact zeros, which the fast path takes (a float64 sum of the exact
+	// product and c is zero only when the exact sum is), with IEEE's signs.
+	for range 10000 {
+		a, b := float32(rng.IntN(1<<12)-1<<11), randF(-140, 100)
+		check(a, b, -a*b)
+		check(a, b, a*b)
+	}
+	negZero := float32(math.Copysign(0, -1))
+	for _, z := range [][3]float32{{0, 1, 0}, {negZero, 1, negZero}, {0, -1, negZero}, {3, 0, negZero}, {negZero, 0, 0}, {negZero, 2, 0}} {
+		check(z[0], z[1], z[2])
+		if got, ok := fma32Try(z[0], z[1], z[2]); ok && math.Float32bits(got) != math.Float32bits(fma32Exact(z[0], z[1], z[2])) {
+			t.Errorf("fma32Try(%g, %g, %g) = %g", z[0], z[1], z[2], got)
+		}
+	}
 	inf := float32(math.Inf(1))
 	check(inf, 1, 1)
 	check(math.MaxFloat32, 2, 0)

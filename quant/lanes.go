@@ -70,15 +70,15 @@ func FMA32(a, b, c float32) float32 { return fma32(a, b, c) }
 // fma32 returns a·b+c rounded once to float32, as the FMA instructions do.
 // The product is exact in float64, so s = a·b+c rounded once to float64
 // rounds to the right float32 unless s is a float32 rounding midpoint (or
-// below the float32 normal range, where the midpoints are coarser): only
-// then is the exact error of the sum needed, recovered with TwoSum and
+// below the float32 normal range, where the midpoints are coarser; a zero
+// s is exact, since p and c are float64s): only then is the exact error of the sum needed, recovered with TwoSum and
 // folded in with round-to-odd. The explicit float64 conversions forbid the
 // compiler to fuse any of it (the Go spec lets arm64, ppc64le, s390x and
 // riscv64 builds fuse x*y+z otherwise).
 func fma32(a, b, c float32) float32 {
 	p := float64(float64(a) * float64(b))
 	s := float64(p + float64(c))
-	if bits := math.Float64bits(s); bits&(1<<29-1) != 1<<28 && bits>>52&0x7ff >= 1023-126 {
+	if bits := math.Float64bits(s); bits<<35 != 1<<63 && (bits<<1 >= (1023-126)<<53 || bits<<1 == 0) {
 		return float32(s)
 	}
 	return fma32Slow(p, float64(c), s)
@@ -90,7 +90,7 @@ func fma32(a, b, c float32) float32 {
 func fma32Try(a, b, c float32) (float32, bool) {
 	s := float64(float64(float64(a)*float64(b)) + float64(c))
 	bits := math.Float64bits(s)
-	return float32(s), bits&(1<<29-1) != 1<<28 && bits>>52&0x7ff >= 1023-126
+	return float32(s), bits<<35 != 1<<63 && (bits<<1 >= (1023-126)<<53 || bits<<1 == 0)
 }
 
 // fma32Slow finishes fma32 when s = p+c rounded to float64 may round
