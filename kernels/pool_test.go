@@ -143,11 +143,14 @@ func TestPoolNoSpin(t *testing.T) {
 	p.SetSpinTime(0)
 	counts := make([]int32, 97)
 	fn := func(lo, hi int) {
+		// Long enough pieces for the woken workers to take some.
+		for t := time.Now(); time.Since(t) < 20*time.Microsecond; {
+		}
 		for i := lo; i < hi; i++ {
 			counts[i]++
 		}
 	}
-	for job := 1; job <= 300; job++ {
+	for job := 1; job <= 200; job++ {
 		p.Parallel(len(counts), fn)
 		if job%50 == 0 {
 			time.Sleep(time.Millisecond) // let the workers park
