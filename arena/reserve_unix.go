@@ -13,5 +13,6 @@ func reserve(size int) ([]byte, func([]byte) error, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	adviseHuge(mem)
 	return mem, unix.Munmap, nil
 }

@@ -111,27 +111,67 @@ var tileQ6_KT8AVX512 = tileKernel{
 	pack:      packQ6_KT8Z,
 }
 
-func packBytesQ6_KT4Z(cols int) int { return cols / 256 * 2 * q6zPair }
+// q6dBlock is the size of one block of four Q8_K activations packed by
+// packQ6_KT4D: eight chunks of 128 bytes per activation, their four da and
+// padding to a whole line.
+const q6dBlock = 4*8*128 + 64
 
-// packQ6_KT4Z packs four Q8_K activations for dotQ6_KT4AVX512 (see
-// packQ6_KZ).
-func packQ6_KT4Z(dst, acts []byte, actBytes, cols int) { packQ6_KZ(dst, acts, actBytes, cols, 2) }
+func packBytesQ6_KT4D(cols int) int { return cols / 256 * q6dBlock }
+
+// packQ6_KT4D packs four Q8_K activations for dotQ6_KT4R2AVX512: per block
+// (q6dBlock bytes), chunk c (quants 32c..32c+31) of activation t at
+// 1024t+128c, its 32 quants twice, then its prepared offsets (prepQ6_K's
+// 32·(a[2i]+a[2i+1]) as int16) twice, one copy for each of the two rows
+// a zmm holds; activation t's da at 4096+4t.
+func packQ6_KT4D(dst, acts []byte, actBytes, cols int) {
+	nb := cols / 256
+	var off [pairAuxBlock]byte
+	for t := 0; t < tileTokens; t++ {
+		act := acts[t*actBytes : (t+1)*actBytes]
+		for b := 0; b < nb; b++ {
+			blk := act[b*q8KBlock : (b+1)*q8KBlock]
+			prepPairs(off[:0], blk, 256, 32)
+			o := dst[b*q6dBlock : (b+1)*q6dBlock]
+			for c := 0; c < 8; c++ {
+				q := o[1024*t+128*c:][:128]
+				copy(q[0:32], blk[4+32*c:])
+				copy(q[32:64], blk[4+32*c:])
+				copy(q[64:96], off[32*c:])
+				copy(q[96:128], off[32*c:])
+			}
+			copy(o[4096+4*t:4100+4*t], blk[:4])
+		}
+	}
+}
 
 // q6_KT4AVX512 is the four-activation tile of the avx512 tier for Q6_K
-// (a decoding step of a few sequences: the LM head): the eight-token
-// tile's arithmetic with two pairs of activations.
+// (a decoding step of a few sequences: the LM head): pairs of rows in the
+// halves of each zmm, as the decode kernel has them, each block unpacked
+// once for the two rows and four activations. A last odd row goes
+// through the kernel as a pair of itself, into a scratch row.
 func q6_KT4AVX512(out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
 	_ = out[3*ostride+rows-1]
 	_ = w[rows*rowBytes-1]
-	_ = packed[packBytesQ6_KT4Z(cols)-1]
-	dotQ6_KT4AVX512(&out[0], ostride, rows, &w[0], cols/256, &packed[0], prefetchAhead(64))
+	_ = packed[packBytesQ6_KT4D(cols)-1]
+	nb := cols / 256
+	if pairs := rows / 2; pairs > 0 {
+		dotQ6_KT4R2AVX512(&out[0], ostride, pairs, &w[0], nb, rowBytes, &packed[0], prefetchAhead(420))
+	}
+	if rows%2 == 1 {
+		r := rows - 1
+		var o [2 * tileTokens]float32
+		dotQ6_KT4R2AVX512(&o[0], 2, 1, &w[r*rowBytes], nb, 0, &packed[0], prefetchAhead(420))
+		for t := 0; t < tileTokens; t++ {
+			out[t*ostride+r] = o[2*t]
+		}
+	}
 }
 
 var tileQ6_KT4AVX512 = tileKernel{
 	run:       q6_KT4AVX512,
 	rowStep:   1,
-	packBytes: packBytesQ6_KT4Z,
-	pack:      packQ6_KT4Z,
+	packBytes: packBytesQ6_KT4D,
+	pack:      packQ6_KT4D,
 }
 
 // decodeAhead is how far ahead of the rows they multiply the avx512

@@ -1064,18 +1064,18 @@ q6kt8_block:
 	VZEROUPPER
 	RET
 
-// func dotQ6_KT4AVX512(out *float32, ostride int, rows int, w *byte, nb int, packed *byte, ahead int)
+// func dotQ6_KT4R2AVX512(out *float32, ostride int, pairs int, w *byte, nb int, rowBytes int, packed *byte, ahead int)
 // Requires: AVX, AVX2, AVX512BW, AVX512DQ, AVX512F, F16C, MMX+
-TEXT ·dotQ6_KT4AVX512(SB), NOSPLIT, $0-56
+TEXT ·dotQ6_KT4R2AVX512(SB), NOSPLIT, $0-64
 	MOVQ            out+0(FP), R8
 	MOVQ            ostride+8(FP), R14
 	SHLQ            $0x02, R14
 	LEAQ            (R14)(R14*2), R15
-	MOVQ            rows+16(FP), R9
+	MOVQ            pairs+16(FP), R9
 	MOVQ            w+24(FP), SI
 	MOVQ            nb+32(FP), R10
-	MOVQ            packed+40(FP), R11
-	MOVQ            ahead+48(FP), R13
+	MOVQ            rowBytes+40(FP), R12
+	MOVQ            packed+48(FP), R11
 	MOVL            $0x0f0f0f0f, AX
 	VPBROADCASTD    AX, Z14
 	MOVL            $0x30303030, AX
@@ -1085,169 +1085,286 @@ TEXT ·dotQ6_KT4AVX512(SB), NOSPLIT, $0-56
 	VBROADCASTI32X8 q6zScaleShuf<>+64(SB), Z22
 	VBROADCASTI32X8 q6zScaleShuf<>+96(SB), Z23
 
-q6kt4_row:
+q6kt4r2_pair:
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
+	VPXORD Z18, Z18, Z18
+	VPXORD Z19, Z19, Z19
+	LEAQ   (SI)(R12*1), BX
+	MOVQ   ahead+56(FP), R13
+	ADDQ   SI, R13
 	MOVQ   R11, DI
 	MOVQ   R10, CX
 
-q6kt4_block:
-	PREFETCHT0      (SI)(R13*1)
-	PREFETCHT0      64(SI)(R13*1)
-	PREFETCHT0      128(SI)(R13*1)
-	PREFETCHT0      192(SI)(R13*1)
-	VPMOVSXBW       192(SI), Y13
-	VINSERTI64X4    $0x01, Y13, Z13, Z13
-	VPERMQ          $0x44, Z13, Z9
-	VBROADCASTI32X8 128(SI), Z10
-	VBROADCASTI32X8 (SI), Z11
-	VBROADCASTI32X8 32(SI), Z12
-	VPANDD          Z14, Z11, Z1
-	VPSLLW          $0x04, Z10, Z2
-	VPANDD          Z15, Z2, Z2
-	VPORD           Z2, Z1, Z1
-	VPSHUFB         Z20, Z9, Z3
-	VPMADDUBSW      (DI), Z1, Z4
-	VPSUBW          64(DI), Z4, Z4
-	VPMADDWD        Z3, Z4, Z24
-	VPMADDUBSW      1024(DI), Z1, Z4
-	VPSUBW          1088(DI), Z4, Z4
-	VPMADDWD        Z3, Z4, Z26
-	VPANDD          Z14, Z12, Z1
-	VPSLLW          $0x02, Z10, Z2
-	VPANDD          Z15, Z2, Z2
-	VPORD           Z2, Z1, Z1
-	VPSHUFB         Z21, Z9, Z3
-	VPMADDUBSW      128(DI), Z1, Z4
-	VPSUBW          192(DI), Z4, Z4
-	VPMADDWD        Z3, Z4, Z25
-	VPMADDUBSW      1152(DI), Z1, Z4
-	VPSUBW          1216(DI), Z4, Z4
-	VPMADDWD        Z3, Z4, Z27
-	VPSRLW          $0x04, Z11, Z1
-	VPANDD          Z14, Z1, Z1
-	VMOVDQA64       Z10, Z2
-	VPANDD          Z15, Z2, Z2
-	VPORD           Z2, Z1, Z1
-	VPSHUFB         Z22, Z9, Z3
-	VPMADDUBSW      256(DI), Z1, Z4
-	VPSUBW          320(DI), Z4, Z4
-	VPDPWSSD        Z3, Z4, Z24
-	VPMADDUBSW      1280(DI), Z1, Z4
-	VPSUBW          1344(DI), Z4, Z4
-	VPDPWSSD        Z3, Z4, Z26
-	VPSRLW          $0x04, Z12, Z1
-	VPANDD          Z14, Z1, Z1
-	VPSRLW          $0x02, Z10, Z2
-	VPANDD          Z15, Z2, Z2
-	VPORD           Z2, Z1, Z1
-	VPSHUFB         Z23, Z9, Z3
-	VPMADDUBSW      384(DI), Z1, Z4
-	VPSUBW          448(DI), Z4, Z4
-	VPDPWSSD        Z3, Z4, Z25
-	VPMADDUBSW      1408(DI), Z1, Z4
-	VPSUBW          1472(DI), Z4, Z4
-	VPDPWSSD        Z3, Z4, Z27
-	VPERMQ          $0xee, Z13, Z9
-	VBROADCASTI32X8 160(SI), Z10
-	VBROADCASTI32X8 64(SI), Z11
-	VBROADCASTI32X8 96(SI), Z12
-	VPANDD          Z14, Z11, Z1
-	VPSLLW          $0x04, Z10, Z2
-	VPANDD          Z15, Z2, Z2
-	VPORD           Z2, Z1, Z1
-	VPSHUFB         Z20, Z9, Z3
-	VPMADDUBSW      512(DI), Z1, Z4
-	VPSUBW          576(DI), Z4, Z4
-	VPDPWSSD        Z3, Z4, Z24
-	VPMADDUBSW      1536(DI), Z1, Z4
-	VPSUBW          1600(DI), Z4, Z4
-	VPDPWSSD        Z3, Z4, Z26
-	VPANDD          Z14, Z12, Z1
-	VPSLLW          $0x02, Z10, Z2
-	VPANDD          Z15, Z2, Z2
-	VPORD           Z2, Z1, Z1
-	VPSHUFB         Z21, Z9, Z3
-	VPMADDUBSW      640(DI), Z1, Z4
-	VPSUBW          704(DI), Z4, Z4
-	VPDPWSSD        Z3, Z4, Z25
-	VPMADDUBSW      1664(DI), Z1, Z4
-	VPSUBW          1728(DI), Z4, Z4
-	VPDPWSSD        Z3, Z4, Z27
-	VPSRLW          $0x04, Z11, Z1
-	VPANDD          Z14, Z1, Z1
-	VMOVDQA64       Z10, Z2
-	VPANDD          Z15, Z2, Z2
-	VPORD           Z2, Z1, Z1
-	VPSHUFB         Z22, Z9, Z3
-	VPMADDUBSW      768(DI), Z1, Z4
-	VPSUBW          832(DI), Z4, Z4
-	VPDPWSSD        Z3, Z4, Z24
-	VPMADDUBSW      1792(DI), Z1, Z4
-	VPSUBW          1856(DI), Z4, Z4
-	VPDPWSSD        Z3, Z4, Z26
-	VPSRLW          $0x04, Z12, Z1
-	VPANDD          Z14, Z1, Z1
-	VPSRLW          $0x02, Z10, Z2
-	VPANDD          Z15, Z2, Z2
-	VPORD           Z2, Z1, Z1
-	VPSHUFB         Z23, Z9, Z3
-	VPMADDUBSW      896(DI), Z1, Z4
-	VPSUBW          960(DI), Z4, Z4
-	VPDPWSSD        Z3, Z4, Z25
-	VPMADDUBSW      1920(DI), Z1, Z4
-	VPSUBW          1984(DI), Z4, Z4
-	VPDPWSSD        Z3, Z4, Z27
-	MOVWLZX         208(SI), AX
-	VMOVD           AX, X5
-	VCVTPH2PS       X5, X5
-	VBROADCASTSS    X5, Z5
-	VPADDD          Z25, Z24, Z24
-	VCVTDQ2PS       Z24, Z24
-	VMULPS          2048(DI), Z5, Z6
-	VFMADD231PS     Z6, Z24, Z16
-	VPADDD          Z27, Z26, Z26
-	VCVTDQ2PS       Z26, Z26
-	VMULPS          2112(DI), Z5, Z6
-	VFMADD231PS     Z6, Z26, Z17
-	ADDQ            $0x000000d2, SI
-	ADDQ            $0x00000880, DI
-	DECQ            CX
-	JNZ             q6kt4_block
-	VMOVAPS         Z16, Z0
-	VEXTRACTF64X4   $0x01, Z0, Y6
-	VEXTRACTF128    $0x01, Y0, X1
-	VADDPS          X1, X0, X0
-	VMOVHLPS        X0, X1, X1
-	VADDPS          X1, X0, X0
-	VMOVSHDUP       X0, X1
-	VADDSS          X1, X0, X0
-	VMOVSS          X0, (R8)
-	VEXTRACTF128    $0x01, Y6, X1
-	VADDPS          X1, X6, X6
-	VMOVHLPS        X6, X1, X1
-	VADDPS          X1, X6, X6
-	VMOVSHDUP       X6, X1
-	VADDSS          X1, X6, X6
-	VMOVSS          X6, (R8)(R14*1)
-	VMOVAPS         Z17, Z0
-	VEXTRACTF64X4   $0x01, Z0, Y6
-	VEXTRACTF128    $0x01, Y0, X1
-	VADDPS          X1, X0, X0
-	VMOVHLPS        X0, X1, X1
-	VADDPS          X1, X0, X0
-	VMOVSHDUP       X0, X1
-	VADDSS          X1, X0, X0
-	VMOVSS          X0, (R8)(R14*2)
-	VEXTRACTF128    $0x01, Y6, X1
-	VADDPS          X1, X6, X6
-	VMOVHLPS        X6, X1, X1
-	VADDPS          X1, X6, X6
-	VMOVSHDUP       X6, X1
-	VADDSS          X1, X6, X6
-	VMOVSS          X6, (R8)(R15*1)
-	ADDQ            $0x00000004, R8
-	DECQ            R9
-	JNZ             q6kt4_row
+q6kt4r2_block:
+	PREFETCHT0   (R13)
+	PREFETCHT0   64(R13)
+	PREFETCHT0   128(R13)
+	PREFETCHT0   192(R13)
+	PREFETCHT0   256(R13)
+	PREFETCHT0   320(R13)
+	PREFETCHT0   384(R13)
+	ADDQ         $0x000001a4, R13
+	VPMOVSXBW    192(SI), Y13
+	VPMOVSXBW    192(BX), Y9
+	VINSERTI64X4 $0x01, Y9, Z13, Z13
+	VPERMQ       $0x44, Z13, Z9
+	VMOVDQU      128(SI), Y10
+	VINSERTI64X4 $0x01, 128(BX), Z10, Z10
+	VMOVDQU      (SI), Y11
+	VINSERTI64X4 $0x01, (BX), Z11, Z11
+	VMOVDQU      32(SI), Y12
+	VINSERTI64X4 $0x01, 32(BX), Z12, Z12
+	VPANDD       Z14, Z11, Z1
+	VPSLLW       $0x04, Z10, Z2
+	VPANDD       Z15, Z2, Z2
+	VPORD        Z2, Z1, Z1
+	VPSHUFB      Z20, Z9, Z3
+	VPMADDUBSW   (DI), Z1, Z4
+	VPSUBW       64(DI), Z4, Z4
+	VPMADDWD     Z3, Z4, Z24
+	VPMADDUBSW   1024(DI), Z1, Z5
+	VPSUBW       1088(DI), Z5, Z5
+	VPMADDWD     Z3, Z5, Z26
+	VPMADDUBSW   2048(DI), Z1, Z6
+	VPSUBW       2112(DI), Z6, Z6
+	VPMADDWD     Z3, Z6, Z28
+	VPMADDUBSW   3072(DI), Z1, Z7
+	VPSUBW       3136(DI), Z7, Z7
+	VPMADDWD     Z3, Z7, Z30
+	VPANDD       Z14, Z12, Z1
+	VPSLLW       $0x02, Z10, Z2
+	VPANDD       Z15, Z2, Z2
+	VPORD        Z2, Z1, Z1
+	VPSHUFB      Z21, Z9, Z3
+	VPMADDUBSW   128(DI), Z1, Z4
+	VPSUBW       192(DI), Z4, Z4
+	VPMADDWD     Z3, Z4, Z25
+	VPMADDUBSW   1152(DI), Z1, Z5
+	VPSUBW       1216(DI), Z5, Z5
+	VPMADDWD     Z3, Z5, Z27
+	VPMADDUBSW   2176(DI), Z1, Z6
+	VPSUBW       2240(DI), Z6, Z6
+	VPMADDWD     Z3, Z6, Z29
+	VPMADDUBSW   3200(DI), Z1, Z7
+	VPSUBW       3264(DI), Z7, Z7
+	VPMADDWD     Z3, Z7, Z31
+	VPSRLW       $0x04, Z11, Z1
+	VPANDD       Z14, Z1, Z1
+	VMOVDQA64    Z10, Z2
+	VPANDD       Z15, Z2, Z2
+	VPORD        Z2, Z1, Z1
+	VPSHUFB      Z22, Z9, Z3
+	VPMADDUBSW   256(DI), Z1, Z4
+	VPSUBW       320(DI), Z4, Z4
+	VPDPWSSD     Z3, Z4, Z24
+	VPMADDUBSW   1280(DI), Z1, Z5
+	VPSUBW       1344(DI), Z5, Z5
+	VPDPWSSD     Z3, Z5, Z26
+	VPMADDUBSW   2304(DI), Z1, Z6
+	VPSUBW       2368(DI), Z6, Z6
+	VPDPWSSD     Z3, Z6, Z28
+	VPMADDUBSW   3328(DI), Z1, Z7
+	VPSUBW       3392(DI), Z7, Z7
+	VPDPWSSD     Z3, Z7, Z30
+	VPSRLW       $0x04, Z12, Z1
+	VPANDD       Z14, Z1, Z1
+	VPSRLW       $0x02, Z10, Z2
+	VPANDD       Z15, Z2, Z2
+	VPORD        Z2, Z1, Z1
+	VPSHUFB      Z23, Z9, Z3
+	VPMADDUBSW   384(DI), Z1, Z4
+	VPSUBW       448(DI), Z4, Z4
+	VPDPWSSD     Z3, Z4, Z25
+	VPMADDUBSW   1408(DI), Z1, Z5
+	VPSUBW       1472(DI), Z5, Z5
+	VPDPWSSD     Z3, Z5, Z27
+	VPMADDUBSW   2432(DI), Z1, Z6
+	VPSUBW       2496(DI), Z6, Z6
+	VPDPWSSD     Z3, Z6, Z29
+	VPMADDUBSW   3456(DI), Z1, Z7
+	VPSUBW       3520(DI), Z7, Z7
+	VPDPWSSD     Z3, Z7, Z31
+	VPERMQ       $0xee, Z13, Z9
+	VMOVDQU      160(SI), Y10
+	VINSERTI64X4 $0x01, 160(BX), Z10, Z10
+	VMOVDQU      64(SI), Y11
+	VINSERTI64X4 $0x01, 64(BX), Z11, Z11
+	VMOVDQU      96(SI), Y12
+	VINSERTI64X4 $0x01, 96(BX), Z12, Z12
+	VPANDD       Z14, Z11, Z1
+	VPSLLW       $0x04, Z10, Z2
+	VPANDD       Z15, Z2, Z2
+	VPORD        Z2, Z1, Z1
+	VPSHUFB      Z20, Z9, Z3
+	VPMADDUBSW   512(DI), Z1, Z4
+	VPSUBW       576(DI), Z4, Z4
+	VPDPWSSD     Z3, Z4, Z24
+	VPMADDUBSW   1536(DI), Z1, Z5
+	VPSUBW       1600(DI), Z5, Z5
+	VPDPWSSD     Z3, Z5, Z26
+	VPMADDUBSW   2560(DI), Z1, Z6
+	VPSUBW       2624(DI), Z6, Z6
+	VPDPWSSD     Z3, Z6, Z28
+	VPMADDUBSW   3584(DI), Z1, Z7
+	VPSUBW       3648(DI), Z7, Z7
+	VPDPWSSD     Z3, Z7, Z30
+	VPANDD       Z14, Z12, Z1
+	VPSLLW       $0x02, Z10, Z2
+	VPANDD       Z15, Z2, Z2
+	VPORD        Z2, Z1, Z1
+	VPSHUFB      Z21, Z9, Z3
+	VPMADDUBSW   640(DI), Z1, Z4
+	VPSUBW       704(DI), Z4, Z4
+	VPDPWSSD     Z3, Z4, Z25
+	VPMADDUBSW   1664(DI), Z1, Z5
+	VPSUBW       1728(DI), Z5, Z5
+	VPDPWSSD     Z3, Z5, Z27
+	VPMADDUBSW   2688(DI), Z1, Z6
+	VPSUBW       2752(DI), Z6, Z6
+	VPDPWSSD     Z3, Z6, Z29
+	VPMADDUBSW   3712(DI), Z1, Z7
+	VPSUBW       3776(DI), Z7, Z7
+	VPDPWSSD     Z3, Z7, Z31
+	VPSRLW       $0x04, Z11, Z1
+	VPANDD       Z14, Z1, Z1
+	VMOVDQA64    Z10, Z2
+	VPANDD       Z15, Z2, Z2
+	VPORD        Z2, Z1, Z1
+	VPSHUFB      Z22, Z9, Z3
+	VPMADDUBSW   768(DI), Z1, Z4
+	VPSUBW       832(DI), Z4, Z4
+	VPDPWSSD     Z3, Z4, Z24
+	VPMADDUBSW   1792(DI), Z1, Z5
+	VPSUBW       1856(DI), Z5, Z5
+	VPDPWSSD     Z3, Z5, Z26
+	VPMADDUBSW   2816(DI), Z1, Z6
+	VPSUBW       2880(DI), Z6, Z6
+	VPDPWSSD     Z3, Z6, Z28
+	VPMADDUBSW   3840(DI), Z1, Z7
+	VPSUBW       3904(DI), Z7, Z7
+	VPDPWSSD     Z3, Z7, Z30
+	VPSRLW       $0x04, Z12, Z1
+	VPANDD       Z14, Z1, Z1
+	VPSRLW       $0x02, Z10, Z2
+	VPANDD       Z15, Z2, Z2
+	VPORD        Z2, Z1, Z1
+	VPSHUFB      Z23, Z9, Z3
+	VPMADDUBSW   896(DI), Z1, Z4
+	VPSUBW       960(DI), Z4, Z4
+	VPDPWSSD     Z3, Z4, Z25
+	VPMADDUBSW   1920(DI), Z1, Z5
+	VPSUBW       1984(DI), Z5, Z5
+	VPDPWSSD     Z3, Z5, Z27
+	VPMADDUBSW   2944(DI), Z1, Z6
+	VPSUBW       3008(DI), Z6, Z6
+	VPDPWSSD     Z3, Z6, Z29
+	VPMADDUBSW   3968(DI), Z1, Z7
+	VPSUBW       4032(DI), Z7, Z7
+	VPDPWSSD     Z3, Z7, Z31
+
+	// fp32(d) of each row over its lanes.
+	MOVWLZX       208(SI), AX
+	VMOVD         AX, X8
+	VCVTPH2PS     X8, X8
+	VBROADCASTSS  X8, Y8
+	MOVWLZX       208(BX), AX
+	VMOVD         AX, X0
+	VCVTPH2PS     X0, X0
+	VBROADCASTSS  X0, Y0
+	VINSERTF64X4  $0x01, Y0, Z8, Z8
+	VPADDD        Z25, Z24, Z24
+	VCVTDQ2PS     Z24, Z24
+	VBROADCASTSS  4096(DI), Z0
+	VMULPS        Z0, Z8, Z0
+	VFMADD231PS   Z0, Z24, Z16
+	VPADDD        Z27, Z26, Z26
+	VCVTDQ2PS     Z26, Z26
+	VBROADCASTSS  4100(DI), Z0
+	VMULPS        Z0, Z8, Z0
+	VFMADD231PS   Z0, Z26, Z17
+	VPADDD        Z29, Z28, Z28
+	VCVTDQ2PS     Z28, Z28
+	VBROADCASTSS  4104(DI), Z0
+	VMULPS        Z0, Z8, Z0
+	VFMADD231PS   Z0, Z28, Z18
+	VPADDD        Z31, Z30, Z30
+	VCVTDQ2PS     Z30, Z30
+	VBROADCASTSS  4108(DI), Z0
+	VMULPS        Z0, Z8, Z0
+	VFMADD231PS   Z0, Z30, Z19
+	ADDQ          $0x000000d2, SI
+	ADDQ          $0x000000d2, BX
+	ADDQ          $0x00001040, DI
+	DECQ          CX
+	JNZ           q6kt4r2_block
+	VMOVAPS       Z16, Z0
+	VEXTRACTF64X4 $0x01, Z0, Y6
+	VEXTRACTF128  $0x01, Y0, X1
+	VADDPS        X1, X0, X0
+	VMOVHLPS      X0, X1, X1
+	VADDPS        X1, X0, X0
+	VMOVSHDUP     X0, X1
+	VADDSS        X1, X0, X0
+	VMOVSS        X0, (R8)
+	VEXTRACTF128  $0x01, Y6, X1
+	VADDPS        X1, X6, X6
+	VMOVHLPS      X6, X1, X1
+	VADDPS        X1, X6, X6
+	VMOVSHDUP     X6, X1
+	VADDSS        X1, X6, X6
+	VMOVSS        X6, 4(R8)
+	VMOVAPS       Z17, Z0
+	VEXTRACTF64X4 $0x01, Z0, Y6
+	VEXTRACTF128  $0x01, Y0, X1
+	VADDPS        X1, X0, X0
+	VMOVHLPS      X0, X1, X1
+	VADDPS        X1, X0, X0
+	VMOVSHDUP     X0, X1
+	VADDSS        X1, X0, X0
+	VMOVSS        X0, (R8)(R14*1)
+	VEXTRACTF128  $0x01, Y6, X1
+	VADDPS        X1, X6, X6
+	VMOVHLPS      X6, X1, X1
+	VADDPS        X1, X6, X6
+	VMOVSHDUP     X6, X1
+	VADDSS        X1, X6, X6
+	VMOVSS        X6, 4(R8)(R14*1)
+	VMOVAPS       Z18, Z0
+	VEXTRACTF64X4 $0x01, Z0, Y6
+	VEXTRACTF128  $0x01, Y0, X1
+	VADDPS        X1, X0, X0
+	VMOVHLPS      X0, X1, X1
+	VADDPS        X1, X0, X0
+	VMOVSHDUP     X0, X1
+	VADDSS        X1, X0, X0
+	VMOVSS        X0, (R8)(R14*2)
+	VEXTRACTF128  $0x01, Y6, X1
+	VADDPS        X1, X6, X6
+	VMOVHLPS      X6, X1, X1
+	VADDPS        X1, X6, X6
+	VMOVSHDUP     X6, X1
+	VADDSS        X1, X6, X6
+	VMOVSS        X6, 4(R8)(R14*2)
+	VMOVAPS       Z19, Z0
+	VEXTRACTF64X4 $0x01, Z0, Y6
+	VEXTRACTF128  $0x01, Y0, X1
+	VADDPS        X1, X0, X0
+	VMOVHLPS      X0, X1, X1
+	VADDPS        X1, X0, X0
+	VMOVSHDUP     X0, X1
+	VADDSS        X1, X0, X0
+	VMOVSS        X0, (R8)(R15*1)
+	VEXTRACTF128  $0x01, Y6, X1
+	VADDPS        X1, X6, X6
+	VMOVHLPS      X6, X1, X1
+	VADDPS        X1, X6, X6
+	VMOVSHDUP     X6, X1
+	VADDSS        X1, X6, X6
+	VMOVSS        X6, 4(R8)(R15*1)
+	ADDQ          $0x00000008, R8
+	MOVQ          BX, SI
+	DECQ          R9
+	JNZ           q6kt4r2_pair
 	VZEROUPPER
 	RET

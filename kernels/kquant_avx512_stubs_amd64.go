@@ -27,8 +27,8 @@ func dotQ4_KT8AVX512(out *float32, ostride int, rows int, w *byte, nb int, packe
 //go:noescape
 func dotQ6_KT8AVX512(out *float32, ostride int, rows int, w *byte, nb int, packed *byte, ahead int)
 
-// dotQ6_KT4AVX512 multiplies Q6_K rows with 4 Q8_K activations packed by packQ6_KZ,
+// dotQ6_KT4R2AVX512 multiplies pairs of Q6_K rows with four Q8_K activations packed by packQ6_KT4D,
 // prefetching the rows ahead bytes ahead.
 //
 //go:noescape
-func dotQ6_KT4AVX512(out *float32, ostride int, rows int, w *byte, nb int, packed *byte, ahead int)
+func dotQ6_KT4R2AVX512(out *float32, ostride int, pairs int, w *byte, nb int, rowBytes int, packed *byte, ahead int)

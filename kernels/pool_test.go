@@ -132,3 +132,33 @@ func TestPoolNoAlloc(t *testing.T) {
 		t.Errorf("Pool.Parallel allocates %v times per call", a)
 	}
 }
+
+// TestPoolNoSpin runs jobs on a pool whose idle workers park at once
+// (SetSpinTime(0)), so that every job wakes them: each must still cover
+// its whole range exactly once, and none may be lost (a lost wake-up
+// hangs the test).
+func TestPoolNoSpin(t *testing.T) {
+	p := NewPool(3)
+	defer p.Close()
+	p.SetSpinTime(0)
+	counts := make([]int32, 97)
+	fn := func(lo, hi int) {
+		// Long enough pieces for the woken workers to take some.
+		for t := time.Now(); time.Since(t) < 20*time.Microsecond; {
+		}
+		for i := lo; i < hi; i++ {
+			counts[i]++
+		}
+	}
+	for job := 1; job <= 200; job++ {
+		p.Parallel(len(counts), fn)
+		if job%50 == 0 {
+			time.Sleep(time.Millisecond) // let the workers park
+		}
+		for i, c := range counts {
+			if int(c) != job {
+				t.Fatalf("job %d: element %d done %d times, want %d", job, i, c, job)
+			}
+		}
+	}
+}

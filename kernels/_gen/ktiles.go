@@ -159,8 +159,9 @@ func q4KT8(k4Pair Mem) {
 	RET()
 }
 
-// q6KTile is dotQ6_KT8AVX512 (pairs 4) or dotQ6_KT4AVX512 (pairs 2): the
-// Q6_K tile of 2·pairs activations against rows one at a time, each
+// q6KTile is dotQ6_KT8AVX512 (pairs 4; q6KT4R2 is the four-activation
+// tile): the Q6_K tile of 2·pairs activations against rows one at a time,
+// each
 // block's quants and scales unpacked once for them all. The activations
 // come packed by packQ6_KZ with as many pairs: per block (1088·pairs
 // bytes), chunk c (quants 32c..32c+31) of pair p at 1024p+128c, the quants
@@ -268,6 +269,132 @@ func q6KTile(q6Shuf Mem, pairs int) {
 	ADDQ(U32(4), R8)
 	DECQ(R9)
 	JNZ(LabelRef(label(fn, "row")))
+	VZEROUPPER()
+	RET()
+}
+
+// q6KT4R2 is dotQ6_KT4R2AVX512: the Q6_K tile of four activations against
+// pairs of rows, row 2p in lanes 0..7 of every zmm and row 2p+1 in lanes
+// 8..15 as in dotQ6_KRows2AVX512, so that each block's quants and scales
+// are unpacked once for two rows and four activations. The activations
+// come packed by packQ6_KT4D: per block (4160 bytes), chunk c (quants
+// 32c..32c+31) of activation t at 1024t+128c, its 32 quants twice (one
+// copy per row), then its prepared offsets (prepQ6_K, 32 bytes) twice;
+// activation t's da at 4096+4t. The pair's rows, one stream, are
+// prefetched ahead bytes ahead (seven lines per block of the two rows).
+//
+// Registers: SI row 0 at the current block, BX row 1, R12 rowBytes, R13
+// the prefetch pointer, DI the activations' block, Z16..Z19 the float
+// accumulators of activations 0..3 (both rows), Z24..Z31 the block's
+// integer sums (two per activation: even and odd k), Z4..Z7 the products,
+// Z8 the rows' d, Z13 their scales as int16, Z14 and Z15 the masks,
+// Z20..Z23 the scale controls.
+func q6KT4R2(q6Shuf Mem) {
+	const fn = "q6kt4r2"
+	TEXT("dotQ6_KT4R2AVX512", NOSPLIT, "func(out *float32, ostride, pairs int, w *byte, nb, rowBytes int, packed *byte, ahead int)")
+	Pragma("noescape")
+	Doc("dotQ6_KT4R2AVX512 multiplies pairs of Q6_K rows with four Q8_K activations packed by packQ6_KT4D,",
+		"prefetching the rows ahead bytes ahead.")
+	tileOut()
+	Load(Param("pairs"), R9)
+	Load(Param("w"), RSI)
+	Load(Param("nb"), R10)
+	Load(Param("rowBytes"), R12)
+	Load(Param("packed"), R11)
+
+	MOVL(U32(0x0f0f0f0f), EAX)
+	VPBROADCASTD(EAX, Z14) // low nibble mask
+	MOVL(U32(0x30303030), EAX)
+	VPBROADCASTD(EAX, Z15) // high-bits mask
+	for k := 0; k < 4; k++ {
+		VBROADCASTI32X8(q6Shuf.Offset(32*k), zr[20+k])
+	}
+
+	Label(label(fn, "pair"))
+	for t := 0; t < 4; t++ {
+		VPXORD(zr[16+t], zr[16+t], zr[16+t])
+	}
+	LEAQ(mi(RSI, 0, R12, 1), RBX)
+	Load(Param("ahead"), R13)
+	ADDQ(RSI, R13)
+	MOVQ(R11, RDI)
+	MOVQ(R10, RCX)
+
+	Label(label(fn, "block"))
+	for l := 0; l < 7; l++ {
+		PREFETCHT0(m(R13, 64*l))
+	}
+	ADDQ(U32(420), R13)
+	VPMOVSXBW(m(RSI, 192), Y13)
+	VPMOVSXBW(m(RBX, 192), Y9)
+	VINSERTI64X4(U8(1), Y9, Z13, Z13) // scales as int16, [row 0 | row 1]
+	for h := 0; h < 2; h++ {
+		VPERMQ(U8(0x44+0xaa*h), Z13, Z9)
+		VMOVDQU(m(RSI, 128+32*h), Y10)
+		VINSERTI64X4(U8(1), m(RBX, 128+32*h), Z10, Z10)
+		VMOVDQU(m(RSI, 64*h), Y11)
+		VINSERTI64X4(U8(1), m(RBX, 64*h), Z11, Z11)
+		VMOVDQU(m(RSI, 64*h+32), Y12)
+		VINSERTI64X4(U8(1), m(RBX, 64*h+32), Z12, Z12)
+		for k := 0; k < 4; k++ {
+			q6KLowHigh(k)
+			VPANDD(Z15, Z2, Z2)
+			VPORD(Z2, Z1, Z1)
+			VPSHUFB(zr[20+k], Z9, Z3)
+			c := 4*h + k
+			for t := 0; t < 4; t++ {
+				// Activation t's part of chunk c, for both rows.
+				p := zr[4+t]
+				VPMADDUBSW(m(RDI, 1024*t+128*c), Z1, p)
+				VPSUBW(m(RDI, 1024*t+128*c+64), p, p)
+				if c < 2 { // the first of its sums
+					VPMADDWD(Z3, p, zr[24+2*t+k%2])
+				} else {
+					vpdpwssd(Z3, p, zr[24+2*t+k%2])
+				}
+			}
+		}
+	}
+
+	Comment("fp32(d) of each row over its lanes.")
+	MOVWLZX(m(RSI, 208), EAX)
+	VMOVD(EAX, X8)
+	VCVTPH2PS(X8, X8)
+	VBROADCASTSS(X8, Y8)
+	MOVWLZX(m(RBX, 208), EAX)
+	VMOVD(EAX, X0)
+	VCVTPH2PS(X0, X0)
+	VBROADCASTSS(X0, Y0)
+	VINSERTF64X4(U8(1), Y0, Z8, Z8)
+	for t := 0; t < 4; t++ {
+		// Activation t's block: its integer sums times d·da.
+		ie, io := zr[24+2*t], zr[25+2*t]
+		VPADDD(io, ie, ie)
+		VCVTDQ2PS(ie, ie)
+		VBROADCASTSS(m(RDI, 4096+4*t), Z0)
+		VMULPS(Z0, Z8, Z0)
+		VFMADD231PS(Z0, ie, zr[16+t])
+	}
+
+	ADDQ(U32(210), RSI)
+	ADDQ(U32(210), RBX)
+	ADDQ(U32(4160), RDI)
+	DECQ(RCX)
+	JNZ(LabelRef(label(fn, "block")))
+
+	for t := 0; t < 4; t++ {
+		// Activation t's sums of both rows, each reduced as hsum_float_8.
+		VMOVAPS(zr[16+t], Z0)
+		VEXTRACTF64X4(U8(1), Z0, Y6)
+		hsum8(Y0, X0, X1)
+		VMOVSS(X0, tileDst(t))
+		hsum8(Y6, X6, X1)
+		VMOVSS(X6, tileDst(t).Offset(4))
+	}
+	ADDQ(U32(8), R8)
+	MOVQ(RBX, RSI) // row 1 ends where the next pair starts
+	DECQ(R9)
+	JNZ(LabelRef(label(fn, "pair")))
 	VZEROUPPER()
 	RET()
 }
