@@ -18,3 +18,10 @@ func dotF32AVX512(out *float32, rows int, w *byte, chunks int, rowBytes int, act
 //
 //go:noescape
 func dotF32R3T8AVX512(out *float32, ostride int, blocks int, w *byte, chunks int, rowBytes int, act *byte, actStride int, scratch *float32, sstride int, flags int, far uintptr)
+
+// dotF16F32AVX512 computes out[r] = dot(row r, x) of blocks·8 f16 rows in
+// ggml_vec_dot_f16's order (dotF16F32AVX2's sums), with rem elements of a
+// partial last chunk whose x is at tail, prefetching pf bytes ahead.
+//
+//go:noescape
+func dotF16F32AVX512(out *float32, blocks int, w *uint16, chunks int, rowBytes int, x *float32, rem int, tail *float32, pf int)

@@ -37,7 +37,7 @@ func (tr *Tier) MatMul(t quant.Type, out []float32, w []byte, cols int, acts []b
 	}
 	bp := auxesPool.Get().(*[][]byte)
 	*bp = j.prepare(*bp)
-	j.run(0, j.rows)
+	j.run(0, j.rows, j.rows)
 	auxesPool.Put(bp)
 }
 
@@ -203,8 +203,11 @@ func (j *matmulJob) prepUnit(u int) {
 
 func (j *matmulJob) act(i int) []byte { return j.acts[i*j.actBytes : (i+1)*j.actBytes] }
 
-// run computes rows [lo, hi) of every output vector, tile by tile.
-func (j *matmulJob) run(lo, hi int) {
+// run computes rows [lo, hi) of every output vector, tile by tile. after
+// is the first row the calling thread is likely to compute next (hi, or
+// the start of its next piece of a pool's job): the last tile prefetches
+// from there.
+func (j *matmulJob) run(lo, hi, after int) {
 	tile := max(rowAlign, tileBytes/max(j.rowBytes, 1)/rowAlign*rowAlign)
 	if j.tile != nil && j.tile.rowBlock > 0 {
 		b := j.tile.rowBlock
@@ -218,7 +221,11 @@ func (j *matmulJob) run(lo, hi int) {
 			wt := j.tile.width()
 			// The next tile of rows, in parts of whole lines, one for
 			// each call on this tile to prefetch.
-			next := j.w[t1*j.rowBytes : min(t1+tile, hi)*j.rowBytes]
+			n0, n1 := t1, min(t1+tile, hi)
+			if t1 == hi {
+				n0, n1 = after, min(after+tile, j.rows)
+			}
+			next := j.w[n0*j.rowBytes : max(n0, n1)*j.rowBytes]
 			part := (len(next)/max(j.tileEnd/wt, 1) + 63) &^ 63
 			for ; i < j.tileEnd; i += wt {
 				g := i / wt

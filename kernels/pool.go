@@ -210,7 +210,7 @@ func (p *Pool) MatMul(t quant.Type, out []float32, w []byte, cols int, acts []by
 		p.run(units, 1)
 	}
 	if p.threads == 1 || j.rows <= rowAlign {
-		p.mm.run(0, j.rows)
+		p.mm.run(0, j.rows, j.rows)
 	} else {
 		p.kind = jobMatMul
 		p.run(j.rows, rowAlign)
@@ -510,7 +510,13 @@ func (p *Pool) piece(i int) {
 	case jobParallel:
 		p.fn(lo, hi)
 	case jobMatMul:
-		p.mm.run(lo, hi)
+		// Pieces go to the threads in turn while they keep pace, so
+		// this thread's next piece is likely threads pieces on.
+		after := p.n
+		if k := i + p.threads; k < p.chunks {
+			after = min(units*k/p.chunks*p.align, p.n)
+		}
+		p.mm.run(lo, hi, after)
 	case jobMatMulPrep:
 		for u := lo; u < hi; u++ {
 			p.mm.prepUnit(u)

@@ -70,7 +70,7 @@ func (tr *Tier) DotF16Rows(out []float32, w []uint16, stride int, x []float32) {
 		clear(out)
 		return
 	}
-	if tr == genericTier || !dotF16RowsAsm(out, w, stride, x, false) {
+	if tr == genericTier || !dotF16RowsAsm(tr, out, w, stride, x, false) {
 		for r := range out {
 			out[r] = dotF16Row(w[r*stride:r*stride+cols], x, false)
 		}
@@ -108,7 +108,7 @@ func (tr *Tier) DotF16RowsPadded(out []float32, w []uint16, stride int, x []floa
 		clear(out)
 		return
 	}
-	if tr != genericTier && dotF16RowsAsm(out, w, stride, x, true) {
+	if tr != genericTier && dotF16RowsAsm(tr, out, w, stride, x, true) {
 		return
 	}
 	for r := range out {

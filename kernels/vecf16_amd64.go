@@ -56,8 +56,10 @@ func prefetch(rowBytes, n int) int {
 
 // dotF16RowsAsm computes the chunks of 32 (and, when padded, the partial
 // last chunk) of every row and reduces them; the caller adds an unpadded
-// tail. The caller has checked the lengths.
-func dotF16RowsAsm(out []float32, w []uint16, stride int, x []float32, padded bool) bool {
+// tail. On the avx512 tier, eight rows at a time go through
+// dotF16F32AVX512, the rest through the AVX2 kernel (the same sums). The
+// caller has checked the lengths.
+func dotF16RowsAsm(tr *Tier, out []float32, w []uint16, stride int, x []float32, padded bool) bool {
 	if !hasAVX2() {
 		return false
 	}
@@ -68,6 +70,15 @@ func dotF16RowsAsm(out []float32, w []uint16, stride int, x []float32, padded bo
 	if padded {
 		rem = copy(tail[:], x[np:])
 	}
-	dotF16F32AVX2(&out[0], len(out), &w[0], np/32, 2*stride, &x[0], rem, &tail[0], prefetch(2*stride, 2*cols))
+	pf := prefetch(2*stride, 2*cols)
+	done := 0
+	if tr == avx512Tier && len(out) >= 8 {
+		blocks := len(out) / 8
+		dotF16F32AVX512(&out[0], blocks, &w[0], np/32, 2*stride, &x[0], rem, &tail[0], pf)
+		done = 8 * blocks
+	}
+	if done < len(out) {
+		dotF16F32AVX2(&out[done], len(out)-done, &w[done*stride], np/32, 2*stride, &x[0], rem, &tail[0], pf)
+	}
 	return true
 }

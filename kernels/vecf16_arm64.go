@@ -43,7 +43,7 @@ func f16FromF32Asm(dst []uint16, src []float32) bool {
 // the caller adds an unpadded tail. A padded partial last chunk is left
 // to the generic code (it returns false). The caller has checked the
 // lengths.
-func dotF16RowsAsm(out []float32, w []uint16, stride int, x []float32, padded bool) bool {
+func dotF16RowsAsm(tr *Tier, out []float32, w []uint16, stride int, x []float32, padded bool) bool {
 	cols := len(x)
 	if padded && cols%32 != 0 {
 		return false

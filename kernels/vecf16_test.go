@@ -71,7 +71,8 @@ func TestRoundF16Tiers(t *testing.T) {
 
 // TestDotF16RowsTiers checks DotF16Rows and DotF16RowsPadded on every tier
 // against the scalar definitions bit for bit, over lengths with and
-// without tails and strides wider than a row. DotF16Rows must also equal
+// without tails, strides wider than a row, and row counts past a multiple
+// of eight. DotF16Rows must also equal
 // quant's F16 dot product (ggml_vec_dot_f16) when x holds f16 values.
 func TestDotF16RowsTiers(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
@@ -83,7 +84,7 @@ func TestDotF16RowsTiers(t *testing.T) {
 		}
 		for _, cols := range []int{1, 5, 8, 9, 16, 24, 31, 32, 33, 40, 63, 64, 65, 100, 128, 192, 257} {
 			for _, stride := range []int{cols, (cols + 7) &^ 7, cols + 13, 3 * cols} {
-				rows := 9
+				rows := 19 // two blocks of the avx512 kernel's eight, and three
 				w := randF16Rows(rng, (rows-1)*stride+(cols+7)&^7+1)
 				x := make([]float32, cols)
 				for i := range x {

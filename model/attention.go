@@ -59,10 +59,7 @@ func (s *State) output(a attnArgs, h int) []float32 {
 // softmaxScores scales the dot products sc by scale (scoreScale) and
 // replaces them by their softmax over llama.cpp's padded KV row.
 func (s *State) softmaxScores(sc []float32, scale float32) {
-	for t := range sc {
-		sc[t] *= scale
-	}
-	softmaxPadded(s.tier, sc)
+	softmaxScaled(s.tier, sc, scale)
 }
 
 // attendF32 is the attention over an f32 cache in the order llama.cpp's

@@ -68,11 +68,31 @@ func dotLanes(a, b []float32) float32 {
 // for a row of llama.cpp's KV cache: the row is padded with masked (zero
 // probability) positions to a multiple of 32, exponentials come from
 // ggml_v_expf in groups of 8 whose lane sums are added in float64.
-func softmaxPadded(k *kernels.Tier, x []float32) {
-	mx := float32(math.Inf(-1))
-	for _, v := range x {
-		mx = max(mx, v)
+func softmaxPadded(k *kernels.Tier, x []float32) { softmaxScaled(k, x, 1) }
+
+// softmaxScaled is softmaxPadded of x multiplied by scale first (x[i] *=
+// scale, rounded, as llama.cpp scales the scores before the softmax). The
+// maximum is taken in four running maxima: max is exact and
+// order-independent (NaN wins, +0 beats −0), so the result is the same.
+func softmaxScaled(k *kernels.Tier, x []float32, scale float32) {
+	m0, m1, m2, m3 := float32(math.Inf(-1)), float32(math.Inf(-1)), float32(math.Inf(-1)), float32(math.Inf(-1))
+	i := 0
+	if scale == 1 {
+		for ; i+4 <= len(x); i += 4 {
+			m0, m1, m2, m3 = max(m0, x[i]), max(m1, x[i+1]), max(m2, x[i+2]), max(m3, x[i+3])
+		}
+	} else {
+		for ; i+4 <= len(x); i += 4 {
+			v := x[i : i+4 : i+4]
+			v[0], v[1], v[2], v[3] = v[0]*scale, v[1]*scale, v[2]*scale, v[3]*scale
+			m0, m1, m2, m3 = max(m0, v[0]), max(m1, v[1]), max(m2, v[2]), max(m3, v[3])
+		}
 	}
+	for ; i < len(x); i++ {
+		x[i] *= scale
+		m0 = max(m0, x[i])
+	}
+	mx := max(max(m0, m1), max(m2, m3))
 	inv := float32(1 / k.ExpSubF32(x, x, mx))
 	for i := range x {
 		x[i] *= inv

@@ -309,3 +309,158 @@ func zmm(i int) VecPhysical {
 	return []VecPhysical{Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7, Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15,
 		Z16, Z17, Z18, Z19, Z20, Z21, Z22, Z23, Z24, Z25, Z26, Z27, Z28, Z29, Z30, Z31}[i]
 }
+
+// f16Rows8 is dotF16F32AVX512 (float_avx512_amd64.s): dotF16F32AVX2
+// (ggml_vec_dot_f16 of f16 rows with a float32 vector, the attention's
+// dots over an f16 cache) for eight rows at once. A row's four 8-lane
+// accumulators go two per zmm as in dotF32AVX512 (Z(2r): a0, a1; Z(2r+1):
+// a2, a3), the vector's chunk loaded once for the eight rows; a partial
+// last chunk of rem elements (x from tail) updates only its lanes below
+// rem, as the AVX2 kernel's blends do. The eight sums are reduced at once
+// with shuffles in ggml's order ((a0+a2)+(a1+a3), the halves, two
+// horizontal adds) and stored as one vector. Each chunk prefetches the
+// line pf bytes after each row's.
+func f16Rows8() {
+	const fn = "f16r8"
+	TEXT("dotF16F32AVX512", NOSPLIT, "func(out *float32, blocks int, w *uint16, chunks, rowBytes int, x *float32, rem int, tail *float32, pf int)")
+	Pragma("noescape")
+	Doc("dotF16F32AVX512 computes out[r] = dot(row r, x) of blocks·8 f16 rows in",
+		"ggml_vec_dot_f16's order (dotF16F32AVX2's sums), with rem elements of a",
+		"partial last chunk whose x is at tail, prefetching pf bytes ahead.")
+	out, blocks, w, chunks, rowBytes := R8, R9, RSI, R10, R12
+	x, pfA, pfB, pf := R11, R13, R14, R15
+	b0, b4, r3, xp, cnt := RBX, RAX, RDX, RDI, RCX
+	Load(Param("out"), out)
+	Load(Param("blocks"), blocks)
+	Load(Param("w"), w)
+	Load(Param("chunks"), chunks)
+	Load(Param("rowBytes"), rowBytes)
+	Load(Param("x"), x)
+	Load(Param("pf"), pf)
+	LEAQ(mi(rowBytes, 0, rowBytes, 2), r3)
+	// K1, K2: the lanes below rem of a partial chunk's two halves.
+	Load(Param("rem"), RCX)
+	MOVQ(U32(1), RAX)
+	SHLQ(CL, RAX)
+	DECQ(RAX)
+	KMOVW(EAX, K1)
+	SHRQ(U8(16), RAX)
+	KMOVW(EAX, K2)
+	perm := u64s("f16r8perm", 0|4<<32, 8|12<<32, 1|5<<32, 9|13<<32)
+
+	rowMem := func(r, disp int) Mem {
+		base := b0
+		if r >= 4 {
+			base = b4
+		}
+		switch r % 4 {
+		case 0:
+			return m(base, disp)
+		case 1:
+			return mi(base, disp, rowBytes, 1)
+		case 2:
+			return mi(base, disp, rowBytes, 2)
+		}
+		return mi(base, disp, r3, 1)
+	}
+	pfMem := func(r int) Mem {
+		base := pfA
+		if r >= 4 {
+			base = pfB
+		}
+		switch r % 4 {
+		case 0:
+			return m(base, 0)
+		case 1:
+			return mi(base, 0, rowBytes, 1)
+		case 2:
+			return mi(base, 0, rowBytes, 2)
+		}
+		return mi(base, 0, r3, 1)
+	}
+	xlo, xhi, t0, t1 := Z16, Z17, Z20, Z21
+
+	Label(label(fn, "block"))
+	for k := 0; k < 16; k++ {
+		VPXORD(zmm(k), zmm(k), zmm(k))
+	}
+	MOVQ(w, b0)
+	LEAQ(mi(w, 0, rowBytes, 4), b4)
+	LEAQ(mi(b0, 0, pf, 1), pfA)
+	LEAQ(mi(b4, 0, pf, 1), pfB)
+	MOVQ(x, xp)
+	MOVQ(chunks, cnt)
+	TESTQ(cnt, cnt)
+	JZ(LabelRef(label(fn, "part")))
+
+	Label(label(fn, "chunk"))
+	VMOVUPS(m(xp, 0), xlo)
+	VMOVUPS(m(xp, 64), xhi)
+	for r := 0; r < 8; r++ {
+		PREFETCHT0(pfMem(r))
+		VCVTPH2PS(rowMem(r, 0), t0)
+		VCVTPH2PS(rowMem(r, 32), t1)
+		VFMADD231PS(xlo, t0, zmm(2*r))
+		VFMADD231PS(xhi, t1, zmm(2*r+1))
+	}
+	ADDQ(U8(64), b0)
+	ADDQ(U8(64), b4)
+	ADDQ(U8(64), pfA)
+	ADDQ(U8(64), pfB)
+	ADDQ(U32(128), xp)
+	DECQ(cnt)
+	JNZ(LabelRef(label(fn, "chunk")))
+
+	Label(label(fn, "part"))
+	remArg, _ := Param("rem").Resolve()
+	CMPQ(remArg.Addr, U8(0))
+	JEQ(LabelRef(label(fn, "reduce")))
+	Load(Param("tail"), xp)
+	VMOVUPS(m(xp, 0), xlo)
+	VMOVUPS(m(xp, 64), xhi)
+	for r := 0; r < 8; r++ {
+		VCVTPH2PS_Z(rowMem(r, 0), K1, t0)
+		VCVTPH2PS_Z(rowMem(r, 32), K2, t1)
+		VFMADD231PS(xlo, t0, K1, zmm(2*r))
+		VFMADD231PS(xhi, t1, K2, zmm(2*r+1))
+	}
+
+	Label(label(fn, "reduce"))
+	// [a0+a2 | a1+a3] of row r in Z(2r).
+	for r := 0; r < 8; r++ {
+		VADDPS(zmm(2*r+1), zmm(2*r), zmm(2*r))
+	}
+	u, v := Z18, Z19
+	// x = the two halves added: rows 2p, 2p+1 in Z(4p) as [x | x'].
+	for p := 0; p < 4; p++ {
+		a, b := zmm(4*p), zmm(4*p+2)
+		VSHUFF64X2(U8(0x44), b, a, u)
+		VSHUFF64X2(U8(0xee), b, a, v)
+		VADDPS(v, u, a)
+	}
+	// t0 = x's 128-bit halves added: rows 4q..4q+3, one per 128-bit
+	// lane, in Z(8q).
+	for q := 0; q < 2; q++ {
+		a, b := zmm(8*q), zmm(8*q+4)
+		VSHUFF32X4(U8(0x88), b, a, u)
+		VSHUFF32X4(U8(0xdd), b, a, v)
+		VADDPS(v, u, a)
+	}
+	// Two horizontal adds: lane l ends as [row l, row 4+l, ...].
+	VSHUFPS(U8(0x88), Z8, Z0, u)
+	VSHUFPS(U8(0xdd), Z8, Z0, v)
+	VADDPS(v, u, Z0)
+	VSHUFPS(U8(0x88), Z0, Z0, u)
+	VSHUFPS(U8(0xdd), Z0, Z0, v)
+	VADDPS(v, u, Z0)
+	VMOVUPS(perm, Y1) // the upper lanes of the index zeroed
+	VPERMPS(Z0, Z1, Z0)
+	VMOVUPS(Y0, m(out, 0))
+
+	ADDQ(U8(32), out)
+	LEAQ(mi(w, 0, rowBytes, 8), w)
+	DECQ(blocks)
+	JNZ(LabelRef(label(fn, "block")))
+	VZEROUPPER()
+	RET()
+}

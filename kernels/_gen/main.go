@@ -28,6 +28,7 @@ var files = map[string]func(){
 	"float": func() {
 		f32Rows()
 		f32R3T8()
+		f16Rows8()
 	},
 	"quant": quantQ8K,
 }
