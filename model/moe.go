@@ -354,6 +354,10 @@ type ExpertPrefetcher interface {
 // router applied to the residual stream as it enters the layer. When it
 // guesses, the experts asked for before are done with.
 type ExpertGuesser interface {
+	// WantsGuess reports whether a guess for layer l would be of use
+	// now; the forward pass computes none otherwise (the guess costs a
+	// product by the layer's router).
+	WantsGuess(l int) bool
 	GuessExperts(l int, experts []int32)
 }
 
@@ -364,7 +368,7 @@ type ExpertGuesser interface {
 // the routing buffers to be overwritten.
 func (s *State) guessExperts(l int) {
 	g, ok := s.Experts.(ExpertGuesser)
-	if !ok || s.Source != nil {
+	if !ok || s.Source != nil || !g.WantsGuess(l) {
 		return
 	}
 	ly := &s.m.Blocks[l]

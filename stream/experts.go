@@ -503,6 +503,13 @@ func (c *ExpertCache) readyOrder(l int, experts []int32) {
 	}
 }
 
+// WantsGuess implements model.ExpertGuesser: a guess is of use unless
+// guesses are ignored (NoGuess) or, when they only advise the kernel, the
+// page cache held every recent read.
+func (c *ExpertCache) WantsGuess(l int) bool {
+	return !c.noGuess && l >= 0 && l < len(c.lay.layers) && (c.guessReads || c.cold())
+}
+
 // GuessExperts implements model.ExpertGuesser: it asks the kernel to
 // start reading the guessed experts the cache lacks into the page cache,
 // or, with ExpertOptions.GuessReads, starts reading them into the cache as

@@ -130,6 +130,9 @@ func TestExpertCache(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if got := c.WantsGuess(2); got == o.NoGuess {
+			t.Errorf("%+v: a new cache wants guesses: %v", o, got)
+		}
 		c.GuessExperts(2, []int32{1, 3})
 		if _, _, _, err := c.Expert(2, 3); err != nil {
 			t.Fatal(err)
@@ -142,6 +145,26 @@ func TestExpertCache(t *testing.T) {
 		if st := c.Stats(); st.Hits != want.Hits || st.Misses != want.Misses || st.Unused != want.Unused || st.BytesRead != want.BytesRead {
 			t.Errorf("%+v: a guess of 2 experts, then one asked for: %+v, want %+v", o, st, want)
 		}
+		// After two tokens' requests whose reads the page cache held (the
+		// test has just read the file), advice would be of no use.
+		a2, err := arena.New(int(stream.ExpertCacheBytes(lay, slots)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer a2.Close()
+		c2, err := stream.OpenExpertCacheWith(lay, path, a2, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 4 * hp.Layers * hp.MoE.Used {
+			if _, _, _, err := c2.Expert(i%hp.Layers, i%hp.MoE.Experts); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := c2.WantsGuess(2); got != o.GuessReads {
+			t.Errorf("%+v: warm reads, wants guesses: %v", o, got)
+		}
+		c2.Close()
 	}
 	// Announced experts are read ahead: asked for afterwards they count
 	// as misses (read for that request), never asked for as unused; bad
