@@ -112,6 +112,24 @@ func BenchmarkDecodeStream(b *testing.B) {
 				})
 			})
 		}
+		// A thread's halves of two jobs in a row at two threads, the
+		// jobs' matrices one after the other in memory: the back half
+		// of the first and the front half of the second (the pool's
+		// turns: one run of memory) or both front halves (two cold
+		// starts).
+		for _, order := range []string{"turned", "fixed"} {
+			b.Run(fmt.Sprintf("%s/halves=%s", name, order), func(b *testing.B) {
+				half := rows / 2 * rowBytes
+				stream(b, 2*len(w), len(w), func(o int) {
+					first := o
+					if order == "turned" {
+						first += half
+					}
+					k.run(out[:rows/2], buf[first:first+half], rowBytes, act, aux, decodeAhead)
+					k.run(out[:rows/2], buf[o+len(w):o+len(w)+half], rowBytes, act, aux, decodeAhead)
+				})
+			})
+		}
 		// The compute ceiling: a slice of the matrix that stays in L2.
 		const hot = 512
 		b.Run(fmt.Sprintf("%s/L2", name), func(b *testing.B) {

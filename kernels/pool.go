@@ -31,7 +31,11 @@ const rowAlign = 8
 // (what a decode kernel prefetches past the end of a piece is the start
 // of the thread's next piece); a thread out of pieces takes the last one
 // left of another's run. So a worker that the OS has descheduled delays
-// a call by at most the piece it holds, not its share.
+// a call by at most the piece it holds, not its share. The runs of
+// successive MatVec jobs turn by one thread: a decode step reads its
+// matrices in the order they lie in memory, so the thread whose run ended
+// a job starts the next one where it left off, its prefetches already
+// there.
 const chunksPerThread = 4
 
 // maxChunks bounds the pieces of one job (they are counted in 16 bits).
@@ -70,8 +74,9 @@ type Pool struct {
 	exited  sync.WaitGroup
 	closing atomic.Bool
 
-	// state is the current job's id (high 32 bits) and its number of
-	// pieces (bits 16..31); workers watch the id for new jobs.
+	// state is the current job's id (high 32 bits), its number of
+	// pieces (bits 16..31) and its turn (bits 0..15: thread t owns run
+	// (t+turn) mod threads); workers watch the id for new jobs.
 	state atomic.Uint64
 	// runs holds each thread's run of pieces of the current job (the
 	// caller's first, then worker i's at i+1): the job's id (high 32
@@ -81,6 +86,7 @@ type Pool struct {
 	runs  []atomic.Uint64
 	done  atomic.Int32 // pieces of the current job finished
 	jobID uint32
+	turns int // MatVec and MatVecs jobs run, for their turns
 
 	// The current job, written by the caller before state is published
 	// and read by a thread only after it has claimed a piece.
@@ -161,7 +167,7 @@ func (p *Pool) Close() {
 		return
 	}
 	p.closing.Store(true)
-	p.publish(0)
+	p.publish(0, 0)
 	p.exited.Wait()
 	p.workers = nil
 	p.threads = 1
@@ -184,7 +190,7 @@ func (p *Pool) MatVec(t quant.Type, out []float32, w []byte, cols int, act []byt
 	}
 	p.kind, p.traits, p.tier = jobMatVec, tt, tr
 	p.out, p.w, p.rowBytes, p.cols, p.act = out, w, rowBytes, cols, act
-	p.run(len(out), rowAlign)
+	p.run(len(out), rowAlign, p.turn())
 	p.out, p.w, p.act, p.traits = nil, nil, nil, nil
 	p.mu.Unlock()
 }
@@ -207,13 +213,13 @@ func (p *Pool) MatMul(t quant.Type, out []float32, w []byte, cols int, acts []by
 	} else {
 		// Packing the activations is work for every thread too.
 		p.kind = jobMatMulPrep
-		p.run(units, 1)
+		p.run(units, 1, 0)
 	}
 	if p.threads == 1 || j.rows <= rowAlign {
 		p.mm.run(0, j.rows, j.rows)
 	} else {
 		p.kind = jobMatMul
-		p.run(j.rows, rowAlign)
+		p.run(j.rows, rowAlign, 0)
 	}
 	p.mm = matmulJob{}
 	p.mu.Unlock()
@@ -282,7 +288,7 @@ func (p *Pool) MatVecs(tasks []MatVecTask) {
 		p.runTasks(0, total)
 	} else {
 		p.kind = jobMatVecs
-		p.run(total, rowAlign)
+		p.run(total, rowAlign, p.turn())
 	}
 	p.tasks = nil
 	clear(p.taskPrep)
@@ -351,13 +357,13 @@ func (p *Pool) MatMuls(tasks []MatMulTask) {
 	} else {
 		// Packing the activations is work for every thread too.
 		p.kind = jobMatMulsPrep
-		p.run(units, 1)
+		p.run(units, 1, 0)
 	}
 	if p.threads == 1 || total <= rowAlign {
 		p.runMatMuls(0, total)
 	} else if total > 0 {
 		p.kind = jobMatMuls
-		p.run(total, rowAlign)
+		p.run(total, rowAlign, 0)
 	}
 	clear(p.mms)
 	p.mms = p.mms[:0]
@@ -371,7 +377,7 @@ func (p *Pool) runMatMuls(lo, hi int) {
 	for k := range p.mms {
 		end := p.taskEnd[k]
 		if a, b := max(lo, start)-start, min(hi, end)-start; a < b {
-			p.mms[k].run(a, b)
+			p.mms[k].run(a, b, b)
 		}
 		start = end
 	}
@@ -429,21 +435,28 @@ func (p *Pool) Parallel(n int, fn func(lo, hi int)) {
 	}
 	p.mu.Lock()
 	p.kind, p.fn = jobParallel, fn
-	p.run(n, 1)
+	p.run(n, 1, 0)
 	p.fn = nil
 	p.mu.Unlock()
 }
 
-// run publishes a job of n items cut at multiples of align, works on it and
-// waits until every piece is done.
-func (p *Pool) run(n, align int) {
+// turn returns the turn of the next MatVec or MatVecs job.
+func (p *Pool) turn() int {
+	p.turns++
+	return p.turns % p.threads
+}
+
+// run publishes a job of n items cut at multiples of align, with thread t
+// owning run (t+turn) mod threads, works on it and waits until every piece
+// is done.
+func (p *Pool) run(n, align, turn int) {
 	units := (n + align - 1) / align
 	chunks := min(units, p.threads*chunksPerThread, maxChunks)
 	p.n, p.align, p.chunks = n, align, chunks
 	p.done.Store(0)
-	p.publish(chunks)
+	p.publish(chunks, turn)
 	id := p.jobID
-	for p.claim(id, 0) {
+	for p.claim(id, turn) {
 	}
 	for spins := 0; int(p.done.Load()) != chunks; spins++ {
 		if spins > 100 {
@@ -452,9 +465,10 @@ func (p *Pool) run(n, align int) {
 	}
 }
 
-// publish starts a new job of the given number of pieces, each thread
-// owning an equal run of consecutive ones, and wakes the parked workers.
-func (p *Pool) publish(chunks int) {
+// publish starts a new job of the given number of pieces and turn, each
+// thread owning an equal run of consecutive ones, and wakes the parked
+// workers.
+func (p *Pool) publish(chunks, turn int) {
 	p.jobID++
 	id := uint64(p.jobID) << 32
 	for t := range p.runs {
@@ -462,7 +476,7 @@ func (p *Pool) publish(chunks int) {
 		p.runs[t].Store(id | uint64(lo)<<16 | uint64(hi))
 	}
 	// The runs are stored before the id that tells workers to read them.
-	p.state.Store(id | uint64(chunks)<<16)
+	p.state.Store(id | uint64(chunks)<<16 | uint64(turn))
 	for _, wk := range p.workers {
 		if wk.parked.CompareAndSwap(true, false) {
 			wk.wake <- struct{}{}
@@ -471,7 +485,8 @@ func (p *Pool) publish(chunks int) {
 }
 
 // claim takes a piece of job id and does it: the front of run self (the
-// calling thread's), else the back of another thread's run. It returns
+// calling thread's in the job's turn), else the back of another thread's
+// run. It returns
 // false when job id has no piece left (or is over).
 func (p *Pool) claim(id uint32, self int) bool {
 	for k := range p.runs {
@@ -535,11 +550,12 @@ func (p *Pool) piece(i int) {
 func (p *Pool) loop(wk *worker) {
 	defer p.exited.Done()
 	var seen uint32 // the id before the pool's first job
+	var turn int    // the turn of job seen
 	for {
 		idle := time.Now()
 		for spins := 1; ; spins++ {
-			if id := uint32(p.state.Load() >> 32); id != seen {
-				seen = id
+			if s := p.state.Load(); uint32(s>>32) != seen {
+				seen, turn = uint32(s>>32), int(s&0xffff)
 				break
 			}
 			// Read the clock only every 256 polls: a poll takes a few
@@ -572,7 +588,7 @@ func (p *Pool) loop(wk *worker) {
 		if p.closing.Load() {
 			return
 		}
-		for p.claim(seen, wk.run) {
+		for p.claim(seen, (wk.run+turn)%len(p.runs)) {
 		}
 	}
 }
