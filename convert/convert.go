@@ -8,6 +8,7 @@
 package convert
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -64,6 +65,13 @@ type Options struct {
 	// at a time as usual. A quantizer that couples the rows' columns
 	// (quant.QuantizeGPTQ) needs the whole matrix.
 	QuantizeMatrix func(name string, typ quant.Type, rows, cols int, src []float32) ([]byte, error)
+	// Outliers, when not nil, returns how many entries per row of the
+	// named re-quantized layer matrix (rows×cols) to keep in an outlier
+	// side table (quant.SplitOutliers), 0 for none. The table is written
+	// as the tensor name+quant.OutlierSuffix right after the matrix, and
+	// the matrix is quantized (by QuantizeMatrix, or row by row) with
+	// what the table leaves of its entries.
+	Outliers func(name string, rows, cols int) int
 	// Metadata, when not nil, holds key/values set in the output's
 	// metadata after the converter's own (a key given here replaces the
 	// input's and the converter's value).
@@ -151,6 +159,48 @@ type source struct {
 	// f32, when not nil, returns the whole tensor as float32 in output
 	// row order (used for transposed weights); rows is then unused.
 	f32 func() ([]float32, error)
+	// outliers, when not nil, makes this the outlier table of the
+	// matrix before it (Options.Outliers).
+	outliers *outlierSplit
+}
+
+// outlierSplit is an outlier table to write: k pairs per row of matrix.
+type outlierSplit struct {
+	matrix string
+	k      int
+}
+
+// splitOutliers returns a whole-matrix quantizer for s that first splits
+// k outliers per row off the matrix into tables[s's name], then quantizes
+// what is left with next (when it returns data) or row by row.
+func splitOutliers(s *source, k, threads int, importance []float32, next func(rows, cols int, src []float32) ([]byte, error), tables map[string][]byte) func(rows, cols int, src []float32) ([]byte, error) {
+	return func(rows, cols int, src []float32) ([]byte, error) {
+		t := make([]byte, rows*k*quant.OutlierPairBytes)
+		rb := k * quant.OutlierPairBytes
+		for r := range rows {
+			if err := quant.SplitOutliers(t[r*rb:(r+1)*rb], src[r*cols:(r+1)*cols], importance, k); err != nil {
+				return nil, err
+			}
+		}
+		tables[s.out.Name] = t
+		if next != nil {
+			b, err := next(rows, cols, src)
+			if b != nil || err != nil {
+				return b, err
+			}
+		}
+		outRow, err := quant.RowBytes(s.out.Type, cols)
+		if err != nil {
+			return nil, err
+		}
+		var buf bytes.Buffer
+		buf.Grow(rows * outRow)
+		err = convertChunks(&buf, rows, cols, outRow, s.out.Type, threads, importance, func(dst []float32, _ *[]byte, r int) error {
+			copy(dst, src[r*cols:(r+1)*cols])
+			return nil
+		})
+		return buf.Bytes(), err
+	}
 }
 
 // plan is a model ready to write.
@@ -253,6 +303,37 @@ func write(p *plan, out string, opts Options, start time.Time) (*Result, error) 
 	if opts.LayerImportance != nil && len(opts.LayerImportance) != len(p.layers) {
 		return nil, fmt.Errorf("convert: %d layer importance scores for %d layers", len(opts.LayerImportance), len(p.layers))
 	}
+	// Outlier tables: a companion source after each matrix that has one;
+	// its bytes are made while the matrix is quantized.
+	tables := map[string][]byte{}
+	if opts.Outliers != nil && opts.Requantize {
+		for l, ss := range p.layers {
+			var out []*source
+			for _, s := range ss {
+				out = append(out, s)
+				if len(s.out.Shape) != 2 || s.out.Type == s.srcType || strings.HasSuffix(s.out.Name, "_exps.weight") {
+					continue
+				}
+				rows, cols := int(s.out.Rows()), int(s.out.Cols())
+				k := opts.Outliers(s.out.Name, rows, cols)
+				if k <= 0 {
+					continue
+				}
+				if k > cols || cols > quant.MaxOutlierCols {
+					return nil, fmt.Errorf("convert: %s: %d outliers per row of %d columns: %w", s.out.Name, k, cols, quant.ErrOutliers)
+				}
+				name := s.out.Name + quant.OutlierSuffix
+				out = append(out, &source{
+					out:     format.QSFTensor{Role: format.RoleNamed, Name: name, Shape: []uint64{uint64(2 * k), uint64(rows)}, Type: quant.I16, Size: uint64(rows * k * quant.OutlierPairBytes)},
+					srcType: quant.I16,
+					outliers: &outlierSplit{
+						matrix: s.out.Name, k: k,
+					},
+				})
+			}
+			p.layers[l] = out
+		}
+	}
 	m := &format.QSFModel{
 		Header: p.cfg.Header, Arch: p.cfg.Arch, Tokenizer: p.cfg.Tokenizer, Metadata: md,
 		Embedding: p.tensors(p.emb), Final: p.tensors(p.fin),
@@ -288,10 +369,24 @@ func write(p *plan, out string, opts Options, start time.Time) (*Result, error) 
 				return fmt.Errorf("%w: importance of %s has %d columns, the tensor %d", ErrInput, s.out.Name, len(importance), s.out.Cols())
 			}
 		}
+		if s.outliers != nil {
+			t, ok := tables[s.outliers.matrix]
+			if !ok || uint64(len(t)) != s.out.Size {
+				return fmt.Errorf("convert: outlier table of %s not made", s.outliers.matrix)
+			}
+			delete(tables, s.outliers.matrix)
+			_, err := w.Write(t)
+			return err
+		}
 		var whole func(rows, cols int, src []float32) ([]byte, error)
 		if opts.QuantizeMatrix != nil && s.out.Type != s.srcType && len(s.out.Shape) == 2 {
 			whole = func(rows, cols int, src []float32) ([]byte, error) {
 				return opts.QuantizeMatrix(s.out.Name, s.out.Type, rows, cols, src)
+			}
+		}
+		if place == format.PlaceLayer && i+1 < len(p.layers[layer]) {
+			if o := p.layers[layer][i+1].outliers; o != nil && o.matrix == s.out.Name {
+				whole = splitOutliers(s, o.k, threads, importance, whole, tables)
 			}
 		}
 		return writeTensor(w, s, threads, importance, whole, &scratch)

@@ -324,6 +324,18 @@ func (s *State) feedForwardBatch(l, n int) error {
 func (s *State) matMul(out []float32, w *Tensor, n int) {
 	s.pool.MatMul(w.Type, out[:n*w.Rows], w.Data, w.Cols, s.batch.get(s.pool, w.Type, n), n)
 	tensorScale(out[:n*w.Rows], w)
+	s.batchOutliers(out, w, n)
+}
+
+// batchOutliers adds w's outlier table, if any, to the products out of w
+// with each of the n current input rows.
+func (s *State) batchOutliers(out []float32, w *Tensor, n int) {
+	if w.Outliers == nil {
+		return
+	}
+	for i := range n {
+		w.addOutliers(row(out, i, w.Rows), row(s.batch.in, i, s.batch.width))
+	}
 }
 
 // matMuls computes out1 = W1·x, out2 = W2·x and, when w3 is not nil,
@@ -345,8 +357,11 @@ func (s *State) matMuls(n int, out1 []float32, w1 *Tensor, out2 []float32, w2 *T
 	s.mmTasks = [len(s.mmTasks)]kernels.MatMulTask{} // hold no weights past the call
 	tensorScale(out1[:n*w1.Rows], w1)
 	tensorScale(out2[:n*w2.Rows], w2)
+	s.batchOutliers(out1, w1, n)
+	s.batchOutliers(out2, w2, n)
 	if w3 != nil {
 		tensorScale(out3[:n*w3.Rows], w3)
+		s.batchOutliers(out3, w3, n)
 	}
 }
 

@@ -549,6 +549,7 @@ func (s *State) matVec(out []float32, w *Tensor) {
 	}
 	s.pool.MatVec(w.Type, out, w.Data, w.Cols, s.acts.get(w.Type))
 	tensorScale(out, w)
+	w.addOutliers(out, s.acts.x)
 }
 
 // tensorScale multiplies the product out of w by w's own scale, if any.
@@ -579,8 +580,11 @@ func (s *State) matVecs(out1 []float32, w1 *Tensor, out2 []float32, w2 *Tensor, 
 	s.tasks = [len(s.tasks)]kernels.MatVecTask{} // hold no weights past the call
 	tensorScale(out1, w1)
 	tensorScale(out2, w2)
+	w1.addOutliers(out1, s.acts.x)
+	w2.addOutliers(out2, s.acts.x)
 	if w3 != nil {
 		tensorScale(out3, w3)
+		w3.addOutliers(out3, s.acts.x)
 	}
 }
 

@@ -139,6 +139,7 @@ func (l *loader) experts(p string) *Experts {
 	x.Gate = l.matrix(p+"ffn_gate_exps.weight", n*f, e, true)
 	x.Up = l.matrix(p+"ffn_up_exps.weight", n*f, e, true)
 	x.Down = l.matrix(p+"ffn_down_exps.weight", n*e, f, true)
+	l.noOutliers(&x.Gate, &x.Up, &x.Down)
 	if mp.SharedFFN > 0 {
 		x.SharedGateInp = l.matrix(p+"ffn_gate_inp_shexp.weight", 1, e, true)
 		x.SharedGate = l.matrix(p+"ffn_gate_shexp.weight", mp.SharedFFN, e, true)

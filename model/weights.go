@@ -17,6 +17,11 @@ type Tensor struct {
 	// Scale, when not 0, multiplies every product with the matrix: the
 	// tensor scale of I2_S data converted at load (quant.ConvertI2S).
 	Scale float32
+	// Outliers, when not nil, is the matrix's outlier side table of
+	// OutlierK pairs per row (quant.SplitOutliers), added to every
+	// product with the matrix after its kernel (and Scale).
+	Outliers []byte
+	OutlierK int
 }
 
 // RowBytes returns the size of one row.
@@ -25,7 +30,19 @@ func (t *Tensor) RowBytes() int { return len(t.Data) / t.Rows }
 // Slice returns rows [lo, hi) of t as a tensor sharing its data.
 func (t *Tensor) Slice(lo, hi int) Tensor {
 	rb := t.RowBytes()
-	return Tensor{Name: t.Name, Type: t.Type, Rows: hi - lo, Cols: t.Cols, Data: t.Data[lo*rb : hi*rb], Scale: t.Scale}
+	s := Tensor{Name: t.Name, Type: t.Type, Rows: hi - lo, Cols: t.Cols, Data: t.Data[lo*rb : hi*rb], Scale: t.Scale, OutlierK: t.OutlierK}
+	if t.Outliers != nil {
+		ob := t.OutlierK * quant.OutlierPairBytes
+		s.Outliers = t.Outliers[lo*ob : hi*ob]
+	}
+	return s
+}
+
+// addOutliers adds t's outlier table, if any, to out = t·x.
+func (t *Tensor) addOutliers(out, x []float32) {
+	if t.Outliers != nil {
+		quant.AddOutliers(out[:t.Rows], x[:t.Cols], t.Outliers, t.OutlierK)
+	}
 }
 
 // Row decodes row i into dst (len Cols).
@@ -33,6 +50,10 @@ func (t *Tensor) Row(dst []float32, i int) {
 	tr, _ := quant.Lookup(t.Type) // checked at load
 	rb := t.RowBytes()
 	tr.Dequantize(dst[:t.Cols], t.Data[i*rb:(i+1)*rb])
+	if t.Outliers != nil {
+		ob := t.OutlierK * quant.OutlierPairBytes
+		quant.ApplyOutliers(dst[:t.Cols], t.Outliers[i*ob:(i+1)*ob], t.OutlierK, t.Cols)
+	}
 }
 
 // Block holds the weights of one transformer layer. Optional tensors have
@@ -103,6 +124,7 @@ func LoadWeightsWith(hp *Hparams, lookup Lookup, onVector func(name string, v []
 	for i := range w.Blocks {
 		l.block(&w.Blocks[i], i)
 	}
+	l.noOutliers(&w.TokenEmbd, &w.PosEmbd)
 	if l.err != nil {
 		return nil, l.err
 	}
@@ -148,7 +170,47 @@ func (l *loader) matrix(name string, rows, cols int, required bool) Tensor {
 		l.err = fmt.Errorf("%w: %s is %d×%d, want %d×%d", ErrMetadata, name, t.Rows, t.Cols, rows, cols)
 		return Tensor{}
 	}
+	l.outliers(&t)
 	return t
+}
+
+// noOutliers fails the load when one of ts, matrices whose rows are
+// looked up rather than multiplied (embeddings) or that the mixture of
+// experts' kernels read directly, has an outlier table: it would not be
+// applied.
+func (l *loader) noOutliers(ts ...*Tensor) {
+	for _, t := range ts {
+		if l.err == nil && t.Outliers != nil {
+			l.err = fmt.Errorf("%w: an outlier table for %s, whose rows are not multiplied by the dense mat-vec", quant.ErrUnsupported, t.Name)
+		}
+	}
+}
+
+// outliers attaches the outlier side table of t (the tensor named t.Name
+// + quant.OutlierSuffix: I16, two elements per pair, a row per row of t),
+// when the file has one.
+func (l *loader) outliers(t *Tensor) {
+	if l.err != nil {
+		return
+	}
+	name := t.Name + quant.OutlierSuffix
+	o, ok, err := l.lookup(name)
+	if err != nil {
+		l.err = fmt.Errorf("model: tensor %s: %w", name, err)
+		return
+	}
+	if !ok {
+		return
+	}
+	if o.Type != quant.I16 || o.Rows != t.Rows || o.Cols < 2 || o.Cols%2 != 0 {
+		l.err = fmt.Errorf("%w: %s is %v %d×%d, want I16 with %d rows of column/value pairs", ErrMetadata, name, o.Type, o.Rows, o.Cols, t.Rows)
+		return
+	}
+	if err := quant.CheckOutliers(o.Data, o.Cols/2, t.Rows, t.Cols); err != nil {
+		l.err = fmt.Errorf("model: tensor %s: %w", name, err)
+		return
+	}
+	t.Outliers, t.OutlierK = o.Data, o.Cols/2
 }
 
 // vector fetches a 1-D weight of n elements, decoded to float32.

@@ -16,6 +16,7 @@ import (
 	"github.com/qsf-llm/qsf/format"
 	"github.com/qsf-llm/qsf/kvcache"
 	"github.com/qsf-llm/qsf/model"
+	"github.com/qsf-llm/qsf/quant"
 	"github.com/qsf-llm/qsf/stream"
 )
 
@@ -473,11 +474,16 @@ func (p *Plan) finish() *Plan {
 }
 
 // normBytes is the float32 memory of the norms and biases (every
-// one-row tensor), decoded once and kept.
+// one-row tensor), decoded once and kept, and of the matrices' outlier
+// tables (quant.OutlierSuffix), kept resident while the matrices stream.
 func normBytes(f *format.File) int64 {
 	var n, biggest int64
 	for i := range f.Tensors {
 		t := &f.Tensors[i]
+		if strings.HasSuffix(t.Name, quant.OutlierSuffix) {
+			n += int64(t.Size)
+			continue
+		}
 		if t.Rows() <= 1 {
 			n += 4 * int64(t.Cols())
 			biggest = max(biggest, int64(t.Size))

@@ -14,6 +14,7 @@
 package stream
 
 import (
+	"bytes"
 	"cmp"
 	"errors"
 	"fmt"
@@ -154,6 +155,12 @@ func NewLayout(f *format.File, hp *model.Hparams) (*Layout, error) {
 			return t, true, nil
 		}
 		switch {
+		case strings.HasSuffix(name, quant.OutlierSuffix):
+			d, err := outlierTable(f, ti, hp.Layers)
+			if err != nil {
+				return t, false, err
+			}
+			t.Data = d
 		case ti.Rows() > 1 && name != "position_embd.weight":
 			t.Data = placeholder
 		case strings.HasPrefix(name, "blk."):
@@ -325,6 +332,35 @@ func NewLayout(f *format.File, hp *model.Hparams) (*Layout, error) {
 		lay.maxLayer = max(lay.maxLayer, u.bytes)
 	}
 	return lay, nil
+}
+
+// outlierTable reads the outlier side table ti (quant.SplitOutliers) of a
+// matrix into memory of its own: the tables stay resident while their
+// matrices stream (the plan counts them with the norms). A table in a
+// compressed QSF layer is taken from the layer, read and decompressed once
+// here.
+func outlierTable(f *format.File, ti *format.TensorInfo, layers int) ([]byte, error) {
+	l := layerOf(ti.Name)
+	if rec, ok := f.LayerRecord(l); ok && rec.Compression != format.CompressNone && l < layers {
+		p, err := f.QSF().ReadLayer(l, nil)
+		if err != nil {
+			return nil, fmt.Errorf("stream: %s: %w", ti.Name, err)
+		}
+		for _, t := range f.LayerTensors(layers)[l] {
+			if t.Name == ti.Name {
+				if t.At < 0 || t.At+int64(t.Size) > int64(len(p)) {
+					return nil, fmt.Errorf("%w: %s lies outside its layer", ErrLayout, ti.Name)
+				}
+				return bytes.Clone(p[t.At : t.At+int64(t.Size)]), nil
+			}
+		}
+		return nil, fmt.Errorf("%w: %s not in layer %d", ErrLayout, ti.Name, l)
+	}
+	d := make([]byte, ti.Size)
+	if _, err := f.ReadAt(d, f.TensorOffset(ti)); err != nil {
+		return nil, fmt.Errorf("stream: %s: %w", ti.Name, err)
+	}
+	return d, nil
 }
 
 // layerOf returns N for a tensor named blk.N.…, or −1.

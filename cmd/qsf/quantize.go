@@ -43,6 +43,7 @@ func cmdQuantize(args []string, stdout, stderr io.Writer) error {
 	tok := fs.String("tokenizer", "", "llama2.c input: its tokenizer.bin (default: tokenizer.bin or tok*.bin beside IN)")
 	bpw := fs.Float64("bpw", 0, "mixed precision: choose a type per matrix (QSF_Q2R ... Q8_0) by its measured sensitivity so that the matrices average at most N bits per weight (needs --calibration)")
 	targetSize := fs.Float64("target-size", 0, "mixed precision as --bpw, sized so that the output file takes at most this many MiB")
+	outliers := fs.Float64("outliers", 0, "keep K entries per row of every layer matrix in an fp16 outlier side table (with --calibration, those of largest activation energy × w², else largest |w|); a value below 1 is a fraction of the row")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -97,6 +98,12 @@ func cmdQuantize(args []string, stdout, stderr io.Writer) error {
 	if *saveImp != "" && *calib == "" {
 		return usagef("--save-importance needs --calibration")
 	}
+	if *outliers < 0 || math.IsNaN(*outliers) || *outliers >= 1 && *outliers != math.Trunc(*outliers) {
+		return usagef("--outliers %g: want a whole number of entries per row, or a fraction below 1", *outliers)
+	}
+	if *outliers > 0 && mixed {
+		return usagef("--outliers and --bpw/--target-size exclude each other")
+	}
 	if *threads < 1 {
 		return usagef("--threads %d: want at least 1", *threads)
 	}
@@ -112,6 +119,14 @@ func cmdQuantize(args []string, stdout, stderr io.Writer) error {
 	opts := convert.Options{Type: want, Requantize: true, TensorTypes: overrides, Fallback: fb, Threads: *threads}
 	if *progress {
 		opts.Progress = progressBar(stderr, "quantize")
+	}
+	if *outliers > 0 {
+		opts.Outliers = func(name string, rows, cols int) int {
+			if *outliers >= 1 {
+				return int(*outliers)
+			}
+			return max(1, int(math.Round(*outliers*float64(cols))))
+		}
 	}
 	ctx, stop := interruptContext()
 	defer stop()
@@ -490,10 +505,13 @@ func qualityReport(src *format.File, out string, compression format.Compression)
 	var bytesTotal, elems uint64
 	for i := range q.Tensors {
 		t := &q.Tensors[i]
-		if len(t.Shape) < 2 || t.Rows() < 1 {
-			continue
+		if len(t.Shape) < 2 || t.Rows() < 1 || strings.HasSuffix(t.Name, quant.OutlierSuffix) {
+			continue // an outlier table counts with its matrix
 		}
 		bytesTotal += t.Size
+		if o, ok := q.Tensor(t.Name + quant.OutlierSuffix); ok {
+			bytesTotal += o.Size
+		}
 		elems += t.Elements()
 		s, ok := src.Tensor(t.Name)
 		if !ok {
@@ -533,6 +551,19 @@ func compareTensor(src *format.File, s *format.TensorInfo, q *format.File, t *fo
 	b := make([]float32, t.Elements())
 	if err := quant.DequantizeRow(t.Type, b, data); err != nil {
 		return tq, fmt.Errorf("tensor %s: %w", t.Name, err)
+	}
+	if o, ok := q.Tensor(t.Name + quant.OutlierSuffix); ok {
+		table, err := q.TensorData(o)
+		if err != nil {
+			return tq, err
+		}
+		k := int(o.Cols()) / 2
+		if err := quant.CheckOutliers(table, k, int(t.Rows()), int(t.Cols())); err != nil {
+			return tq, fmt.Errorf("tensor %s: %w", o.Name, err)
+		}
+		quant.ApplyOutliers(b, table, k, int(t.Cols()))
+		tq.size += int64(o.Size)
+		tq.BPW = float64(tq.size) * 8 / float64(t.Elements())
 	}
 	if len(a) != len(b) {
 		return tq, fmt.Errorf("tensor %s: %d values in, %d out", t.Name, len(a), len(b))

@@ -139,6 +139,9 @@ func TestQuantizeErrors(t *testing.T) {
 		{"binary calibration", []string{f32, "OUT", "--quant", "2bit", "--calibration", binary}, "not UTF-8 text"},
 		{"impossible target size", []string{f32, "OUT", "--target-size", "0.05", "--calibration", calib}, "target too small"},
 		{"impossible bpw", []string{f32, "OUT", "--quant", "mixed", "--bpw", "1", "--calibration", calib}, "target too small"},
+		{"outliers with mixed", []string{f32, "OUT", "--bpw", "3", "--calibration", calib, "--outliers", "1"}, "--outliers and --bpw"},
+		{"fractional outlier count", []string{f32, "OUT", "--quant", "2bit", "--outliers", "1.5"}, "--outliers 1.5"},
+		{"more outliers than columns", []string{f32, "OUT", "--quant", "2bit", "--outliers", "100"}, "outliers per row"},
 	} {
 		outDir := t.TempDir()
 		out := filepath.Join(outDir, "out.qsf")
@@ -162,6 +165,50 @@ func TestQuantizeErrors(t *testing.T) {
 		if got := read(out); string(got) != "previous" {
 			t.Errorf("%s: the file at OUT was replaced", tc.name)
 		}
+	}
+}
+
+// TestQuantizeOutliers: --outliers K adds a K-pair outlier table to every
+// layer matrix; the report counts its bytes with its matrix (bits per
+// weight, and the quality of the matrix with the table applied), which is
+// closer to the input than without the tables; the file runs.
+func TestQuantizeOutliers(t *testing.T) {
+	in := testfiles.Path(t, "models", "gguf", "stories260K-pad256-f32.gguf")
+	dir := t.TempDir()
+	quality := func(k string) quantizeReport {
+		out := filepath.Join(dir, "k"+k+".qsf")
+		var stdout, stderr bytes.Buffer
+		if code := runMain([]string{"quantize", in, out, "--quant", "2bit", "--outliers", k, "--json"}, &stdout, &stderr); code != 0 {
+			t.Fatalf("quantize --outliers %s: exit %d: %s", k, code, stderr.String())
+		}
+		var rep quantizeReport
+		lastJSON(t, stdout.String(), &rep)
+		if k != "0" {
+			stdout.Reset()
+			if code := runMain([]string{"run", "-m", out, "-p", "Once upon a time", "-n", "8", "--temp", "0"}, &stdout, &stderr); code != 0 || len(stdout.String()) < len("Once upon a time")+4 {
+				t.Fatalf("run: exit %d: %q %s", code, stdout.String(), stderr.String())
+			}
+		}
+		return rep
+	}
+	base, with := quality("0"), quality("2")
+	if len(with.Tensors) != len(base.Tensors) {
+		t.Fatalf("%d tensors reported with outliers, %d without", len(with.Tensors), len(base.Tensors))
+	}
+	var mseBase, mseWith float64
+	for i, q := range with.Tensors {
+		want := 2.5
+		if strings.HasPrefix(q.Name, "blk.") {
+			want += 2 * 32 / 256.0 // pad256: every row is 256 long
+			mseBase += base.Tensors[i].RelMSE
+			mseWith += q.RelMSE
+		}
+		if math.Abs(q.BPW-want) > 1e-9 {
+			t.Errorf("%s: %v bits per weight, want %v", q.Name, q.BPW, want)
+		}
+	}
+	if !(with.BPW > base.BPW) || !(mseWith < 0.9*mseBase) {
+		t.Errorf("with 2 outliers per row: %v bpw (without %v), summed rel MSE of the layer matrices %v (without %v)", with.BPW, base.BPW, mseWith, mseBase)
 	}
 }
 
