@@ -109,52 +109,55 @@ func q4_0x8SWAR(out []float32, w []byte, rowBytes, cols int, _, aux []byte) {
 			if v, ok := fma32Try(float32(s[0]), fp16[binary.LittleEndian.Uint16(o[0:])]*da, a0); ok {
 				a0 = v
 			} else {
-				a0 = fmaSlow(float32(s[0]), fp16[binary.LittleEndian.Uint16(o[0:])]*da, a0)
+				p := float64(float64(float32(s[0])) * float64(fp16[binary.LittleEndian.Uint16(o[0:])]*da))
+				a0 = fma32Finish(p, float64(a0), float64(p+float64(a0)))
 			}
 			if v, ok := fma32Try(float32(s[1]), fp16[binary.LittleEndian.Uint16(o[2:])]*da, a1); ok {
 				a1 = v
 			} else {
-				a1 = fmaSlow(float32(s[1]), fp16[binary.LittleEndian.Uint16(o[2:])]*da, a1)
+				p := float64(float64(float32(s[1])) * float64(fp16[binary.LittleEndian.Uint16(o[2:])]*da))
+				a1 = fma32Finish(p, float64(a1), float64(p+float64(a1)))
 			}
 			if v, ok := fma32Try(float32(s[2]), fp16[binary.LittleEndian.Uint16(o[4:])]*da, a2); ok {
 				a2 = v
 			} else {
-				a2 = fmaSlow(float32(s[2]), fp16[binary.LittleEndian.Uint16(o[4:])]*da, a2)
+				p := float64(float64(float32(s[2])) * float64(fp16[binary.LittleEndian.Uint16(o[4:])]*da))
+				a2 = fma32Finish(p, float64(a2), float64(p+float64(a2)))
 			}
 			if v, ok := fma32Try(float32(s[3]), fp16[binary.LittleEndian.Uint16(o[6:])]*da, a3); ok {
 				a3 = v
 			} else {
-				a3 = fmaSlow(float32(s[3]), fp16[binary.LittleEndian.Uint16(o[6:])]*da, a3)
+				p := float64(float64(float32(s[3])) * float64(fp16[binary.LittleEndian.Uint16(o[6:])]*da))
+				a3 = fma32Finish(p, float64(a3), float64(p+float64(a3)))
 			}
 			if v, ok := fma32Try(float32(s[4]), fp16[binary.LittleEndian.Uint16(o[8:])]*da, a4); ok {
 				a4 = v
 			} else {
-				a4 = fmaSlow(float32(s[4]), fp16[binary.LittleEndian.Uint16(o[8:])]*da, a4)
+				p := float64(float64(float32(s[4])) * float64(fp16[binary.LittleEndian.Uint16(o[8:])]*da))
+				a4 = fma32Finish(p, float64(a4), float64(p+float64(a4)))
 			}
 			if v, ok := fma32Try(float32(s[5]), fp16[binary.LittleEndian.Uint16(o[10:])]*da, a5); ok {
 				a5 = v
 			} else {
-				a5 = fmaSlow(float32(s[5]), fp16[binary.LittleEndian.Uint16(o[10:])]*da, a5)
+				p := float64(float64(float32(s[5])) * float64(fp16[binary.LittleEndian.Uint16(o[10:])]*da))
+				a5 = fma32Finish(p, float64(a5), float64(p+float64(a5)))
 			}
 			if v, ok := fma32Try(float32(s[6]), fp16[binary.LittleEndian.Uint16(o[12:])]*da, a6); ok {
 				a6 = v
 			} else {
-				a6 = fmaSlow(float32(s[6]), fp16[binary.LittleEndian.Uint16(o[12:])]*da, a6)
+				p := float64(float64(float32(s[6])) * float64(fp16[binary.LittleEndian.Uint16(o[12:])]*da))
+				a6 = fma32Finish(p, float64(a6), float64(p+float64(a6)))
 			}
 			if v, ok := fma32Try(float32(s[7]), fp16[binary.LittleEndian.Uint16(o[14:])]*da, a7); ok {
 				a7 = v
 			} else {
-				a7 = fmaSlow(float32(s[7]), fp16[binary.LittleEndian.Uint16(o[14:])]*da, a7)
+				p := float64(float64(float32(s[7])) * float64(fp16[binary.LittleEndian.Uint16(o[14:])]*da))
+				a7 = fma32Finish(p, float64(a7), float64(p+float64(a7)))
 			}
 		}
 		*(*[8]float32)(out[8*g:]) = [8]float32{a0, a1, a2, a3, a4, a5, a6, a7}
 	}
 }
-
-// fmaSlow is quant.FMA32, kept out of line.
-//
-//go:noinline
-func fmaSlow(a, b, c float32) float32 { return quant.FMA32(a, b, c) }
 
 // fp16Floats returns the float32 value of every fp16 bit pattern (256 KiB,
 // built on first use): the generic Q4_0x8 kernel converts its eight rows'

@@ -66,42 +66,50 @@ func q8_0x4Generic(out []float32, w []byte, rowBytes, cols int, act []byte) {
 				if v, ok := fma32Try(d, float32(s[0]), a0); ok {
 					a0 = v
 				} else {
-					a0 = fmaSlow(d, float32(s[0]), a0)
+					p := float64(float64(d) * float64(float32(s[0])))
+					a0 = fma32Finish(p, float64(a0), float64(p+float64(a0)))
 				}
 				if v, ok := fma32Try(d, float32(s[1]), a1); ok {
 					a1 = v
 				} else {
-					a1 = fmaSlow(d, float32(s[1]), a1)
+					p := float64(float64(d) * float64(float32(s[1])))
+					a1 = fma32Finish(p, float64(a1), float64(p+float64(a1)))
 				}
 				if v, ok := fma32Try(d, float32(s[2]), a2); ok {
 					a2 = v
 				} else {
-					a2 = fmaSlow(d, float32(s[2]), a2)
+					p := float64(float64(d) * float64(float32(s[2])))
+					a2 = fma32Finish(p, float64(a2), float64(p+float64(a2)))
 				}
 				if v, ok := fma32Try(d, float32(s[3]), a3); ok {
 					a3 = v
 				} else {
-					a3 = fmaSlow(d, float32(s[3]), a3)
+					p := float64(float64(d) * float64(float32(s[3])))
+					a3 = fma32Finish(p, float64(a3), float64(p+float64(a3)))
 				}
 				if v, ok := fma32Try(d, float32(s[4]), a4); ok {
 					a4 = v
 				} else {
-					a4 = fmaSlow(d, float32(s[4]), a4)
+					p := float64(float64(d) * float64(float32(s[4])))
+					a4 = fma32Finish(p, float64(a4), float64(p+float64(a4)))
 				}
 				if v, ok := fma32Try(d, float32(s[5]), a5); ok {
 					a5 = v
 				} else {
-					a5 = fmaSlow(d, float32(s[5]), a5)
+					p := float64(float64(d) * float64(float32(s[5])))
+					a5 = fma32Finish(p, float64(a5), float64(p+float64(a5)))
 				}
 				if v, ok := fma32Try(d, float32(s[6]), a6); ok {
 					a6 = v
 				} else {
-					a6 = fmaSlow(d, float32(s[6]), a6)
+					p := float64(float64(d) * float64(float32(s[6])))
+					a6 = fma32Finish(p, float64(a6), float64(p+float64(a6)))
 				}
 				if v, ok := fma32Try(d, float32(s[7]), a7); ok {
 					a7 = v
 				} else {
-					a7 = fmaSlow(d, float32(s[7]), a7)
+					p := float64(float64(d) * float64(float32(s[7])))
+					a7 = fma32Finish(p, float64(a7), float64(p+float64(a7)))
 				}
 			}
 			out[4*g+r] = ((a0 + a4) + (a2 + a6)) + ((a1 + a5) + (a3 + a7))
