@@ -255,6 +255,9 @@ func outputType(name string, shape []uint64, src quant.Type, opts Options, float
 		}
 		return src
 	}
+	if strings.HasSuffix(name, quant.OutlierSuffix) {
+		return src // an outlier table (quant.SplitOutliers) is copied as it is
+	}
 	want := floatDefault
 	if opts.Requantize {
 		want = opts.Type

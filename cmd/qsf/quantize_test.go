@@ -14,6 +14,7 @@ import (
 
 	"github.com/qsf-llm/qsf/format"
 	"github.com/qsf-llm/qsf/internal/testfiles"
+	"github.com/qsf-llm/qsf/quant"
 )
 
 // lastJSON decodes the last line of out.
@@ -209,6 +210,23 @@ func TestQuantizeOutliers(t *testing.T) {
 	}
 	if !(with.BPW > base.BPW) || !(mseWith < 0.9*mseBase) {
 		t.Errorf("with 2 outliers per row: %v bpw (without %v), summed rel MSE of the layer matrices %v (without %v)", with.BPW, base.BPW, mseWith, mseBase)
+	}
+	// qsf convert re-quantizes the matrices and copies the tables as they are.
+	re := filepath.Join(dir, "f16.qsf")
+	var stdout, stderr bytes.Buffer
+	if code := runMain([]string{"convert", filepath.Join(dir, "k2.qsf"), re, "--type", "F16"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("convert: exit %d: %s", code, stderr.String())
+	}
+	f, err := format.Open(re)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if o, ok := f.Tensor("blk.0.attn_q.weight" + quant.OutlierSuffix); !ok || o.Type != quant.I16 {
+		t.Fatalf("re-quantized file: outlier table %v", o)
+	}
+	if code := runMain([]string{"run", "-m", re, "-p", "Once upon a time", "-n", "4", "--temp", "0"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("run: exit %d: %s", code, stderr.String())
 	}
 }
 
