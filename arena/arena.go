@@ -52,6 +52,15 @@ func New(size int) (*Arena, error) {
 	return &Arena{mem: mem, unmap: unmap}, nil
 }
 
+// AdviseHugePages asks the system for transparent huge pages for the
+// arena's memory (Linux's madvise(MADV_HUGEPAGE); elsewhere, and where the
+// system gives none on request, it does nothing). Memory read through
+// once per step, as resident weights are, then takes fewer TLB misses
+// (12L-768 q4_0 repacked: 10% less CPU per decoded token at 1 thread).
+// A huge page is resident as a whole once any byte of it is touched, so
+// an arena that must stay within a RAM budget does not call it.
+func (a *Arena) AdviseHugePages() { adviseHuge(a.mem) }
+
 func roundUp(n int) int { return (n + Align - 1) &^ (Align - 1) }
 
 // Alloc returns a zeroed region of n bytes aligned to Align, named for the

@@ -13,6 +13,5 @@ func reserve(size int) ([]byte, func([]byte) error, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	adviseHuge(mem)
 	return mem, unix.Munmap, nil
 }

@@ -223,7 +223,9 @@ func (r *request) resident(f *format.File, p *plan.Plan) (*Model, error) {
 		// Streamed experts are read from the file as they are needed:
 		// repacking them would read them all.
 		streamed := p != nil && p.Mode == plan.Experts
-		if packed, err = repackWeights(weights, f, !streamed, r.Progress); err != nil {
+		// Huge pages speed up reading the repacked weights, but a
+		// partly touched one counts whole: not under a RAM budget.
+		if packed, err = repackWeights(weights, f, !streamed, r.RAMBudget <= 0, r.Progress); err != nil {
 			return nil, err
 		}
 	}

@@ -33,7 +33,7 @@ import (
 // experts says whether the routed experts of a mixture of experts are
 // repacked too (not when they are streamed); progress, when not nil, is
 // told the bytes repacked so far.
-func repackWeights(w *model.Weights, f *format.File, experts bool, progress func(done, total int64)) (*arena.Arena, error) {
+func repackWeights(w *model.Weights, f *format.File, experts, huge bool, progress func(done, total int64)) (*arena.Arena, error) {
 	var todo []*model.Tensor
 	for i := range w.Blocks {
 		for _, t := range w.Blocks[i].Matrices() {
@@ -67,6 +67,9 @@ func repackWeights(w *model.Weights, f *format.File, experts bool, progress func
 		var err error
 		if a, err = arena.New(size); err != nil {
 			return nil, err
+		}
+		if huge {
+			a.AdviseHugePages()
 		}
 	}
 	for _, t := range todo {
