@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"testing"
 
 	"github.com/qsf-llm/qsf/arena"
@@ -145,8 +146,13 @@ func TestExpertCache(t *testing.T) {
 		if st := c.Stats(); st.Hits != want.Hits || st.Misses != want.Misses || st.Unused != want.Unused || st.BytesRead != want.BytesRead {
 			t.Errorf("%+v: a guess of 2 experts, then one asked for: %+v, want %+v", o, st, want)
 		}
-		// After two tokens' requests whose reads the page cache held (the
-		// test has just read the file), advice would be of no use.
+		// After two tokens' requests whose reads the page cache held,
+		// advice would be of no use. Reading the whole file first puts it
+		// in the page cache (the requests above read only some experts,
+		// and a loaded machine may have evicted the file meanwhile).
+		if _, err := os.ReadFile(path); err != nil {
+			t.Fatal(err)
+		}
 		a2, err := arena.New(int(stream.ExpertCacheBytes(lay, slots)))
 		if err != nil {
 			t.Fatal(err)
