@@ -72,7 +72,7 @@ func (r *expertReport) finish() {
 // file at path with 1 and threads threads, after a warm-up of the same
 // pieces, and the bound they give decodeTokS.
 func (r *expertReport) measure(path string, threads int, decodeTokS float64) error {
-	f, err := format.Open(path)
+	f, err := format.OpenWith(path, metadataOnly)
 	if err != nil {
 		return err
 	}
