@@ -47,7 +47,7 @@ func (m *Model) newExpertSession(pool *kernels.Pool) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, err := m.newArenaSession(pool, streamResources{arena: a})
+	s, err := m.newArenaSession(pool, a)
 	if err != nil {
 		return nil, err
 	}
