@@ -147,7 +147,7 @@ func (m *Model) unlockPass() {
 // activations) as planned; its passes read the layers through the
 // model's reader.
 func (m *Model) newStreamingSession(pool *kernels.Pool) (*Session, error) {
-	a, err := arena.New(int(m.plan.ArenaBytes - stream.BufferBytes(m.layout, m.streamOptions())))
+	a, err := arena.New(int(m.plan.ArenaBytes-stream.BufferBytes(m.layout, m.streamOptions())) / max(m.plan.Sessions, 1))
 	if err != nil {
 		return nil, err
 	}
