@@ -238,7 +238,9 @@ func (b *Batcher) run(decode, prompts []*stepRequest) []*stepRequest {
 	}
 	err := b.m.acquire()
 	if err == nil {
+		b.m.lockPass()
 		err = b.mb.ForwardChunks(b.states, b.runs, b.logits)
+		b.m.unlockPass()
 		b.m.release()
 		if err != nil {
 			err = fmt.Errorf("qsf: %w", err)

@@ -63,6 +63,7 @@ func TestBatcherSpeed(t *testing.T) {
 		var wg sync.WaitGroup
 		var decode time.Duration
 		var mu sync.Mutex
+		io0 := m.IOStats() // the sessions share the model's reader
 		c0 := cpu()
 		for i, s := range sessions {
 			wg.Go(func() {
@@ -78,12 +79,8 @@ func TestBatcherSpeed(t *testing.T) {
 		wg.Wait()
 		cpuPerToken[runs] = (cpu() - c0) / time.Duration(n*tokens)
 		if m.Streaming() {
-			var io, wait time.Duration
-			var read int64
-			for _, s := range sessions {
-				st := s.IOStats()
-				io, wait, read = io+st.IOTime, wait+st.Wait, read+st.BytesRead
-			}
+			st := m.IOStats()
+			io, wait, read := st.IOTime-io0.IOTime, st.Wait-io0.Wait, st.BytesRead-io0.BytesRead
 			t.Logf("%d sessions: I/O %v, the passes waited %v for it, %.1f GiB read", n, io, wait, float64(read)/(1<<30))
 		}
 		if b != nil {

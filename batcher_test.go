@@ -35,6 +35,7 @@ func TestBatcherEqualsSolo(t *testing.T) {
 			t.Fatalf("%s: Streaming() = %v", file, m.Streaming())
 		}
 		b := m.NewBatcher()
+		read0 := m.IOStats().BytesRead // the sessions share the model's reader
 		prompts := []string{"Once upon a time", "The", "A very long prompt that takes more time to evaluate than the others do", "Hello"}
 		opts := func(i int) qsf.GenerateOptions {
 			o := qsf.GenerateOptions{MaxTokens: 24 + 8*i}
@@ -75,14 +76,13 @@ func TestBatcherEqualsSolo(t *testing.T) {
 		// runs whatever it was.
 		batched := st.Steps > 0 && st.Tokens > st.Steps
 		t.Logf("%s: %d tokens and %d prompt tokens in %d steps (batched: %v)", file, st.Tokens, st.PromptTokens, st.Steps, batched)
-		var batchedRead, soloRead int64
-		for _, s := range sessions {
-			batchedRead += s.IOStats().BytesRead
-		}
+		batchedRead := m.IOStats().BytesRead - read0
+		var soloRead int64
 		for i, p := range prompts {
 			s, _ := m.NewSession()
+			r0 := m.IOStats().BytesRead
 			want, err := s.Generate(context.Background(), p, opts(i), nil)
-			soloRead += s.IOStats().BytesRead
+			soloRead += m.IOStats().BytesRead - r0
 			s.Close()
 			if err != nil {
 				t.Fatal(err)

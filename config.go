@@ -46,7 +46,7 @@ type Config struct {
 	NoRepack bool
 
 	// RAMBudget is the most memory (bytes of peak resident set) the model
-	// and one session may use. 0 means no budget: the weights are
+	// and Sessions sessions may use. 0 means no budget: the weights are
 	// memory-mapped (resident mode). With a budget, Load plans the memory
 	// from the file's metadata first (see package plan): when everything
 	// fits the model stays resident, otherwise its layers are streamed
@@ -60,6 +60,12 @@ type Config struct {
 	// budget allows (see Session.ExpertStats). ContextLength is the
 	// maximum sequence length (MaxSeqLen) the plan holds.
 	RAMBudget int64
+
+	// Sessions is how many sessions RAMBudget holds at once (each its KV
+	// cache and activations; a layer-streaming model's sessions share its
+	// layer reader); 0 means one. Opening more sessions than that may
+	// exceed the budget.
+	Sessions int
 
 	// KVType is the KV cache storage: "f32" (exact, the default), "f16",
 	// "q8", "q4" or "q2" (per-position, per-head scales). Empty means
@@ -141,6 +147,6 @@ func (cfg *Config) loadOptions() load.Options {
 	return load.Options{
 		Threads: cfg.threads(), ContextLength: cfg.ContextLength, DefaultContext: DefaultContextLength, NoMmap: cfg.NoMmap, NoRepack: cfg.NoRepack,
 		RAMBudget: cfg.RAMBudget, KVType: cfg.KVType, KVEviction: cfg.KVEviction, KVRecent: cfg.KVRecent,
-		NoPrefetch: cfg.NoPrefetch, Logger: cfg.logger(), Progress: cfg.LoadProgress,
+		NoPrefetch: cfg.NoPrefetch, Sessions: cfg.Sessions, Logger: cfg.logger(), Progress: cfg.LoadProgress,
 	}
 }

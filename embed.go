@@ -39,7 +39,10 @@ func (s *Session) Embed(ctx context.Context, text string) ([]float32, error) {
 		if err := s.interrupted(ctx); err != nil {
 			return nil, err
 		}
-		if err := s.state.Forward(id, pos, false); err != nil {
+		s.m.lockPass()
+		err := s.state.Forward(id, pos, false)
+		s.m.unlockPass()
+		if err != nil {
 			return nil, fmt.Errorf("qsf: %w", err)
 		}
 		s.state.Hidden(h)

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -19,10 +20,11 @@ import (
 )
 
 // Session is one conversation with a model: its KV cache and its position.
-// The sessions of a model share its worker threads. A Session is not safe
-// for concurrent use; run several sessions (on one Model) to serve several
-// conversations at once. Close it to release its buffers (a streaming
-// session's also when it is dropped without Close).
+// The sessions of a model share its worker threads (and, when it streams
+// its layers, its layer reader). A Session is not safe for concurrent use;
+// run several sessions (on one Model) to serve several conversations at
+// once. Close it to release its buffers (a streaming session's also when
+// it is dropped without Close).
 type Session struct {
 	m      *Model
 	state  *model.State
@@ -40,9 +42,8 @@ type Session struct {
 	history  []int
 	messages []Message
 
-	arena   *arena.Arena    // streaming modes: every runtime buffer
-	src     *stream.Source  // streaming mode: the layer reader
-	cleanup runtime.Cleanup // streaming modes: closes src and arena if s is dropped
+	arena   *arena.Arena    // streaming modes: the session's buffers (KV cache, activations)
+	cleanup runtime.Cleanup // streaming modes: frees the arena if s is dropped
 
 	batcher *Batcher // decodes this session together with others, or nil
 }
@@ -61,7 +62,7 @@ func (m *Model) NewSession() (*Session, error) {
 		}
 		return s, nil
 	}
-	if m.layout != nil {
+	if m.layers != nil {
 		s, err := m.newStreamingSession(m.pool)
 		if err != nil {
 			return nil, fmt.Errorf("qsf: %w", err)
@@ -75,46 +76,96 @@ func (m *Model) NewSession() (*Session, error) {
 	return &Session{m: m, state: st, pending: -1}, nil
 }
 
-// streamResources is what a streaming session holds outside the Go heap:
-// a layer reader (layer streaming) and the arena (the model holds the
-// expert cache of expert streaming).
+// streamResources is what a layer-streaming model holds outside the Go
+// heap: its layer reader and the arena of its buffers.
 type streamResources struct {
 	src   *stream.Source
 	arena *arena.Arena
 }
 
 func (r streamResources) close() {
-	if r.src != nil {
-		r.src.Close()
-	}
+	r.src.Close()
 	r.arena.Close()
 }
 
-// newStreamingSession allocates the session's arena (buffers, KV cache,
-// activations) as planned and starts its layer reader.
-func (m *Model) newStreamingSession(pool *kernels.Pool) (*Session, error) {
+// layerStreaming is what a layer-streaming model adds: the one layer
+// reader (ring, embedding rows, LM head) its sessions share, in an arena
+// of its own. Its sessions' passes take turns on it (mu): a Batcher's
+// step is one pass for all its sessions, so each layer is read once per
+// step however many sessions decode.
+type layerStreaming struct {
+	src     *stream.Source
+	arena   *arena.Arena
+	mu      sync.Mutex
+	cleanup runtime.Cleanup // closes src and arena if the model is dropped
+}
+
+func (l *layerStreaming) close() {
+	l.cleanup.Stop()
+	streamResources{l.src, l.arena}.close()
+}
+
+// streamOptions are the layer reader's options, as planned.
+func (m *Model) streamOptions() stream.Options {
 	p := m.plan
-	a, err := arena.New(int(p.ArenaBytes))
+	return stream.Options{RingBytes: int(p.RingBytes), EmbedRows: p.EmbedRows, HeadResident: p.HeadResident,
+		DropPageCache: m.cfg.DropPageCache, VerifyCRC: true}
+}
+
+// openLayers starts the layer reader the model's sessions share, in an
+// arena of its own.
+func (m *Model) openLayers() (*layerStreaming, error) {
+	opts := m.streamOptions()
+	a, err := arena.New(int(stream.BufferBytes(m.layout, opts)))
 	if err != nil {
 		return nil, err
 	}
-	opts := stream.Options{RingBytes: int(p.RingBytes), EmbedRows: p.EmbedRows, HeadResident: p.HeadResident,
-		DropPageCache: m.cfg.DropPageCache, VerifyCRC: true}
 	src, err := stream.Open(m.layout, m.file.Name(), a, opts)
 	if err != nil {
 		a.Close()
 		return nil, err
 	}
-	return m.newArenaSession(pool, streamResources{src: src, arena: a})
+	return &layerStreaming{src: src, arena: a}, nil
+}
+
+// lockPass starts a forward pass of a session: under layer streaming the
+// passes of the model's sessions take turns on its layer reader.
+// unlockPass ends it.
+func (m *Model) lockPass() {
+	if m.layers != nil {
+		m.layers.mu.Lock()
+	}
+}
+
+func (m *Model) unlockPass() {
+	if m.layers != nil {
+		m.layers.mu.Unlock()
+	}
+}
+
+// newStreamingSession allocates the session's arena (KV cache,
+// activations) as planned; its passes read the layers through the
+// model's reader.
+func (m *Model) newStreamingSession(pool *kernels.Pool) (*Session, error) {
+	a, err := arena.New(int(m.plan.ArenaBytes-stream.BufferBytes(m.layout, m.streamOptions())) / max(m.plan.Sessions, 1))
+	if err != nil {
+		return nil, err
+	}
+	s, err := m.newArenaSession(pool, a)
+	if err != nil {
+		return nil, err
+	}
+	s.state.Source = m.layers.src
+	return s, nil
 }
 
 // newArenaSession makes a streaming session (layer or expert streaming)
-// whose state lives in r's arena, or closes r's resources on error. A
-// session dropped without Close still stops its reader and frees them.
-func (m *Model) newArenaSession(pool *kernels.Pool, r streamResources) (*Session, error) {
+// whose state lives in arena a, or closes a on error. A session dropped
+// without Close still frees a.
+func (m *Model) newArenaSession(pool *kernels.Pool, a *arena.Arena) (*Session, error) {
 	var allocErr error
 	alloc := func(name string, n int) []byte {
-		b, err := r.arena.Alloc(name, n)
+		b, err := a.Alloc(name, n)
 		if err != nil && allocErr == nil {
 			allocErr = err
 		}
@@ -128,38 +179,41 @@ func (m *Model) newArenaSession(pool *kernels.Pool, r streamResources) (*Session
 		err = allocErr
 	}
 	if err != nil {
-		r.close()
+		a.Close()
 		return nil, err
 	}
-	if r.src != nil {
-		st.Source = r.src
-	}
-	s := &Session{m: m, state: st, pending: -1, arena: r.arena, src: r.src}
-	s.cleanup = runtime.AddCleanup(s, streamResources.close, r)
+	s := &Session{m: m, state: st, pending: -1, arena: a}
+	s.cleanup = runtime.AddCleanup(s, func(a *arena.Arena) { a.Close() }, a)
 	return s, nil
 }
 
-// Close releases the session's buffers (and, when streaming, its layer
-// reader and file). It is safe to call more than once, and after the
-// model's Close.
+// Close releases the session's buffers. It is safe to call more than
+// once, and after the model's Close.
 func (s *Session) Close() error {
 	if !s.closed {
 		s.closed = true
 		if s.arena != nil {
 			s.cleanup.Stop()
-			streamResources{s.src, s.arena}.close()
+			s.arena.Close()
 		}
 	}
 	return nil
 }
 
-// IOStats returns the file reads of a streaming session since it started
-// (zero for a resident model).
-func (s *Session) IOStats() stream.Stats {
-	if s.src == nil {
+// IOStats returns the file reads of a layer-streaming model since it was
+// loaded (zero for a resident model). Its sessions share one layer reader,
+// so the counters are theirs together: a Batcher's step reads each layer
+// once for all the sessions in it.
+func (s *Session) IOStats() stream.Stats { return s.m.IOStats() }
+
+// IOStats returns the file reads of a layer-streaming model's reader,
+// which its sessions share, since the model was loaded (zero for a
+// resident model).
+func (m *Model) IOStats() stream.Stats {
+	if m.layers == nil {
 		return stream.Stats{}
 	}
-	return s.src.Stats()
+	return m.layers.src.Stats()
 }
 
 // Pos returns the number of tokens the session has processed (its KV
@@ -271,7 +325,10 @@ func (s *Session) feed(ctx context.Context, ids []int, each func(i int, logits [
 				return err
 			}
 			end := min(start+promptChunk, len(ids))
-			if err := s.state.ForwardBatch(ids[start:end], s.Pos(), end == len(ids)); err != nil {
+			s.m.lockPass()
+			err := s.state.ForwardBatch(ids[start:end], s.Pos(), end == len(ids))
+			s.m.unlockPass()
+			if err != nil {
 				return fmt.Errorf("qsf: %w", err)
 			}
 		}
@@ -282,7 +339,10 @@ func (s *Session) feed(ctx context.Context, ids []int, each func(i int, logits [
 			return err
 		}
 		last := i == len(ids)-1
-		if err := s.state.Forward(id, s.Pos(), last || each != nil); err != nil {
+		s.m.lockPass()
+		err := s.state.Forward(id, s.Pos(), last || each != nil)
+		s.m.unlockPass()
+		if err != nil {
 			return fmt.Errorf("qsf: %w", err)
 		}
 		if each != nil {

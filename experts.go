@@ -43,11 +43,11 @@ func openExperts(el *stream.ExpertLayout, path string, p *plan.Plan) (*expertStr
 // cache and buffers, in an arena of its own, and the model's expert
 // cache.
 func (m *Model) newExpertSession(pool *kernels.Pool) (*Session, error) {
-	a, err := arena.New(int(m.plan.ArenaBytes - stream.ExpertCacheBytes(m.experts.layout, m.plan.ExpertSlots)))
+	a, err := arena.New(int(m.plan.ArenaBytes-stream.ExpertCacheBytes(m.experts.layout, m.plan.ExpertSlots)) / max(m.plan.Sessions, 1))
 	if err != nil {
 		return nil, err
 	}
-	s, err := m.newArenaSession(pool, streamResources{arena: a})
+	s, err := m.newArenaSession(pool, a)
 	if err != nil {
 		return nil, err
 	}

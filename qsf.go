@@ -79,6 +79,7 @@ type Model struct {
 
 	plan    *plan.Plan       // the memory plan
 	layout  *stream.Layout   // non-nil in streaming mode
+	layers  *layerStreaming  // layer streaming: the reader its sessions share
 	experts *expertStreaming // non-nil in expert streaming mode
 	kv      kvcache.Options
 
@@ -115,6 +116,12 @@ func Load(path string, cfg Config) (*Model, error) {
 			return nil, err
 		}
 	}
+	if m.layout != nil {
+		if m.layers, err = m.openLayers(); err != nil {
+			lm.Close()
+			return nil, fmt.Errorf("qsf: %w", err)
+		}
+	}
 	threads := cfg.threads()
 	m.tier = tier
 	m.pool = kernels.NewPoolTier(tier, threads)
@@ -128,8 +135,12 @@ func Load(path string, cfg Config) (*Model, error) {
 		// pass reads with all its threads (see SetParallel).
 		m.experts.cache.SetParallel(m.pool.Parallel)
 	}
-	// A Model dropped without Close still stops its workers.
+	// A Model dropped without Close still stops its workers (and its
+	// layer reader).
 	runtime.AddCleanup(m, func(p *kernels.Pool) { p.Close() }, m.pool)
+	if m.layers != nil {
+		m.layers.cleanup = runtime.AddCleanup(m, streamResources.close, streamResources{m.layers.src, m.layers.arena})
+	}
 	cfg.logger().Debug("loaded", "path", path, "mode", m.plan.Mode, "context", m.ctx, "kv", m.kv.Type.String(),
 		"threads", threads, "kernel", tier.Name(), "repacked", lm.Packed != nil, "elapsed", time.Since(start))
 	return m, nil
@@ -191,6 +202,9 @@ func (m *Model) Close() error {
 	m.pool.Close()
 	if m.experts != nil {
 		m.experts.close()
+	}
+	if m.layers != nil {
+		m.layers.close()
 	}
 	return m.loaded.Close()
 }

@@ -39,9 +39,10 @@ func ForwardMulti(states []*State, tokens []int, logits bool) error {
 // token after token, bit for bit. A call of more than MaxChunkRows
 // tokens or 16 sequences runs as several passes.
 //
-// Under layer streaming (a weight Source on every state) the weights of
-// a pass come from the first state's Source, read once for all the
-// tokens; the others' Sources only provide their embedding rows. The pass
+// Under layer streaming (a weight Source on every state; the qsf package
+// gives all the sessions of a model one Source) the weights of a pass
+// come from the first state's Source, read once for all the tokens; each
+// state's Source provides its embedding rows. The pass
 // keeps its batch buffers on the Go heap, outside the streaming arena.
 //
 // The states must be distinct states of one Model. States with a cache

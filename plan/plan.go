@@ -87,6 +87,10 @@ type Request struct {
 	KVFixed    bool // the KV type was set explicitly: do not change it
 	Threads    int
 	NoPrefetch bool // use the smallest ring (the reader is at most a piece ahead)
+	// Sessions is how many sessions the budget holds at once, each with
+	// its KV cache and activations (and, with more than one, the batch
+	// buffers of their passes together); 0 means one.
+	Sessions int
 }
 
 // Region is one named use of memory.
@@ -115,10 +119,13 @@ type Plan struct {
 	// BytesPerToken is what one decoded token reads from the file when
 	// streaming (0 when resident).
 	BytesPerToken int64 `json:"bytes_per_token"`
-	// ArenaBytes is the streaming engine's reservation (buffers,
-	// activations, KV cache).
-	ArenaBytes int64    `json:"arena_bytes"`
-	Regions    []Region `json:"regions"`
+	// ArenaBytes is the streaming engine's reservation: the buffers its
+	// sessions share and, for each of the Sessions sessions, its
+	// activations and KV cache.
+	ArenaBytes int64 `json:"arena_bytes"`
+	// Sessions is the number of sessions the plan holds at once.
+	Sessions int      `json:"sessions"`
+	Regions  []Region `json:"regions"`
 
 	// ActiveParams is the number of weights one token uses: all of them
 	// for a dense model, those of the experts it is routed to and the
@@ -151,6 +158,7 @@ func Compute(f *format.File, hp *model.Hparams, lay *stream.Layout, req Request)
 		return nil, fmt.Errorf("plan: context %d", req.Ctx)
 	}
 	threads := max(req.Threads, 1)
+	sessions := max(req.Sessions, 1)
 	var weights int64
 	for _, t := range f.Tensors {
 		weights += int64(t.Size)
@@ -164,6 +172,22 @@ func Compute(f *format.File, hp *model.Hparams, lay *stream.Layout, req Request)
 	kvBytes := func(c config) int64 {
 		return kvcache.Bytes(kvcache.Shape{Layers: hp.Layers, Capacity: c.ctx, KVHeads: hp.KVHeads, HeadDimK: hp.HeadDimK, HeadDimV: hp.HeadDimV}, c.kv)
 	}
+	// Each session's KV cache and activations, as regions (named for all
+	// the sessions) and as one session's arena; several sessions add the
+	// batch buffers their passes together share.
+	each := ""
+	if sessions > 1 {
+		each = fmt.Sprintf(" (%d sessions)", sessions)
+	}
+	perSession := func(c config, activations string) []Region {
+		r := []Region{{"kv cache " + c.kv.String() + each, int64(sessions) * kvBytes(c)},
+			{activations + each, int64(sessions) * model.StateBytes(hp, c.ctx)}}
+		if sessions > 1 && hp.MoE.Experts == 0 {
+			r = append(r, Region{"batch buffers", model.BatchBytes(hp)})
+		}
+		return r
+	}
+	sessionArena := func(c config) int64 { return int64(sessions) * (kvBytes(c) + model.StateBytes(hp, c.ctx) + 64*64) }
 	norms := normBytes(f)
 	// A resident model converts I2_S matrices at load into the heap and
 	// hands their mapped pages back.
@@ -172,20 +196,20 @@ func Compute(f *format.File, hp *model.Hparams, lay *stream.Layout, req Request)
 		i2sFile, i2sOut = lay.I2SBytes()
 	}
 	resident := func(c config) *Plan {
-		p := &Plan{Mode: Resident, Ctx: c.ctx, kv: c.kv, KVType: c.kv.String()}
+		p := &Plan{Mode: Resident, Ctx: c.ctx, kv: c.kv, KVType: c.kv.String(), Sessions: sessions}
 		p.Regions = append(p.Regions, Region{"weights (mapped)", weights - i2sFile})
 		if i2sOut > 0 {
 			p.Regions = append(p.Regions, Region{"I2_S weights (converted)", i2sOut})
 		}
-		p.Regions = append(p.Regions, Region{"norms", norms},
-			Region{"kv cache " + c.kv.String(), kvBytes(c)}, Region{"activations", model.StateBytes(hp, c.ctx)})
+		p.Regions = append(p.Regions, Region{"norms", norms})
+		p.Regions = append(p.Regions, perSession(c, "activations")...)
 		p.Regions = append(p.Regions, fixed...)
 		return p.finish()
 	}
 	streaming := func(c config) *Plan {
 		opts := stream.Options{RingBytes: int(c.ring), EmbedRows: c.embedRows, HeadResident: c.headResident}
 		ring := int64(opts.Ring(lay))
-		p := &Plan{Mode: Streaming, Ctx: c.ctx, kv: c.kv, KVType: c.kv.String(), RingBytes: ring,
+		p := &Plan{Mode: Streaming, Ctx: c.ctx, kv: c.kv, KVType: c.kv.String(), Sessions: sessions, RingBytes: ring,
 			RingLayers: float64(ring) / float64(lay.LayerBytes()), EmbedRows: c.embedRows, HeadResident: c.headResident}
 		head, _ := lay.HeadBytes()
 		p.Regions = append(p.Regions,
@@ -193,9 +217,8 @@ func Compute(f *format.File, hp *model.Hparams, lay *stream.Layout, req Request)
 			Region{"decompression buffer", int64(lay.DecompressBytes())},
 			Region{"embedding rows", int64(c.embedRows*lay.EmbeddingRowBytes()) + int64(hp.Vocab)*4},
 			Region{"norms", norms},
-			Region{"kv cache " + c.kv.String(), kvBytes(c)},
-			Region{"activations and scratch", model.StateBytes(hp, c.ctx)},
 		)
+		p.Regions = append(p.Regions, perSession(c, "activations and scratch")...)
 		if n := lay.ConvertBytes(); n > 0 {
 			p.Regions = append(p.Regions, Region{"I2_S conversion buffer", int64(n)})
 		}
@@ -203,8 +226,7 @@ func Compute(f *format.File, hp *model.Hparams, lay *stream.Layout, req Request)
 			p.Regions = append(p.Regions, Region{"lm head", head})
 		}
 		p.Regions = append(p.Regions, fixed...)
-		p.ArenaBytes = stream.BufferBytes(lay, opts) +
-			kvBytes(c) + model.StateBytes(hp, c.ctx) + 64*64
+		p.ArenaBytes = stream.BufferBytes(lay, opts) + sessionArena(c)
 		p.BytesPerToken = lay.LayerBytesTotal() + int64(lay.EmbeddingRowBytes())
 		if !c.headResident {
 			p.BytesPerToken += head
@@ -231,12 +253,12 @@ func Compute(f *format.File, hp *model.Hparams, lay *stream.Layout, req Request)
 			return nil, err
 		}
 		p, err := computeExperts(req, want, el, func(c config) *Plan {
-			p := &Plan{Mode: Experts, Ctx: c.ctx, kv: c.kv, KVType: c.kv.String()}
-			p.Regions = append(p.Regions, Region{"weights but the routed experts (mapped)", weights - el.TotalBytes}, Region{"norms", norms},
-				Region{"kv cache " + c.kv.String(), kvBytes(c)}, Region{"activations", model.StateBytes(hp, c.ctx)},
-				Region{"prompt batch buffers", model.BatchBytes(hp)})
+			p := &Plan{Mode: Experts, Ctx: c.ctx, kv: c.kv, KVType: c.kv.String(), Sessions: sessions}
+			p.Regions = append(p.Regions, Region{"weights but the routed experts (mapped)", weights - el.TotalBytes}, Region{"norms", norms})
+			p.Regions = append(p.Regions, perSession(c, "activations")...)
+			p.Regions = append(p.Regions, Region{"prompt batch buffers", model.BatchBytes(hp)})
 			p.Regions = append(p.Regions, fixed...)
-			p.ArenaBytes = kvBytes(c) + model.StateBytes(hp, c.ctx) + 64*64
+			p.ArenaBytes = sessionArena(c)
 			return p
 		})
 		if p != nil {

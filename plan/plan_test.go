@@ -220,3 +220,35 @@ func (a ranking) less(b ranking) bool {
 	}
 	return a.ctx < b.ctx
 }
+
+// TestSessions checks that a plan for several sessions counts each one's
+// KV cache and activations (and their batch buffers) and the streaming
+// buffers once: at the smallest budget of one session, four do not fit,
+// and their smallest budget exceeds it by three sessions' KV caches and
+// activations and the batch buffers.
+func TestSessions(t *testing.T) {
+	in := open(t)
+	req := Request{Ctx: 256, CtxFixed: true, KV: kvcache.Q8, KVFixed: true, Threads: 1}
+	one := minimum(t, in, req)
+	four := req
+	four.Sessions = 4
+	four.Budget = one
+	if _, err := in.compute(t, four); !errors.Is(err, ErrBudget) {
+		t.Fatalf("4 sessions at the smallest budget of one: %v, want ErrBudget", err)
+	}
+	least := minimum(t, in, four)
+	four.Budget = least
+	p, err := in.compute(t, four)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Mode != Streaming || p.Sessions != 4 {
+		t.Fatalf("mode %s, %d sessions; want streaming, 4", p.Mode, p.Sessions)
+	}
+	kv := kvcache.Bytes(kvcache.Shape{Layers: in.hp.Layers, Capacity: 256, KVHeads: in.hp.KVHeads, HeadDimK: in.hp.HeadDimK, HeadDimV: in.hp.HeadDimV}, kvcache.Q8)
+	extra := 3*(kv+model.StateBytes(&in.hp, 256)) + model.BatchBytes(&in.hp)
+	// The safety margin is a fraction of the sum (at least MarginMin).
+	if d := least - one; d < extra || d > extra+extra/20+MarginMin {
+		t.Errorf("4 sessions need %d bytes more than one, want about %d", d, extra)
+	}
+}

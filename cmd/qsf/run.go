@@ -29,6 +29,7 @@ type modelFlags struct {
 	noRepack  bool
 
 	budget     string
+	sessions   int // sessions the budget holds (qsf serve --parallel)
 	kvType     string
 	kvEvict    string
 	noPrefetch bool
@@ -57,7 +58,7 @@ func (mf *modelFlags) register(fs *flag.FlagSet) {
 
 // config returns the library configuration the flags ask for.
 func (mf *modelFlags) config() (qsf.Config, error) {
-	cfg := qsf.Config{Threads: mf.threads, ContextLength: mf.ctx, Kernel: mf.kernel, NoMmap: mf.noMmap, NoRepack: mf.noRepack,
+	cfg := qsf.Config{Threads: mf.threads, ContextLength: mf.ctx, Kernel: mf.kernel, NoMmap: mf.noMmap, NoRepack: mf.noRepack, Sessions: mf.sessions,
 		KVType: mf.kvType, KVEviction: mf.kvEvict, NoPrefetch: mf.noPrefetch, DropPageCache: mf.dropCache}
 	level, err := parseLevel(mf.logLevel)
 	if err != nil {

@@ -24,7 +24,7 @@ func cmdServe(args []string, stdout, stderr io.Writer) error {
 	host := fs.String("host", "127.0.0.1", "address to listen on (another than loopback exposes the model to the network: set --api-key)")
 	port := fs.Int("port", 8080, "port to listen on (0 = any free port)")
 	apiKey := fs.String("api-key", "", "require Authorization: Bearer KEY on every route but /health")
-	parallel := fs.Int("parallel", 1, "sessions serving requests concurrently (each holds a KV cache of --ctx positions and, under --ram-budget, its own streaming buffers: the budget counts one session)")
+	parallel := fs.Int("parallel", 1, "sessions serving requests concurrently (each holds a KV cache of --ctx positions; --ram-budget counts them all, and they share one layer reader when streaming)")
 	queue := fs.Int("queue", 0, "most requests waiting for a free session, more get 429 (0 = 4 × --parallel, -1 = none wait)")
 	noBatch := fs.Bool("no-batch", false, "decode the --parallel sessions one after another instead of together (continuous batching)")
 	maxTokens := fs.Int("max-tokens", 0, "cap on max_tokens, and its default (0 = the context length)")
@@ -83,6 +83,7 @@ func cmdServe(args []string, stdout, stderr io.Writer) error {
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	log.Info("loading", "addr", ln.Addr().String(), "model", mf.path)
+	mf.sessions = *parallel
 	m, srv, err := newServer(&mf, *tmpl, server.Options{ModelName: *name, APIKey: *apiKey, Parallel: *parallel, QueueLimit: *queue,
 		MaxBodyBytes: *maxBody, MaxTokens: *maxTokens, NoBatching: *noBatch, WriteTimeout: time.Minute, Logger: log})
 	if err != nil {

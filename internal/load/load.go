@@ -39,6 +39,7 @@ type Options struct {
 	KVEviction     string
 	KVRecent       int
 	NoPrefetch     bool
+	Sessions       int // sessions the budget holds at once (0: one)
 	Logger         *slog.Logger
 	Progress       func(done, total int64) // repacking progress, or nil
 }
@@ -199,7 +200,7 @@ func (r *request) plan(f *format.File) (*plan.Plan, *stream.Layout, error) {
 		}
 	}
 	p, err := plan.Compute(f, &r.hp, lay, plan.Request{Budget: r.RAMBudget, Ctx: r.ctx, CtxFixed: r.ContextLength > 0,
-		KV: r.kv, KVFixed: r.KVType != "", Threads: r.Threads, NoPrefetch: r.NoPrefetch})
+		KV: r.kv, KVFixed: r.KVType != "", Threads: r.Threads, NoPrefetch: r.NoPrefetch, Sessions: r.Sessions})
 	return p, lay, err
 }
 
