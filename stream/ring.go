@@ -5,9 +5,10 @@ import (
 	"time"
 )
 
-// mapSlack is the part of the ring a mapped Source leaves for the pages
-// the kernel maps beyond the pieces (see produce).
-const mapSlack = 6 << 20
+// MapSlack is the part of the ring a mapped Source leaves for the pages
+// the kernel maps beyond the pieces (see produce): a file is mapped only
+// when the ring is at least MapSlack larger than its smallest.
+const MapSlack = 6 << 20
 
 // The forward pass's side of the ring.
 
@@ -163,10 +164,9 @@ func (s *Source) produce(cmd startCmd) {
 	if s.mapped != nil {
 		// The kernel maps large page-cache folios (up to 2 MiB) whole,
 		// so the pages mapped exceed the pieces' bytes by some MiB at
-		// their ends: keep mapSlack of the ring for them.
-		if c := capacity - mapSlack; c >= int64(s.lay.MinRingBytes()) {
-			capacity = c
-		}
+		// their ends: keep MapSlack of the ring for them (Open maps the
+		// file only when the ring has that room).
+		capacity -= MapSlack
 		s.unmapReleased(true) // a new start: nothing is held
 	}
 	nd := int64(len(s.descs))

@@ -43,7 +43,8 @@ type Options struct {
 	VerifyCRC bool
 	// Copy reads every piece into the ring with pread even where the file
 	// could be mapped instead (an uncompressed file on Linux 5.14 or
-	// later; see mapped_linux.go).
+	// later, with a ring 6 MiB larger than its smallest; see
+	// mapped_linux.go).
 	Copy bool
 	// SplitBytes is the size above which (twice it) a copied piece whose
 	// pages are in the page cache is read in two halves at once, by the
@@ -195,7 +196,9 @@ func Open(lay *Layout, path string, a *arena.Arena, opts Options) (*Source, erro
 		return nil, err
 	}
 	s := &Source{lay: lay, opts: opts, file: f, fd: int(f.Fd()), crcTable: castagnoli}
-	if !opts.Copy && lay.maxStored == 0 && lay.maxConv == 0 {
+	if !opts.Copy && lay.maxStored == 0 && lay.maxConv == 0 && opts.Ring(lay)-MapSlack >= lay.MinRingBytes() {
+		// Mapped pieces need MapSlack beyond the largest piece for the
+		// pages the kernel maps past their ends; a smaller ring copies.
 		s.mapped = mapFile(f)
 	}
 	if err := s.alloc(a); err != nil {

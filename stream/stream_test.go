@@ -63,8 +63,8 @@ func TestStreamingMatchesResident(t *testing.T) {
 	}
 	want := logits(qsf.Config{ContextLength: 64, Threads: 2})
 	for _, cfg := range []qsf.Config{
-		{ContextLength: 64, Threads: 2, RAMBudget: 10_100_000},
-		{ContextLength: 64, Threads: 2, RAMBudget: 10_100_000, NoPrefetch: true},
+		{ContextLength: 64, Threads: 2, RAMBudget: 14_300_000},
+		{ContextLength: 64, Threads: 2, RAMBudget: 14_300_000, NoPrefetch: true},
 	} {
 		got := logits(cfg)
 		for i := range want {

@@ -27,7 +27,7 @@ func TestOpenModes(t *testing.T) {
 		{"no budget, NoMmap", 0, true, plan.Resident, false, false},
 		{"budget, resident", 1 << 30, false, plan.Resident, true, false},
 		{"budget, resident, NoMmap", 1 << 30, true, plan.Resident, false, false},
-		{"budget, streaming", 9_100_000, false, plan.Streaming, false, true},
+		{"budget, streaming", 13_300_000, false, plan.Streaming, false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := base
