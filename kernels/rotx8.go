@@ -51,52 +51,66 @@ func rotX8Bits(t quant.Type) int {
 	return 4
 }
 
-// rotCodes writes the 64 codes of a rotated block b (file layout) to q.
-func rotCodes(q *[64]uint8, b []byte, bits int) {
-	switch bits {
-	case 4:
-		for j := 0; j < 32; j++ {
-			q[j], q[32+j] = b[4+j]&15, b[4+j]>>4
-		}
-	default:
-		for j := 0; j < 16; j++ {
-			c := b[4+j]
-			q[j], q[16+j], q[32+j], q[48+j] = c&3, c>>2&3, c>>4&3, c>>6
-		}
-		if bits == 3 {
-			for j := range q {
-				q[j] |= b[20+j/8] >> (j % 8) & 1 << 2
-			}
-		}
-	}
-}
-
 // packRotX8Block returns the function writing block b of a group of 8
-// rows of a rotated type with bits-bit codes in the x8 layout.
+// rows of a rotated type with bits-bit codes in the x8 layout. It works
+// on the four codes of a lane's dword at once (one byte each).
 func packRotX8Block(bits int) func(o, grp []byte, rb, b int) {
 	bb := 4 + 8*bits
 	return func(o, grp []byte, rb, b int) {
 		o = o[:8*bb]
-		clear(o[32:])
-		var q [8][64]uint8
-		for r := 0; r < 8; r++ {
-			blk := grp[r*rb+bb*b : r*rb+bb*b+bb]
-			copy(o[2*r:2*r+2], blk[:2])
-			o[16+2*r], o[17+2*r] = blk[2], blk[3]
-			rotCodes(&q[r], blk, bits)
-		}
 		codes := o[32:]
-		for u := 0; u < 8; u++ {
+		for r := 0; r < 8; r++ {
+			blk := grp[r*rb+bb*b:][:bb]
+			o[2*r], o[2*r+1], o[16+2*r], o[17+2*r] = blk[0], blk[1], blk[2], blk[3]
 			for h := 0; h < 2; h++ {
-				for r := 0; r < 8; r++ {
-					for i := 0; i < 4; i++ {
-						putRotX8Code(codes, bits, u, 4*(2*r+h)+i, q[r][32*h+4*u+i])
+				lane := 4 * (2*r + h)
+				switch bits {
+				case 4:
+					// Element 32h+4u+i is nibble h of byte 4u+i.
+					for p := 0; p < 4; p++ {
+						lo := binary.LittleEndian.Uint32(blk[4+8*p:]) >> (4 * h) & 0x0f0f0f0f
+						hi := binary.LittleEndian.Uint32(blk[8+8*p:]) >> (4 * h) & 0x0f0f0f0f
+						binary.LittleEndian.PutUint32(codes[64*p+lane:], lo|hi<<4)
 					}
+				case 2:
+					// Element 16s+j is bits 2s, 2s+1 of byte j; unit
+					// 4p+t is s = 2h+p, j = 4t+i.
+					for p := 0; p < 2; p++ {
+						sh := 2 * (2*h + p)
+						var c uint32
+						for t := 0; t < 4; t++ {
+							c |= binary.LittleEndian.Uint32(blk[4+4*t:]) >> sh & 0x03030303 << (2 * t)
+						}
+						binary.LittleEndian.PutUint32(codes[64*p+lane:], c)
+					}
+				default:
+					var q [8]uint32 // the codes of units 0..7, a byte per i
+					for u := range q {
+						// Element e = 32h+4u+i: low bits in byte
+						// 4(u%4)+i at 2(2h+u/4), high bit at bit
+						// 4(u%2)+i of byte 20+4h+u/2.
+						lo := binary.LittleEndian.Uint32(blk[4+4*(u%4):]) >> (2 * (2*h + u/4)) & 0x03030303
+						n := blk[20+4*h+u/2] >> (4 * (u % 2)) & 15
+						q[u] = lo | spreadBits4[n]<<2
+					}
+					binary.LittleEndian.PutUint32(codes[lane:], q[0]|q[1]<<3|q[6]&0x03030303<<6)
+					binary.LittleEndian.PutUint32(codes[64+lane:], q[2]|q[3]<<3|q[7]&0x03030303<<6)
+					binary.LittleEndian.PutUint32(codes[128+lane:], q[4]|q[5]<<3|q[6]>>2&0x01010101<<6|q[7]>>2&0x01010101<<7)
 				}
 			}
 		}
 	}
 }
+
+// spreadBits4[n] has bit i of n in byte i.
+var spreadBits4 = func() (t [16]uint32) {
+	for n := range t {
+		for i := 0; i < 4; i++ {
+			t[n] |= uint32(n>>i&1) << (8 * i)
+		}
+	}
+	return t
+}()
 
 // rotX8Code returns the code of lane (byte) lane of unit u in a block of
 // the x8 layout whose codes start at c.
@@ -114,27 +128,6 @@ func rotX8Code(c []byte, bits, u, lane int) uint8 {
 		return c[64*(u/2)+lane] >> (3 * (u % 2)) & 7
 	}
 	return c[64*(u/4)+lane] >> (2 * (u % 4)) & 3
-}
-
-// putRotX8Code sets the code of lane lane of unit u (codes clear before).
-func putRotX8Code(c []byte, bits, u, lane int, q uint8) {
-	switch bits {
-	case 4:
-		c[64*(u/2)+lane] |= q << (4 * (u % 2))
-	case 3:
-		switch u {
-		case 6:
-			c[lane] |= q & 3 << 6
-			c[128+lane] |= q >> 2 << 6
-		case 7:
-			c[64+lane] |= q & 3 << 6
-			c[128+lane] |= q >> 2 << 7
-		default:
-			c[64*(u/2)+lane] |= q << (3 * (u % 2))
-		}
-	default:
-		c[64*(u/4)+lane] |= q << (2 * (u % 4))
-	}
 }
 
 // rotX8Generic is the portable kernel of the x8 layouts, in quant's lane

@@ -18,6 +18,8 @@
 // eight rows is computed across the accumulators and stored with one
 // instruction.
 //
+// Each block prefetches the lines of the block 8 KiB on (decodeAhead).
+//
 // Registers: SI the group's blocks (groups follow each other), R12 the
 // prepared activation (R11 its start), R10 blocks per row, CX blocks
 // left, R9 groups left, R8 out; Z13 the code table, Z14 the lane
@@ -153,6 +155,9 @@ TEXT ·dotQ2Rx8AVX512(SB), NOSPLIT, $0-40
 groupdotQ2Rx8AVX512:
 	X8_ZERO
 blockdotQ2Rx8AVX512:
+	PREFETCHT0 (8192+0)(SI)
+	PREFETCHT0 (8192+64)(SI)
+	PREFETCHT0 (8192+128)(SI)
 	X8_SCALES
 	VMOVDQU64 32(SI), Z2
 	VPERMB Z13, Z2, Z3
@@ -197,6 +202,10 @@ TEXT ·dotQ3Rx8AVX512(SB), NOSPLIT, $0-40
 groupdotQ3Rx8AVX512:
 	X8_ZERO
 blockdotQ3Rx8AVX512:
+	PREFETCHT0 (8192+0)(SI)
+	PREFETCHT0 (8192+64)(SI)
+	PREFETCHT0 (8192+128)(SI)
+	PREFETCHT0 (8192+192)(SI)
 	X8_SCALES
 	VMOVDQU64 32(SI), Z2
 	VMOVDQU64 96(SI), Z9
@@ -243,6 +252,11 @@ TEXT ·dotQ4Rx8AVX512(SB), NOSPLIT, $0-40
 groupdotQ4Rx8AVX512:
 	X8_ZERO
 blockdotQ4Rx8AVX512:
+	PREFETCHT0 (8192+0)(SI)
+	PREFETCHT0 (8192+64)(SI)
+	PREFETCHT0 (8192+128)(SI)
+	PREFETCHT0 (8192+192)(SI)
+	PREFETCHT0 (8192+256)(SI)
 	X8_SCALES
 	VMOVDQU64 32(SI), Z2
 	VPERMB Z13, Z2, Z3
