@@ -46,9 +46,9 @@ type repackKind struct {
 	group  int           // rows per group; matrices are whole groups
 	cols   int           // columns per block (the file type's block size)
 	traits *quant.Traits // what Lookup and check return for it
-	// native says whether the layout pays off: false leaves a matrix in
-	// the file's layout (nil: always repack).
-	native func() bool
+	// native says whether the layout pays off on a tier: false leaves a
+	// matrix in the file's layout (nil: always repack).
+	native func(*Tier) bool
 	// packBlock writes block b of the group grp (group rows of rb bytes
 	// each, in the file's layout) to o.
 	packBlock func(o, grp []byte, rb, b int)
@@ -63,12 +63,13 @@ var repacked = map[quant.Type]*repackKind{
 	QSF_Q4Rx8: {file: quant.QSF_Q4R, group: 8, cols: 64, traits: repackedTraits(quant.QSF_Q4R, QSF_Q4Rx8), packBlock: packRotX8Block(4), native: rotX8Native(QSF_Q4Rx8)},
 }
 
-// rotX8Native reports whether BestTier has a kernel of its own for the
-// x8 layout t of a rotated type: only then does the layout pay off (the
-// other tiers' kernels read the file's layout).
-func rotX8Native(t quant.Type) func() bool {
-	return func() bool {
-		k, ok := BestTier().table[t]
+// rotX8Native reports whether a tier has a kernel of its own for the x8
+// layout t of a rotated type: only then does the layout pay off (the other
+// tiers' kernels read the file's layout faster than the generic kernel
+// reads the x8 one).
+func rotX8Native(t quant.Type) func(*Tier) bool {
+	return func(tr *Tier) bool {
+		k, ok := tr.table[t]
 		return ok && k.rows != nil && k.rowsTier != genericTier.name
 	}
 }
@@ -123,10 +124,18 @@ var ErrRepack = errors.New("kernels: cannot repack matrix")
 // for Q4_0 of a multiple of 8 rows, Q8_0x4 for Q8_0 of a multiple of 4
 // rows, cols a positive multiple of 32; QSF_Q2Rx8, QSF_Q3Rx8 and
 // QSF_Q4Rx8 for QSF_Q2R, QSF_Q3R and QSF_Q4R of a multiple of 8 rows when
-// BestTier has a kernel for them (the avx512 tier with VBMI).
+// DefaultTier has a kernel for them (the avx512 tier with VBMI). It is
+// DefaultTier().RepackType.
 func RepackType(t quant.Type, rows, cols int) (quant.Type, bool) {
+	return DefaultTier().RepackType(t, rows, cols)
+}
+
+// RepackType is the package's RepackType for a model that runs on tier tr:
+// the rotated types' x8 layouts only where tr has kernels of its own for
+// them.
+func (tr *Tier) RepackType(t quant.Type, rows, cols int) (quant.Type, bool) {
 	pt, ok := repackLayout(t, rows, cols)
-	if ok && repacked[pt].native != nil && !repacked[pt].native() {
+	if ok && repacked[pt].native != nil && !repacked[pt].native(tr) {
 		return t, false
 	}
 	return pt, ok
