@@ -89,8 +89,9 @@ type Model struct {
 
 // Load opens a model file and prepares it for inference. The weights are
 // memory-mapped (read into memory with Config.NoMmap), except that Q4_0 and
-// Q8_0 matrices are repacked into process memory unless Config.NoRepack is
-// set; under Config.RAMBudget the plan decides (see package plan). Load
+// Q8_0 matrices, and QSF's rotated ones where the tier has kernels for
+// their repacked layouts, are repacked into process memory unless
+// Config.NoRepack is set; under Config.RAMBudget the plan decides (see package plan). Load
 // changes no process-wide state: the kernel tier, threads and memory plan
 // belong to the model.
 func Load(path string, cfg Config) (*Model, error) {
@@ -104,7 +105,9 @@ func Load(path string, cfg Config) (*Model, error) {
 		return nil, fmt.Errorf("qsf: %w", err)
 	}
 	start := time.Now()
-	lm, err := load.Open(path, cfg.loadOptions())
+	opts := cfg.loadOptions()
+	opts.Tier = tier
+	lm, err := load.Open(path, opts)
 	if err != nil {
 		return nil, err
 	}

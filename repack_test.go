@@ -3,7 +3,9 @@ package qsf
 import (
 	"context"
 	"math"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -11,10 +13,12 @@ import (
 	"github.com/qsf-llm/qsf/format"
 	"github.com/qsf-llm/qsf/internal/testfiles"
 	"github.com/qsf-llm/qsf/kernels"
+	"github.com/qsf-llm/qsf/quant"
 )
 
 // TestRepackSameLogits loads Q4_0 and Q8_0 files (stories260K and the
-// synthetic architectures) mapped and read into memory, with and without
+// synthetic architectures) and QSF_Q2R/Q3R/Q4R ones (stories260K padded)
+// mapped and read into memory, with and without
 // repacking, and requires that the repacked models hold repacked matrices
 // and give the same logits bit for bit, for a prompt (the batched path)
 // and token by token (the decode path).
@@ -36,7 +40,8 @@ func TestRepackSameLogits(t *testing.T) {
 		defer m.Close()
 		for _, b := range m.net.Blocks {
 			for _, w := range b.Matrices() {
-				if w.Type == kernels.Q4_0x8 || w.Type == kernels.Q8_0x4 {
+				switch w.Type {
+				case kernels.Q4_0x8, kernels.Q8_0x4, kernels.QSF_Q2Rx8, kernels.QSF_Q3Rx8, kernels.QSF_Q4Rx8:
 					repacked++
 				}
 			}
@@ -74,6 +79,22 @@ func TestRepackSameLogits(t *testing.T) {
 		}
 		files = append(files, out)
 	}
+	// QSF's rotated types, repacked where the tier has kernels for their
+	// x8 layouts (avx512 with VBMI).
+	tier, err := kernels.TierNamed(os.Getenv("QSF_KERNEL")) // Load's tier
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rotNative := tier.RepackType(quant.QSF_Q4R, 8, 64)
+	var rotFiles []string
+	for _, typ := range []quant.Type{quant.QSF_Q2R, quant.QSF_Q3R, quant.QSF_Q4R} {
+		out := filepath.Join(dir, typ.String()+".qsf")
+		if _, err := convert.Convert(testfiles.Path(t, "models/gguf/stories260K-pad256-f32.gguf"), out, convert.Options{Type: typ, Requantize: true}); err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, out)
+		rotFiles = append(rotFiles, out)
+	}
 	for _, name := range files {
 		path := name
 		if !filepath.IsAbs(name) {
@@ -86,7 +107,7 @@ func TestRepackSameLogits(t *testing.T) {
 				t.Fatalf("%s: NoRepack left %d repacked matrices", name, n)
 			}
 			gotB, gotS, n := logits(path, Config{Threads: 2, ContextLength: 64, NoMmap: noMmap})
-			inMemoryQSF := lz4 || (noMmap && strings.HasSuffix(name, ".qsf"))
+			inMemoryQSF := lz4 || (noMmap && strings.HasSuffix(name, ".qsf")) || (!rotNative && slices.Contains(rotFiles, name))
 			if n == 0 && !inMemoryQSF {
 				t.Errorf("%s (NoMmap %v): no matrix was repacked", name, noMmap)
 			}

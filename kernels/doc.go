@@ -23,7 +23,9 @@
 // place of some: VNNI kernels for the repacked Q4_0x8 and Q8_0x4 matrices
 // (the same integer sums, by VPDPBUSD, exact) and prefill tiles for F32,
 // F16 and Q4_K, each in the avx2 kernel's float order with two of its
-// 8-lane accumulators in each zmm register.
+// 8-lane accumulators in each zmm register; with VBMI it also has kernels
+// for QSF's rotated types and for their repacked x8 layouts (QSF_Q2Rx8,
+// QSF_Q3Rx8, QSF_Q4Rx8), in quant's lane order.
 //
 // SiluF32 and ExpSubF32 compute the exponentials of the SiLU activation
 // and of the attention softmax as llama.cpp's ggml_v_expf does on AVX2,
@@ -43,7 +45,8 @@
 // set of persistent worker goroutines that spin briefly and then park, so
 // that a forward pass pays neither a goroutine start nor an allocation per
 // matrix. MatMul multiplies one matrix by several activations (a prompt's
-// tokens) reading the weights from memory once. Repack rearranges a Q4_0
-// or Q8_0 matrix at load time into a layout with a faster kernel (Q4_0x8,
-// Q8_0x4), with the same results bit for bit.
+// tokens) reading the weights from memory once. Repack rearranges a Q4_0,
+// Q8_0 or rotated (QSF_Q2R, QSF_Q3R, QSF_Q4R) matrix at load time into a
+// layout with a faster kernel (Q4_0x8, Q8_0x4, QSF_Q2Rx8, QSF_Q3Rx8,
+// QSF_Q4Rx8), with the same results bit for bit.
 package kernels

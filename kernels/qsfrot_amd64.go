@@ -101,5 +101,31 @@ func initOwnAVX512() {
 		{key: quant.QSF_Q2R, rows: rotAVX512(dotQ2RAVX512), prep: prepRot512},
 		{key: quant.QSF_Q3R, rows: rotAVX512(dotQ3RAVX512), prep: prepRot512},
 		{key: quant.QSF_Q4R, rows: rotAVX512(dotQ4RAVX512), prep: prepRot512},
+		{key: QSF_Q2Rx8, rows: rotX8AVX512(dotQ2Rx8AVX512), prep: prepRotX8},
+		{key: QSF_Q3Rx8, rows: rotX8AVX512(dotQ3Rx8AVX512), prep: prepRotX8},
+		{key: QSF_Q4Rx8, rows: rotX8AVX512(dotQ4Rx8AVX512), prep: prepRotX8},
 	})
+}
+
+//go:noescape
+func dotQ2Rx8AVX512(out *float32, groups int, w *byte, nb int, aux *byte)
+
+//go:noescape
+func dotQ3Rx8AVX512(out *float32, groups int, w *byte, nb int, aux *byte)
+
+//go:noescape
+func dotQ4Rx8AVX512(out *float32, groups int, w *byte, nb int, aux *byte)
+
+// rotX8AVX512 makes the avx512 tier's kernel of an x8 layout: whole
+// groups of 8 rows, aux prepared by prepRotX8.
+func rotX8AVX512(f func(out *float32, groups int, w *byte, nb int, aux *byte)) rowsFunc {
+	return func(out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
+		if len(out) == 0 {
+			return
+		}
+		_ = w[len(out)*rowBytes-1]
+		_ = aux[cols/64*rotX8PrepBlock-1]
+		_ = out[len(out)/8*8-1]
+		f(&out[0], len(out)/8, &w[0], cols/64, &aux[0])
+	}
 }

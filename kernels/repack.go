@@ -44,7 +44,11 @@ var q4_0x8Traits = repackedTraits(quant.Q4_0, Q4_0x8)
 type repackKind struct {
 	file   quant.Type    // the file type it is packed from
 	group  int           // rows per group; matrices are whole groups
+	cols   int           // columns per block (the file type's block size)
 	traits *quant.Traits // what Lookup and check return for it
+	// native says whether the layout pays off on a tier: false leaves a
+	// matrix in the file's layout (nil: always repack).
+	native func(*Tier) bool
 	// packBlock writes block b of the group grp (group rows of rb bytes
 	// each, in the file's layout) to o.
 	packBlock func(o, grp []byte, rb, b int)
@@ -52,8 +56,22 @@ type repackKind struct {
 
 // repacked lists the repacked types.
 var repacked = map[quant.Type]*repackKind{
-	Q4_0x8: {file: quant.Q4_0, group: 8, traits: q4_0x8Traits, packBlock: packQ4_0x8Block},
-	Q8_0x4: {file: quant.Q8_0, group: 4, traits: q8_0x4Traits, packBlock: packQ8_0x4Block},
+	Q4_0x8:    {file: quant.Q4_0, group: 8, cols: 32, traits: q4_0x8Traits, packBlock: packQ4_0x8Block},
+	Q8_0x4:    {file: quant.Q8_0, group: 4, cols: 32, traits: q8_0x4Traits, packBlock: packQ8_0x4Block},
+	QSF_Q2Rx8: {file: quant.QSF_Q2R, group: 8, cols: 64, traits: repackedTraits(quant.QSF_Q2R, QSF_Q2Rx8), packBlock: packRotX8Block(2), native: rotX8Native(QSF_Q2Rx8)},
+	QSF_Q3Rx8: {file: quant.QSF_Q3R, group: 8, cols: 64, traits: repackedTraits(quant.QSF_Q3R, QSF_Q3Rx8), packBlock: packRotX8Block(3), native: rotX8Native(QSF_Q3Rx8)},
+	QSF_Q4Rx8: {file: quant.QSF_Q4R, group: 8, cols: 64, traits: repackedTraits(quant.QSF_Q4R, QSF_Q4Rx8), packBlock: packRotX8Block(4), native: rotX8Native(QSF_Q4Rx8)},
+}
+
+// rotX8Native reports whether a tier has a kernel of its own for the x8
+// layout t of a rotated type: only then does the layout pay off (the other
+// tiers' kernels read the file's layout faster than the generic kernel
+// reads the x8 one).
+func rotX8Native(t quant.Type) func(*Tier) bool {
+	return func(tr *Tier) bool {
+		k, ok := tr.table[t]
+		return ok && k.rows != nil && k.rowsTier != genericTier.name
+	}
 }
 
 // repackedTraits is the traits row of a repacked type t: that of its file
@@ -104,24 +122,45 @@ var ErrRepack = errors.New("kernels: cannot repack matrix")
 // RepackType returns the type Repack turns a rows×cols matrix of type t
 // into, and false when the kernels have no faster layout for it: Q4_0x8
 // for Q4_0 of a multiple of 8 rows, Q8_0x4 for Q8_0 of a multiple of 4
-// rows, cols a positive multiple of 32.
+// rows, cols a positive multiple of 32; QSF_Q2Rx8, QSF_Q3Rx8 and
+// QSF_Q4Rx8 for QSF_Q2R, QSF_Q3R and QSF_Q4R of a multiple of 8 rows when
+// DefaultTier has a kernel for them (the avx512 tier with VBMI). It is
+// DefaultTier().RepackType.
 func RepackType(t quant.Type, rows, cols int) (quant.Type, bool) {
+	return DefaultTier().RepackType(t, rows, cols)
+}
+
+// RepackType is the package's RepackType for a model that runs on tier tr:
+// the rotated types' x8 layouts only where tr has kernels of its own for
+// them.
+func (tr *Tier) RepackType(t quant.Type, rows, cols int) (quant.Type, bool) {
+	pt, ok := repackLayout(t, rows, cols)
+	if ok && repacked[pt].native != nil && !repacked[pt].native(tr) {
+		return t, false
+	}
+	return pt, ok
+}
+
+// repackLayout returns the repacked type whose layout can hold a
+// rows×cols matrix of type t, and false when none can.
+func repackLayout(t quant.Type, rows, cols int) (quant.Type, bool) {
 	for pt, k := range repacked {
-		if k.file == t && rows > 0 && rows%k.group == 0 && cols > 0 && cols%32 == 0 {
+		if k.file == t && rows > 0 && rows%k.group == 0 && cols > 0 && cols%k.cols == 0 {
 			return pt, true
 		}
 	}
 	return t, false
 }
 
-// Repack writes the RepackType form of the rows×cols matrix src of type t
-// (as stored in a GGUF file) to dst, which must be as long as src, and
+// Repack writes the repacked form of the rows×cols matrix src of type t
+// (as stored in a GGUF file; RepackType's, where it has one, and for the
+// rotated types the x8 layout even where BestTier has no kernel for it) to dst, which must be as long as src, and
 // returns the new type. dst may be src itself, to repack in place without
 // a second copy of the matrix; otherwise the two must not overlap. It
 // returns an error wrapping ErrRepack when t has no repacked layout for
 // that shape or the lengths are wrong.
 func Repack(t quant.Type, dst, src []byte, rows, cols int) (quant.Type, error) {
-	pt, ok := RepackType(t, rows, cols)
+	pt, ok := repackLayout(t, rows, cols)
 	if !ok {
 		return t, fmt.Errorf("%w: no repacked layout for %v %d×%d", ErrRepack, t, rows, cols)
 	}
@@ -135,11 +174,11 @@ func Repack(t quant.Type, dst, src []byte, rows, cols int) (quant.Type, error) {
 	}
 	size := k.group * rb
 	group := make([]byte, size) // one group of src, so dst may be src
-	block := size / (cols / 32)
+	block := size / (cols / k.cols)
 	for g := 0; g < rows/k.group; g++ {
 		copy(group, src[g*size:(g+1)*size])
 		out := dst[g*size : (g+1)*size]
-		for b := 0; b < cols/32; b++ {
+		for b := 0; b < cols/k.cols; b++ {
 			k.packBlock(out[b*block:(b+1)*block], group, rb, b)
 		}
 	}

@@ -27,8 +27,30 @@ var repackCases = []struct {
 	}},
 }
 
-// TestRepacked checks that a matrix repacked into Q4_0x8 or Q8_0x4
-// multiplies, on every tier, through MatVec, Pool.MatVec (1, 2 and 3
+// rotRepackCases are the x8 layouts of the rotated types, which
+// TestRepacked and BenchmarkRepacked cover beside repackCases (they have
+// no tile kernels, so TestAVX512Kernels leaves them out).
+var rotRepackCases = []struct {
+	file, packed quant.Type
+	group        int
+	dot          func(n int, w, act []byte) float32
+}{
+	{quant.QSF_Q2R, QSF_Q2Rx8, 8, fileDot(quant.QSF_Q2R)},
+	{quant.QSF_Q3R, QSF_Q3Rx8, 8, fileDot(quant.QSF_Q3R)},
+	{quant.QSF_Q4R, QSF_Q4Rx8, 8, fileDot(quant.QSF_Q4R)},
+}
+
+// fileDot returns the reference dot product of file type t.
+func fileDot(t quant.Type) func(n int, w, act []byte) float32 {
+	tr, err := quant.Lookup(t)
+	if err != nil {
+		panic(err)
+	}
+	return tr.Dot
+}
+
+// TestRepacked checks that a matrix repacked into Q4_0x8, Q8_0x4 or a
+// rotated type's x8 layout multiplies, on every tier, through MatVec, Pool.MatVec (1, 2 and 3
 // threads), Pool.MatVecs and MatMul (with whole tiles of four activations
 // and a remainder), bit for bit as the file type's reference dot product
 // computes the file's rows.
@@ -39,11 +61,11 @@ func TestRepacked(t *testing.T) {
 	for _, p := range pools {
 		defer p.Close()
 	}
-	for _, rc := range repackCases {
+	for _, rc := range append(repackCases[:len(repackCases):len(repackCases)], rotRepackCases...) {
 		for _, sh := range []struct{ rows, cols int }{
 			{8, 32}, {8, 64}, {16, 96}, {24, 224}, {64, 4096}, {40, 768}, {8, 1280}, {136, 320}, {256, 2048}, {12, 96}, {4, 64},
 		} {
-			if sh.rows%rc.group != 0 {
+			if sh.rows%rc.group != 0 || sh.cols%rc.file.BlockSize() != 0 {
 				continue
 			}
 			for _, extreme := range []bool{false, true} {
@@ -52,9 +74,20 @@ func TestRepacked(t *testing.T) {
 				acts := randomRows(r, quant.Q8_0, n, sh.cols)
 				actBytes := len(acts) / n
 				if extreme {
-					if rc.file == quant.Q4_0 {
+					switch rc.file {
+					case quant.Q4_0:
 						extremeQ4_0(r, w, acts)
-					} else {
+					case quant.QSF_Q2R, quant.QSF_Q3R, quant.QSF_Q4R:
+						extremeRot(r, w, rc.file.BlockBytes())
+						extremeQ8_0(r, acts)
+						for o := 0; o < len(acts); o += 34 {
+							if r.IntN(6) == 0 {
+								for j := 0; j < 32; j++ {
+									acts[o+2+j] = 0x80 // −128
+								}
+							}
+						}
+					default:
 						extremeQ8_0(r, w)
 						extremeQ8_0(r, acts)
 					}
@@ -171,7 +204,7 @@ func TestRepackErrors(t *testing.T) {
 // is throughput per CPU second of the process.
 func BenchmarkRepacked(b *testing.B) {
 	const rows, cols = 4096, 4096
-	for _, rc := range repackCases {
+	for _, rc := range append(repackCases[:len(repackCases):len(repackCases)], rotRepackCases...) {
 		r := rand.New(rand.NewPCG(11, 12))
 		w := randomRows(r, rc.file, rows, cols)
 		act := randomRows(r, quant.Q8_0, 1, cols)
@@ -218,12 +251,15 @@ func typeName(t quant.Type) string {
 		return "Q4_0x8"
 	case Q8_0x4:
 		return "Q8_0x4"
+	case QSF_Q2Rx8, QSF_Q3Rx8, QSF_Q4Rx8:
+		return quant.Type(uint32(t)&0xffff).String() + "x8"
 	}
 	return t.String()
 }
 
 // TestRepackTypes checks which matrices RepackType takes: Q4_0 in
-// groups of 8 rows, Q8_0 in groups of 4, nothing else.
+// groups of 8 rows, Q8_0 in groups of 4, the rotated types in groups of 8
+// where the best tier has a kernel for their x8 layout, nothing else.
 func TestRepackTypes(t *testing.T) {
 	for _, c := range []struct {
 		t          quant.Type
@@ -237,10 +273,55 @@ func TestRepackTypes(t *testing.T) {
 		{quant.Q8_0, 62, 256, quant.Q8_0, false},
 		{quant.Q4_K, 64, 256, quant.Q4_K, false},
 		{quant.F32, 64, 256, quant.F32, false},
+		{quant.QSF_Q4R, 60, 256, quant.QSF_Q4R, false},
 	} {
 		got, ok := RepackType(c.t, c.rows, c.cols)
 		if got != c.want || ok != c.ok {
 			t.Errorf("RepackType(%v, %d, %d) = %v, %v; want %v, %v", c.t, c.rows, c.cols, got, ok, c.want, c.ok)
 		}
+	}
+	// The rotated types take the x8 layout exactly when the tier has a
+	// kernel of its own for it; the generic tier never does.
+	for _, tr := range available {
+		for _, rc := range rotRepackCases {
+			rows, _ := tr.KernelTiers(rc.packed, 64)
+			native := rows != genericTier.name
+			if tr == genericTier && native {
+				t.Errorf("generic tier: %v counts as its own", typeName(rc.packed))
+			}
+			want := rc.file
+			if native {
+				want = rc.packed
+			}
+			if got, ok := tr.RepackType(rc.file, 64, 256); got != want || ok != native {
+				t.Errorf("%s.RepackType(%v, 64, 256) = %v, %v; want %v, %v", tr.Name(), rc.file, got, ok, want, native)
+			}
+		}
+	}
+}
+
+// extremeRot gives blocks of a rotated type's matrix w (bb bytes a
+// block) all-zero or all-one codes and multipliers or extreme fp16
+// scales, as TestRotTiersBits does.
+func extremeRot(r *rand.Rand, w []byte, bb int) {
+	for o := 0; o < len(w); o += bb {
+		switch r.IntN(8) {
+		case 0, 1:
+			v := byte(0xff * r.IntN(2))
+			for j := 2; j < bb; j++ {
+				w[o+j] = v
+			}
+		case 2:
+			putF16(w[o:], []float32{0, 6e-8, -6e-8, 65504, -1}[r.IntN(5)])
+		}
+	}
+}
+
+// BenchmarkPrepRotX8 measures prepRotX8 on a 4096-element activation.
+func BenchmarkPrepRotX8(b *testing.B) {
+	act := randomRows(rand.New(rand.NewPCG(1, 2)), quant.Q8_0, 1, 4096)
+	var buf []byte
+	for i := 0; i < b.N; i++ {
+		buf = prepRotX8(buf, act, 4096)
 	}
 }

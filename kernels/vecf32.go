@@ -198,3 +198,16 @@ func (tr *Tier) RotateF32(v, cs []float32, step, off int) {
 		v[b] = quant.FMA32(x0, s, x1*c)
 	}
 }
+
+// Rotate64 is quant.Rotate64 (the transform of QSF's rotated types'
+// activations, block of 64 by block of 64) on the default tier: the same
+// bits, in assembly where the tier has it.
+func Rotate64(x []float32) { current.Load().Rotate64(x) }
+
+// Rotate64 is the package function Rotate64 on tier tr.
+func (tr *Tier) Rotate64(x []float32) {
+	if tr != genericTier && rotate64Asm(tr, x) {
+		return
+	}
+	quant.Rotate64(x)
+}

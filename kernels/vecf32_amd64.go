@@ -70,3 +70,26 @@ func rotateF32Asm(v, cs []float32, pairs, step, off int) bool {
 	rotateF32FMA(&v[0], &cs[0], pairs, 4*step, 4*off)
 	return true
 }
+
+//go:noescape
+func rotate64AVX512(x *float32, blocks int)
+
+//go:noescape
+func rotate64AVX2(x *float32, blocks int)
+
+// rotate64Asm is quant.Rotate64 on the 64-element blocks of x in the
+// assembly of tier tr (rotate64_amd64.s), false when tr has none.
+func rotate64Asm(tr *Tier, x []float32) bool {
+	nb := len(x) / 64
+	switch {
+	case nb == 0:
+		return true
+	case tr == avx512Tier && haveAVX512:
+		rotate64AVX512(&x[0], nb)
+	case (tr == avx2Tier || tr == avx512Tier) && hasAVX2():
+		rotate64AVX2(&x[0], nb)
+	default:
+		return false
+	}
+	return true
+}

@@ -70,3 +70,6 @@ func rotateF32Asm(v, cs []float32, pairs, step, off int) bool {
 	rotateF32NEON(&v[0], &cs[0], pairs, 4*step, 4*off)
 	return true
 }
+
+// rotate64Asm: this build has no assembly for Rotate64.
+func rotate64Asm(tr *Tier, x []float32) bool { return false }

@@ -13,3 +13,5 @@ func lanesF32Asm(lanes []float32, width, cols int, x []float32, stride int, p []
 func reduceLanes32Asm(out, lanes []float32) bool { return false }
 
 func rotateF32Asm(v, cs []float32, pairs, step, off int) bool { return false }
+
+func rotate64Asm(tr *Tier, x []float32) bool { return false }

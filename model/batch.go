@@ -384,7 +384,7 @@ func (b *batch) get(pool *kernels.Pool, wt quant.Type, n int) []byte {
 			rx := b.rx[:b.width]
 			for i := range n {
 				copy(rx, row(b.in, i, b.width))
-				quant.Rotate64(rx)
+				b.tier.Rotate64(rx)
 				b.tier.Quantize(at, buf[i*size:(i+1)*size], rx)
 			}
 			b.done[rotSlot] = true

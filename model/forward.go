@@ -593,7 +593,7 @@ func (s *State) matVecs(out1 []float32, w1 *Tensor, out2 []float32, w2 *Tensor, 
 type activations struct {
 	tier *kernels.Tier // converts with this tier's quantizers
 	x    []float32
-	rx   []float32 // x rotated by quant.Rotate64, for the rotated types
+	rx   []float32 // x rotated by quant.Rotate64 (tier.Rotate64), for the rotated types
 	bufs [maxType][]byte
 	done [maxType]bool
 }
@@ -646,7 +646,7 @@ func (a *activations) get(wt quant.Type) []byte {
 		if !a.done[rotSlot] {
 			rx := a.rx[:len(a.x)]
 			copy(rx, a.x)
-			quant.Rotate64(rx)
+			a.tier.Rotate64(rx)
 			a.tier.Quantize(at, buf, rx)
 			a.done[rotSlot] = true
 		}
@@ -670,7 +670,7 @@ func (a *activations) convert(dst []byte, x []float32, wt quant.Type) []byte {
 	if tr.RotatedInput {
 		rx := a.rx[:len(x)]
 		copy(rx, x)
-		quant.Rotate64(rx)
+		a.tier.Rotate64(rx)
 		a.tier.Quantize(at, buf, rx)
 		return buf
 	}

@@ -95,7 +95,7 @@ func kernelTiers(path, tier string, repack bool) (map[string]typeTiers, error) {
 		}
 		typ := t.Type
 		if repack {
-			typ, _ = kernels.RepackType(t.Type, int(t.Shape[1]), int(t.Shape[0]))
+			typ, _ = tr.RepackType(t.Type, int(t.Shape[1]), int(t.Shape[0]))
 		}
 		rows, tile := tr.KernelTiers(typ, int(t.Shape[1]))
 		if rows == tier && (tile == tier || tile == "") {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/qsf-llm/qsf/arena"
 	"github.com/qsf-llm/qsf/format"
+	"github.com/qsf-llm/qsf/kernels"
 	"github.com/qsf-llm/qsf/kvcache"
 	"github.com/qsf-llm/qsf/model"
 	"github.com/qsf-llm/qsf/plan"
@@ -42,6 +43,7 @@ type Options struct {
 	Sessions       int // sessions the budget holds at once (0: one)
 	Logger         *slog.Logger
 	Progress       func(done, total int64) // repacking progress, or nil
+	Tier           *kernels.Tier           // the tier the model runs on (its repacked layouts); nil: kernels.DefaultTier
 }
 
 // Model is a loaded model: the file, the network, the tokenizer and how
@@ -226,7 +228,11 @@ func (r *request) resident(f *format.File, p *plan.Plan) (*Model, error) {
 		streamed := p != nil && p.Mode == plan.Experts
 		// Huge pages speed up reading the repacked weights, but a
 		// partly touched one counts whole: not under a RAM budget.
-		if packed, err = repackWeights(weights, f, !streamed, r.RAMBudget <= 0, r.Progress); err != nil {
+		tier := r.Tier
+		if tier == nil {
+			tier = kernels.DefaultTier()
+		}
+		if packed, err = repackWeights(weights, f, tier, !streamed, r.RAMBudget <= 0, r.Progress); err != nil {
 			return nil, err
 		}
 	}

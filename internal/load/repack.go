@@ -30,10 +30,12 @@ import (
 // The arena, nil when no matrix needed one, is the caller's to close after
 // the weights' last use.
 //
+// tier is the tier the model runs on: QSF's rotated types are repacked
+// only where it has kernels for their x8 layouts (kernels.Tier.RepackType).
 // experts says whether the routed experts of a mixture of experts are
 // repacked too (not when they are streamed); progress, when not nil, is
 // told the bytes repacked so far.
-func repackWeights(w *model.Weights, f *format.File, experts, huge bool, progress func(done, total int64)) (*arena.Arena, error) {
+func repackWeights(w *model.Weights, f *format.File, tier *kernels.Tier, experts, huge bool, progress func(done, total int64)) (*arena.Arena, error) {
 	var todo []*model.Tensor
 	for i := range w.Blocks {
 		for _, t := range w.Blocks[i].Matrices() {
@@ -49,7 +51,7 @@ func repackWeights(w *model.Weights, f *format.File, experts, huge bool, progres
 	n := 0
 	var size int
 	for _, t := range todo {
-		if _, ok := kernels.RepackType(t.Type, t.Rows, t.Cols); ok && (f.IsMapped(t.Data) || f.QSF() == nil) {
+		if _, ok := tier.RepackType(t.Type, t.Rows, t.Cols); ok && (f.IsMapped(t.Data) || f.QSF() == nil) {
 			todo[n] = t
 			n++
 			if f.IsMapped(t.Data) {
