@@ -112,23 +112,29 @@ func swarPairK(q uint64, g *[6]uint64) (int32, int32) {
 func q6_KSWAR(out []float32, w []byte, rowBytes, cols int, _, aux []byte) {
 	nb := cols / 256
 	u := words(aux)[:nb*q6_KPrepBlock]
+	fp16 := fp16Floats()
 	for r := range out {
 		row := w[r*rowBytes:][:210*nb]
-		var a0, a1, a2, a3, a4, a5, a6, a7 float32
+		var acc [8]float32
 		for i := 0; i < nb; i++ {
 			bl := (*[210]byte)(row[210*i:])
 			p := (*[q6_KPrepBlock]uint64)(u[q6_KPrepBlock*i:])
 			var s [8]int32
 			for h := 0; h < 2; h++ {
+				// Half h of the block: its 64 bytes of low bits, 32 of
+				// high bits, 8 scales and 96 prepared words.
+				ql := (*[64]byte)(bl[64*h:])
+				qhb := (*[32]byte)(bl[128+32*h:])
 				sc := (*[8]byte)(bl[192+8*h:])
+				gh := (*[96]uint64)(p[96*h:])
 				for l := 0; l < 32; l += 8 {
 					// The quants' two high bits sit at bits 4 and 5 of
 					// each byte of qh<<4, qh<<2, qh and qh>>2.
 					const lo, hb = 0x0F0F0F0F0F0F0F0F, 0x3030303030303030
-					l0 := binary.LittleEndian.Uint64(bl[64*h+l:])
-					l1 := binary.LittleEndian.Uint64(bl[64*h+32+l:])
-					qh := binary.LittleEndian.Uint64(bl[128+32*h+l:])
-					g := (*[24]uint64)(p[6*(16*h+l/2):])
+					l0 := binary.LittleEndian.Uint64(ql[l:])
+					l1 := binary.LittleEndian.Uint64(ql[32+l:])
+					qh := binary.LittleEndian.Uint64(qhb[l:])
+					g := (*[24]uint64)(gh[3*l:])
 					sj := l / 16 // sub-block j = 8h + 2c + sj for range c
 					ga0, ga1 := swarPairK(l0&lo|qh<<4&hb, (*[6]uint64)(g[0:]))
 					gb0, gb1 := swarPairK(l1&lo|qh<<2&hb, (*[6]uint64)(g[6:]))
@@ -140,57 +146,16 @@ func q6_KSWAR(out []float32, w []byte, rowBytes, cols int, _, aux []byte) {
 					s[k+1] += sa*ga1 + sb*gb1 + scc*gc1 + sd*gd1
 				}
 			}
-			d := math.Float32frombits(uint32(p[192])) * quant.FP16ToFP32(binary.LittleEndian.Uint16(bl[208:]))
-			if v, ok := fma32Try(d, float32(s[0]), a0); ok {
-				a0 = v
-			} else {
-				p := float64(float64(d) * float64(float32(s[0])))
-				a0 = fma32Finish(p, float64(a0), float64(p+float64(a0)))
-			}
-			if v, ok := fma32Try(d, float32(s[1]), a1); ok {
-				a1 = v
-			} else {
-				p := float64(float64(d) * float64(float32(s[1])))
-				a1 = fma32Finish(p, float64(a1), float64(p+float64(a1)))
-			}
-			if v, ok := fma32Try(d, float32(s[2]), a2); ok {
-				a2 = v
-			} else {
-				p := float64(float64(d) * float64(float32(s[2])))
-				a2 = fma32Finish(p, float64(a2), float64(p+float64(a2)))
-			}
-			if v, ok := fma32Try(d, float32(s[3]), a3); ok {
-				a3 = v
-			} else {
-				p := float64(float64(d) * float64(float32(s[3])))
-				a3 = fma32Finish(p, float64(a3), float64(p+float64(a3)))
-			}
-			if v, ok := fma32Try(d, float32(s[4]), a4); ok {
-				a4 = v
-			} else {
-				p := float64(float64(d) * float64(float32(s[4])))
-				a4 = fma32Finish(p, float64(a4), float64(p+float64(a4)))
-			}
-			if v, ok := fma32Try(d, float32(s[5]), a5); ok {
-				a5 = v
-			} else {
-				p := float64(float64(d) * float64(float32(s[5])))
-				a5 = fma32Finish(p, float64(a5), float64(p+float64(a5)))
-			}
-			if v, ok := fma32Try(d, float32(s[6]), a6); ok {
-				a6 = v
-			} else {
-				p := float64(float64(d) * float64(float32(s[6])))
-				a6 = fma32Finish(p, float64(a6), float64(p+float64(a6)))
-			}
-			if v, ok := fma32Try(d, float32(s[7]), a7); ok {
-				a7 = v
-			} else {
-				p := float64(float64(d) * float64(float32(s[7])))
-				a7 = fma32Finish(p, float64(a7), float64(p+float64(a7)))
+			d := math.Float32frombits(uint32(p[192])) * fp16[binary.LittleEndian.Uint16(bl[208:])]
+			for k := range acc {
+				if v, ok := fma32Try(d, float32(s[k]), acc[k]); ok {
+					acc[k] = v
+				} else {
+					acc[k] = quant.FMA32(d, float32(s[k]), acc[k])
+				}
 			}
 		}
-		r0, r1, r2, r3 := a4+a0, a5+a1, a6+a2, a7+a3
+		r0, r1, r2, r3 := acc[4]+acc[0], acc[5]+acc[1], acc[6]+acc[2], acc[7]+acc[3]
 		out[r] = (r0 + r2) + (r1 + r3)
 	}
 }
@@ -242,16 +207,17 @@ func q4_KSWAR(out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
 	nb := cols / 256
 	u := words(aux)[:nb*q4_KPrepBlock]
 	act = act[:292*nb]
+	fp16 := fp16Floats()
 	for r := range out {
 		row := w[r*rowBytes : (r+1)*rowBytes]
-		var a0, a1, a2, a3, a4, a5, a6, a7 float32
+		var acc [8]float32
 		var accM [4]float32
 		for i := 0; i < nb; i++ {
 			bl := (*[144]byte)(row[144*i:])
 			p := (*[q4_KPrepBlock]uint64)(u[q4_KPrepBlock*i:])
 			a := (*[292]byte)(act[292*i:])
 			yd := math.Float32frombits(uint32(p[128]))
-			dmin := -yd * quant.FP16ToFP32(uint16(bl[2])|uint16(bl[3])<<8)
+			dmin := -yd * fp16[binary.LittleEndian.Uint16(bl[2:])]
 			q := (*[12]byte)(bl[4:])
 			var sc, mn [8]int32
 			for j := 0; j < 4; j++ {
@@ -282,57 +248,16 @@ func q4_KSWAR(out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
 					s[k+1] += slo*a1 + shi*b1
 				}
 			}
-			d := yd * quant.FP16ToFP32(binary.LittleEndian.Uint16(bl[0:]))
-			if v, ok := fma32Try(d, float32(s[0]), a0); ok {
-				a0 = v
-			} else {
-				p := float64(float64(d) * float64(float32(s[0])))
-				a0 = fma32Finish(p, float64(a0), float64(p+float64(a0)))
-			}
-			if v, ok := fma32Try(d, float32(s[1]), a1); ok {
-				a1 = v
-			} else {
-				p := float64(float64(d) * float64(float32(s[1])))
-				a1 = fma32Finish(p, float64(a1), float64(p+float64(a1)))
-			}
-			if v, ok := fma32Try(d, float32(s[2]), a2); ok {
-				a2 = v
-			} else {
-				p := float64(float64(d) * float64(float32(s[2])))
-				a2 = fma32Finish(p, float64(a2), float64(p+float64(a2)))
-			}
-			if v, ok := fma32Try(d, float32(s[3]), a3); ok {
-				a3 = v
-			} else {
-				p := float64(float64(d) * float64(float32(s[3])))
-				a3 = fma32Finish(p, float64(a3), float64(p+float64(a3)))
-			}
-			if v, ok := fma32Try(d, float32(s[4]), a4); ok {
-				a4 = v
-			} else {
-				p := float64(float64(d) * float64(float32(s[4])))
-				a4 = fma32Finish(p, float64(a4), float64(p+float64(a4)))
-			}
-			if v, ok := fma32Try(d, float32(s[5]), a5); ok {
-				a5 = v
-			} else {
-				p := float64(float64(d) * float64(float32(s[5])))
-				a5 = fma32Finish(p, float64(a5), float64(p+float64(a5)))
-			}
-			if v, ok := fma32Try(d, float32(s[6]), a6); ok {
-				a6 = v
-			} else {
-				p := float64(float64(d) * float64(float32(s[6])))
-				a6 = fma32Finish(p, float64(a6), float64(p+float64(a6)))
-			}
-			if v, ok := fma32Try(d, float32(s[7]), a7); ok {
-				a7 = v
-			} else {
-				p := float64(float64(d) * float64(float32(s[7])))
-				a7 = fma32Finish(p, float64(a7), float64(p+float64(a7)))
+			d := yd * fp16[binary.LittleEndian.Uint16(bl[0:])]
+			for k := range acc {
+				if v, ok := fma32Try(d, float32(s[k]), acc[k]); ok {
+					acc[k] = v
+				} else {
+					acc[k] = quant.FMA32(d, float32(s[k]), acc[k])
+				}
 			}
 		}
-		r0, r1, r2, r3 := a4+a0, a5+a1, a6+a2, a7+a3
+		r0, r1, r2, r3 := acc[4]+acc[0], acc[5]+acc[1], acc[6]+acc[2], acc[7]+acc[3]
 		out[r] = ((r0 + r2) + (r1 + r3)) + ((accM[0] + accM[2]) + (accM[1] + accM[3]))
 	}
 }
