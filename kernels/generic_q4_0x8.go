@@ -82,26 +82,34 @@ func q4_0x8SWAR(out []float32, w []byte, rowBytes, cols int, _, aux []byte) {
 		for b := 0; b < nb; b++ {
 			o := (*[q4_0x8Block]byte)(grp[b*q4_0x8Block:])
 			p := (*[q4_0x8PrepBlock]uint64)(u[q4_0x8PrepBlock*b:])
-			var s [8]int32
 			sy8 := int32(p[16] >> 32)
-			for r := 0; r < 8; r += 2 {
+			// Chunk by chunk: its four multipliers stay in registers for
+			// the four pairs of rows, whose sums of the low nibbles
+			// (even r) and of the high nibbles (odd r) gather in sum.
+			var sum [8]uint64
+			for c := 0; c < 4; c++ {
 				const m = 0x000F000F000F000F
-				// The stores into s between the two halves keep the
-				// compiler from loading all sixteen multipliers at once
-				// (and spilling them).
-				q := (*[104]byte)(o[16+4*r:]) // the pair's 8 bytes of each chunk
-				v0 := binary.LittleEndian.Uint64(q[0:])
-				v1 := binary.LittleEndian.Uint64(q[32:])
-				v2 := binary.LittleEndian.Uint64(q[64:])
-				v3 := binary.LittleEndian.Uint64(q[96:])
-				lo := v0&m*p[0] + v0>>8&m*p[1] + v1&m*p[4] + v1>>8&m*p[5] +
-					v2&m*p[8] + v2>>8&m*p[9] + v3&m*p[12] + v3>>8&m*p[13]
-				s[r] = int32(int16((lo+1<<15)>>16)) - sy8
-				s[r+1] = int32(int64(lo+1<<47)>>48) - sy8
-				hi := v0>>4&m*p[2] + v0>>12&m*p[3] + v1>>4&m*p[6] + v1>>12&m*p[7] +
-					v2>>4&m*p[10] + v2>>12&m*p[11] + v3>>4&m*p[14] + v3>>12&m*p[15]
-				s[r] += int32(int16((hi + 1<<15) >> 16))
-				s[r+1] += int32(int64(hi+1<<47) >> 48)
+				u := (*[4]uint64)(p[4*c:])
+				u0, u1, u2, u3 := u[0], u[1], u[2], u[3]
+				q := (*[32]byte)(o[16+32*c:]) // 8 bytes per pair of rows
+				v := binary.LittleEndian.Uint64(q[0:])
+				sum[0] += v&m*u0 + v>>8&m*u1
+				sum[1] += v>>4&m*u2 + v>>12&m*u3
+				v = binary.LittleEndian.Uint64(q[8:])
+				sum[2] += v&m*u0 + v>>8&m*u1
+				sum[3] += v>>4&m*u2 + v>>12&m*u3
+				v = binary.LittleEndian.Uint64(q[16:])
+				sum[4] += v&m*u0 + v>>8&m*u1
+				sum[5] += v>>4&m*u2 + v>>12&m*u3
+				v = binary.LittleEndian.Uint64(q[24:])
+				sum[6] += v&m*u0 + v>>8&m*u1
+				sum[7] += v>>4&m*u2 + v>>12&m*u3
+			}
+			var s [8]int32
+			for r := 0; r < 8; r += 2 {
+				lo, hi := sum[r], sum[r+1]
+				s[r] = int32(int16((lo+1<<15)>>16)) + int32(int16((hi+1<<15)>>16)) - sy8
+				s[r+1] = int32(int64(lo+1<<47)>>48) + int32(int64(hi+1<<47)>>48) - sy8
 			}
 			// fma(float32(s), dw·da, acc) per row as quant.FMA32 computes
 			// it; s converts exactly (|s| ≤ 2¹⁵).
