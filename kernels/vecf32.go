@@ -75,11 +75,6 @@ func dotF32Lanes(w, x []float32) float32 {
 	return sum
 }
 
-// fma32MinNormal is fma32Try's range test as one unsigned comparison: a
-// float64 s with bits b is zero or of float32-normal magnitude when
-// b<<1 − 1 ≥ fma32MinNormal (b<<1 = 0 wraps around to the top).
-const fma32MinNormal = (1023-126)<<53 - 1
-
 // AxpyF32 sets y[i] = x[i]·a + y[i] rounded once (a fused multiply-add, as
 // VFMADD computes it), for every i in y.
 func AxpyF32(y, x []float32, a float32) {
@@ -93,12 +88,12 @@ func (tr *Tier) AxpyF32(y, x []float32, a float32) {
 		return
 	}
 	for i := range y {
-		// fma32Try with its range test as one comparison; the slow
-		// path loads x[i] and y[i] again, so that the conversions above
-		// write the registers they load into (a conversion into another
-		// register would wait for that register's last value).
+		// fma32Try written out; the slow path loads x[i] and y[i]
+		// again, so that the conversions above write the registers they
+		// load into (a conversion into another register would wait for
+		// that register's last value).
 		s := float64(float64(float64(x[i])*float64(a)) + float64(y[i]))
-		if bits := math.Float64bits(s); bits<<35 != 1<<63 && bits<<1-1 >= fma32MinNormal {
+		if fma32Fits(math.Float64bits(s)) {
 			y[i] = float32(s)
 		} else {
 			y[i] = quant.FMA32(x[i], a, y[i])
