@@ -27,7 +27,8 @@ import (
 
 // q6_KPrepBlock is the number of uint64 words per block of the generic
 // Q6_K kernel's prepared Q8_K activation: per group of eight elements
-// (32 of them, in the kernel's order) Uₐ, Uₐ', U_b, U_b' and the two read
+// (32 of them, in the kernel's order) Uₐ, Uₐ' − 2⁸·Uₐ, U_b, U_b' − 2⁸·U_b
+// (swarPairK) and the two read
 // offsets Kₐ = 2¹⁵ − 32·(y₀+…+y₃)·2¹⁶ and K_b = 2⁴⁷ − 32·(y₄+…+y₇)·2⁴⁸;
 // then the block's float32 scale.
 const q6_KPrepBlock = 32*6 + 1
@@ -56,6 +57,9 @@ func prepQ6_KSWAR(buf, act []byte, cols int) []byte {
 			y := (*[8]byte)(a[4+q6_KGroupStart(k):])
 			g := (*[6]uint64)(o[6*k:])
 			putGroupU((*[4]uint64)(g[:4]), y)
+			// swarPairK multiplies Q itself by Uₐ and U_b (see there).
+			g[1] -= g[0] << 8
+			g[3] -= g[2] << 8
 			var sa, sb int64
 			for i := 0; i < 4; i++ {
 				sa += int64(int8(y[i]))
@@ -98,12 +102,15 @@ func swarPair(q, bias uint64, u *[4]uint64) (int32, int32) {
 // lanes unsigned (below 64), so each lane holds at most four products,
 // |·| ≤ 4·63·128 < 2¹⁵, and the offsets add the read's rounding constant
 // and subtract 32·Σy in the lane read, where the result Σ(q−32)·y lies
-// in [−16256, 16384].
+// in [−16256, 16384]. Q's 16-bit lanes are E + 2⁸·O, so with g holding
+// Uₐ' − 2⁸·Uₐ and U_b' − 2⁸·U_b in place of Uₐ' and U_b' (modulo 2⁶⁴),
+// Q·Uₐ + O·(Uₐ' − 2⁸·Uₐ) = E·Uₐ + O·Uₐ' exactly and E need not be masked
+// out.
 func swarPairK(q uint64, g *[6]uint64) (int32, int32) {
 	const m = 0x00FF00FF00FF00FF
-	e, o := q&m, q>>8&m
-	a := e*g[0] + o*g[1] + g[4]
-	b := e*g[2] + o*g[3] + g[5]
+	o := q >> 8 & m
+	a := q*g[0] + o*g[1] + g[4]
+	b := q*g[2] + o*g[3] + g[5]
 	return int32(int16(a >> 16)), int32(int64(b) >> 48)
 }
 
