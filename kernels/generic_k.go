@@ -27,7 +27,8 @@ import (
 
 // q6_KPrepBlock is the number of uint64 words per block of the generic
 // Q6_K kernel's prepared Q8_K activation: per group of eight elements
-// (32 of them, in the kernel's order) Uₐ, Uₐ', U_b, U_b' and the two read
+// (32 of them, in the kernel's order) Uₐ, Uₐ' − 2⁸·Uₐ, U_b, U_b' − 2⁸·U_b
+// (swarPairK) and the two read
 // offsets Kₐ = 2¹⁵ − 32·(y₀+…+y₃)·2¹⁶ and K_b = 2⁴⁷ − 32·(y₄+…+y₇)·2⁴⁸;
 // then the block's float32 scale.
 const q6_KPrepBlock = 32*6 + 1
@@ -56,6 +57,9 @@ func prepQ6_KSWAR(buf, act []byte, cols int) []byte {
 			y := (*[8]byte)(a[4+q6_KGroupStart(k):])
 			g := (*[6]uint64)(o[6*k:])
 			putGroupU((*[4]uint64)(g[:4]), y)
+			// swarPairK multiplies Q itself by Uₐ and U_b (see there).
+			g[1] -= g[0] << 8
+			g[3] -= g[2] << 8
 			var sa, sb int64
 			for i := 0; i < 4; i++ {
 				sa += int64(int8(y[i]))
@@ -98,12 +102,15 @@ func swarPair(q, bias uint64, u *[4]uint64) (int32, int32) {
 // lanes unsigned (below 64), so each lane holds at most four products,
 // |·| ≤ 4·63·128 < 2¹⁵, and the offsets add the read's rounding constant
 // and subtract 32·Σy in the lane read, where the result Σ(q−32)·y lies
-// in [−16256, 16384].
+// in [−16256, 16384]. Q's 16-bit lanes are E + 2⁸·O, so with g holding
+// Uₐ' − 2⁸·Uₐ and U_b' − 2⁸·U_b in place of Uₐ' and U_b' (modulo 2⁶⁴),
+// Q·Uₐ + O·(Uₐ' − 2⁸·Uₐ) = E·Uₐ + O·Uₐ' exactly and E need not be masked
+// out.
 func swarPairK(q uint64, g *[6]uint64) (int32, int32) {
 	const m = 0x00FF00FF00FF00FF
-	e, o := q&m, q>>8&m
-	a := e*g[0] + o*g[1] + g[4]
-	b := e*g[2] + o*g[3] + g[5]
+	o := q >> 8 & m
+	a := q*g[0] + o*g[1] + g[4]
+	b := q*g[2] + o*g[3] + g[5]
 	return int32(int16(a >> 16)), int32(int64(b) >> 48)
 }
 
@@ -112,23 +119,29 @@ func swarPairK(q uint64, g *[6]uint64) (int32, int32) {
 func q6_KSWAR(out []float32, w []byte, rowBytes, cols int, _, aux []byte) {
 	nb := cols / 256
 	u := words(aux)[:nb*q6_KPrepBlock]
+	fp16 := fp16Floats()
 	for r := range out {
 		row := w[r*rowBytes:][:210*nb]
-		var a0, a1, a2, a3, a4, a5, a6, a7 float32
+		var acc [8]float32
 		for i := 0; i < nb; i++ {
 			bl := (*[210]byte)(row[210*i:])
 			p := (*[q6_KPrepBlock]uint64)(u[q6_KPrepBlock*i:])
 			var s [8]int32
 			for h := 0; h < 2; h++ {
+				// Half h of the block: its 64 bytes of low bits, 32 of
+				// high bits, 8 scales and 96 prepared words.
+				ql := (*[64]byte)(bl[64*h:])
+				qhb := (*[32]byte)(bl[128+32*h:])
 				sc := (*[8]byte)(bl[192+8*h:])
+				gh := (*[96]uint64)(p[96*h:])
 				for l := 0; l < 32; l += 8 {
 					// The quants' two high bits sit at bits 4 and 5 of
 					// each byte of qh<<4, qh<<2, qh and qh>>2.
 					const lo, hb = 0x0F0F0F0F0F0F0F0F, 0x3030303030303030
-					l0 := binary.LittleEndian.Uint64(bl[64*h+l:])
-					l1 := binary.LittleEndian.Uint64(bl[64*h+32+l:])
-					qh := binary.LittleEndian.Uint64(bl[128+32*h+l:])
-					g := (*[24]uint64)(p[6*(16*h+l/2):])
+					l0 := binary.LittleEndian.Uint64(ql[l:])
+					l1 := binary.LittleEndian.Uint64(ql[32+l:])
+					qh := binary.LittleEndian.Uint64(qhb[l:])
+					g := (*[24]uint64)(gh[3*l:])
 					sj := l / 16 // sub-block j = 8h + 2c + sj for range c
 					ga0, ga1 := swarPairK(l0&lo|qh<<4&hb, (*[6]uint64)(g[0:]))
 					gb0, gb1 := swarPairK(l1&lo|qh<<2&hb, (*[6]uint64)(g[6:]))
@@ -140,57 +153,16 @@ func q6_KSWAR(out []float32, w []byte, rowBytes, cols int, _, aux []byte) {
 					s[k+1] += sa*ga1 + sb*gb1 + scc*gc1 + sd*gd1
 				}
 			}
-			d := math.Float32frombits(uint32(p[192])) * quant.FP16ToFP32(binary.LittleEndian.Uint16(bl[208:]))
-			if v, ok := fma32Try(d, float32(s[0]), a0); ok {
-				a0 = v
-			} else {
-				p := float64(float64(d) * float64(float32(s[0])))
-				a0 = fma32Finish(p, float64(a0), float64(p+float64(a0)))
-			}
-			if v, ok := fma32Try(d, float32(s[1]), a1); ok {
-				a1 = v
-			} else {
-				p := float64(float64(d) * float64(float32(s[1])))
-				a1 = fma32Finish(p, float64(a1), float64(p+float64(a1)))
-			}
-			if v, ok := fma32Try(d, float32(s[2]), a2); ok {
-				a2 = v
-			} else {
-				p := float64(float64(d) * float64(float32(s[2])))
-				a2 = fma32Finish(p, float64(a2), float64(p+float64(a2)))
-			}
-			if v, ok := fma32Try(d, float32(s[3]), a3); ok {
-				a3 = v
-			} else {
-				p := float64(float64(d) * float64(float32(s[3])))
-				a3 = fma32Finish(p, float64(a3), float64(p+float64(a3)))
-			}
-			if v, ok := fma32Try(d, float32(s[4]), a4); ok {
-				a4 = v
-			} else {
-				p := float64(float64(d) * float64(float32(s[4])))
-				a4 = fma32Finish(p, float64(a4), float64(p+float64(a4)))
-			}
-			if v, ok := fma32Try(d, float32(s[5]), a5); ok {
-				a5 = v
-			} else {
-				p := float64(float64(d) * float64(float32(s[5])))
-				a5 = fma32Finish(p, float64(a5), float64(p+float64(a5)))
-			}
-			if v, ok := fma32Try(d, float32(s[6]), a6); ok {
-				a6 = v
-			} else {
-				p := float64(float64(d) * float64(float32(s[6])))
-				a6 = fma32Finish(p, float64(a6), float64(p+float64(a6)))
-			}
-			if v, ok := fma32Try(d, float32(s[7]), a7); ok {
-				a7 = v
-			} else {
-				p := float64(float64(d) * float64(float32(s[7])))
-				a7 = fma32Finish(p, float64(a7), float64(p+float64(a7)))
+			d := math.Float32frombits(uint32(p[192])) * fp16[binary.LittleEndian.Uint16(bl[208:])]
+			for k := range acc {
+				if v, ok := fma32Try(d, float32(s[k]), acc[k]); ok {
+					acc[k] = v
+				} else {
+					acc[k] = quant.FMA32(d, float32(s[k]), acc[k])
+				}
 			}
 		}
-		r0, r1, r2, r3 := a4+a0, a5+a1, a6+a2, a7+a3
+		r0, r1, r2, r3 := acc[4]+acc[0], acc[5]+acc[1], acc[6]+acc[2], acc[7]+acc[3]
 		out[r] = (r0 + r2) + (r1 + r3)
 	}
 }
@@ -242,16 +214,17 @@ func q4_KSWAR(out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
 	nb := cols / 256
 	u := words(aux)[:nb*q4_KPrepBlock]
 	act = act[:292*nb]
+	fp16 := fp16Floats()
 	for r := range out {
 		row := w[r*rowBytes : (r+1)*rowBytes]
-		var a0, a1, a2, a3, a4, a5, a6, a7 float32
+		var acc [8]float32
 		var accM [4]float32
 		for i := 0; i < nb; i++ {
 			bl := (*[144]byte)(row[144*i:])
 			p := (*[q4_KPrepBlock]uint64)(u[q4_KPrepBlock*i:])
 			a := (*[292]byte)(act[292*i:])
 			yd := math.Float32frombits(uint32(p[128]))
-			dmin := -yd * quant.FP16ToFP32(uint16(bl[2])|uint16(bl[3])<<8)
+			dmin := -yd * fp16[binary.LittleEndian.Uint16(bl[2:])]
 			q := (*[12]byte)(bl[4:])
 			var sc, mn [8]int32
 			for j := 0; j < 4; j++ {
@@ -282,57 +255,16 @@ func q4_KSWAR(out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
 					s[k+1] += slo*a1 + shi*b1
 				}
 			}
-			d := yd * quant.FP16ToFP32(binary.LittleEndian.Uint16(bl[0:]))
-			if v, ok := fma32Try(d, float32(s[0]), a0); ok {
-				a0 = v
-			} else {
-				p := float64(float64(d) * float64(float32(s[0])))
-				a0 = fma32Finish(p, float64(a0), float64(p+float64(a0)))
-			}
-			if v, ok := fma32Try(d, float32(s[1]), a1); ok {
-				a1 = v
-			} else {
-				p := float64(float64(d) * float64(float32(s[1])))
-				a1 = fma32Finish(p, float64(a1), float64(p+float64(a1)))
-			}
-			if v, ok := fma32Try(d, float32(s[2]), a2); ok {
-				a2 = v
-			} else {
-				p := float64(float64(d) * float64(float32(s[2])))
-				a2 = fma32Finish(p, float64(a2), float64(p+float64(a2)))
-			}
-			if v, ok := fma32Try(d, float32(s[3]), a3); ok {
-				a3 = v
-			} else {
-				p := float64(float64(d) * float64(float32(s[3])))
-				a3 = fma32Finish(p, float64(a3), float64(p+float64(a3)))
-			}
-			if v, ok := fma32Try(d, float32(s[4]), a4); ok {
-				a4 = v
-			} else {
-				p := float64(float64(d) * float64(float32(s[4])))
-				a4 = fma32Finish(p, float64(a4), float64(p+float64(a4)))
-			}
-			if v, ok := fma32Try(d, float32(s[5]), a5); ok {
-				a5 = v
-			} else {
-				p := float64(float64(d) * float64(float32(s[5])))
-				a5 = fma32Finish(p, float64(a5), float64(p+float64(a5)))
-			}
-			if v, ok := fma32Try(d, float32(s[6]), a6); ok {
-				a6 = v
-			} else {
-				p := float64(float64(d) * float64(float32(s[6])))
-				a6 = fma32Finish(p, float64(a6), float64(p+float64(a6)))
-			}
-			if v, ok := fma32Try(d, float32(s[7]), a7); ok {
-				a7 = v
-			} else {
-				p := float64(float64(d) * float64(float32(s[7])))
-				a7 = fma32Finish(p, float64(a7), float64(p+float64(a7)))
+			d := yd * fp16[binary.LittleEndian.Uint16(bl[0:])]
+			for k := range acc {
+				if v, ok := fma32Try(d, float32(s[k]), acc[k]); ok {
+					acc[k] = v
+				} else {
+					acc[k] = quant.FMA32(d, float32(s[k]), acc[k])
+				}
 			}
 		}
-		r0, r1, r2, r3 := a4+a0, a5+a1, a6+a2, a7+a3
+		r0, r1, r2, r3 := acc[4]+acc[0], acc[5]+acc[1], acc[6]+acc[2], acc[7]+acc[3]
 		out[r] = ((r0 + r2) + (r1 + r3)) + ((accM[0] + accM[2]) + (accM[1] + accM[3]))
 	}
 }

@@ -51,7 +51,7 @@ func q8_0x4Generic(out []float32, w []byte, rowBytes, cols int, act []byte) {
 		// One row at a time, so that its eight float lanes stay in
 		// registers.
 		for r := 0; r < 4; r++ {
-			var a0, a1, a2, a3, a4, a5, a6, a7 float32
+			var acc [8]float32
 			for b := 0; b < nb; b++ {
 				o := (*[q8_0x4Block]byte)(grp[b*q8_0x4Block:])
 				a := (*[34]byte)(act[34*b:])
@@ -63,56 +63,15 @@ func q8_0x4Generic(out []float32, w []byte, rowBytes, cols int, act []byte) {
 						int32(int8(q[4*l+2]))*int32(int8(y[4*l+2])) + int32(int8(q[4*l+3]))*int32(int8(y[4*l+3]))
 				}
 				d := fp16[binary.LittleEndian.Uint16(o[2*r:])] * fp16[binary.LittleEndian.Uint16(a[0:])]
-				if v, ok := fma32Try(d, float32(s[0]), a0); ok {
-					a0 = v
-				} else {
-					p := float64(float64(d) * float64(float32(s[0])))
-					a0 = fma32Finish(p, float64(a0), float64(p+float64(a0)))
-				}
-				if v, ok := fma32Try(d, float32(s[1]), a1); ok {
-					a1 = v
-				} else {
-					p := float64(float64(d) * float64(float32(s[1])))
-					a1 = fma32Finish(p, float64(a1), float64(p+float64(a1)))
-				}
-				if v, ok := fma32Try(d, float32(s[2]), a2); ok {
-					a2 = v
-				} else {
-					p := float64(float64(d) * float64(float32(s[2])))
-					a2 = fma32Finish(p, float64(a2), float64(p+float64(a2)))
-				}
-				if v, ok := fma32Try(d, float32(s[3]), a3); ok {
-					a3 = v
-				} else {
-					p := float64(float64(d) * float64(float32(s[3])))
-					a3 = fma32Finish(p, float64(a3), float64(p+float64(a3)))
-				}
-				if v, ok := fma32Try(d, float32(s[4]), a4); ok {
-					a4 = v
-				} else {
-					p := float64(float64(d) * float64(float32(s[4])))
-					a4 = fma32Finish(p, float64(a4), float64(p+float64(a4)))
-				}
-				if v, ok := fma32Try(d, float32(s[5]), a5); ok {
-					a5 = v
-				} else {
-					p := float64(float64(d) * float64(float32(s[5])))
-					a5 = fma32Finish(p, float64(a5), float64(p+float64(a5)))
-				}
-				if v, ok := fma32Try(d, float32(s[6]), a6); ok {
-					a6 = v
-				} else {
-					p := float64(float64(d) * float64(float32(s[6])))
-					a6 = fma32Finish(p, float64(a6), float64(p+float64(a6)))
-				}
-				if v, ok := fma32Try(d, float32(s[7]), a7); ok {
-					a7 = v
-				} else {
-					p := float64(float64(d) * float64(float32(s[7])))
-					a7 = fma32Finish(p, float64(a7), float64(p+float64(a7)))
+				for k := range acc {
+					if v, ok := fma32Try(d, float32(s[k]), acc[k]); ok {
+						acc[k] = v
+					} else {
+						acc[k] = quant.FMA32(d, float32(s[k]), acc[k])
+					}
 				}
 			}
-			out[4*g+r] = ((a0 + a4) + (a2 + a6)) + ((a1 + a5) + (a3 + a7))
+			out[4*g+r] = ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]))
 		}
 	}
 }

@@ -198,33 +198,21 @@ func packQ4_0x8Block(o, grp []byte, rb, b int) {
 
 // fma32Try is quant.FMA32's fast path, small enough to inline: a·b+c and
 // true when the float64 sum (the product is exact) rounds correctly to
-// float32, that is when it is no float32 rounding midpoint and not below
-// the normal range; false when the caller must call quant.FMA32.
+// float32 (fma32Fits); false when the caller must call quant.FMA32.
 func fma32Try(a, b, c float32) (float32, bool) {
 	s := float64(float64(float64(a)*float64(b)) + float64(c))
-	bits := math.Float64bits(s)
-	return float32(s), bits<<35 != 1<<63 && (bits<<1 >= (1023-126)<<53 || bits<<1 == 0)
+	return float32(s), fma32Fits(math.Float64bits(s))
 }
 
-// fma32Finish completes fma32Try's computation when it returns false:
-// given the exact product p, the addend c and their float64 sum s, it
-// returns p+c rounded once to float32 as quant.FMA32 does (the exact sum
-// rounded to float64 with round-to-odd through TwoSum, then to float32).
-func fma32Finish(p, c, s float64) float32 {
-	if s-s != 0 { // an infinity or a NaN
-		return float32(s)
-	}
-	bb := float64(s - p)
-	e := float64(p-float64(s-bb)) + float64(c-bb)
-	if bits := math.Float64bits(s); e != 0 && bits&1 == 0 {
-		if (e > 0) == (s > 0) {
-			bits++
-		} else {
-			bits--
-		}
-		s = math.Float64frombits(bits)
-	}
-	return float32(s)
+// fma32Fits reports whether the float64 s with bits b, the sum of an
+// exact product and a float32, rounds correctly to float32: when it is
+// no float32 rounding midpoint (its low 29 bits are not 1 followed by
+// zeros) and zero or of float32-normal magnitude. The range test is one
+// unsigned comparison: b<<1 − 1 wraps around to the top for zero. Kernels
+// call it in an if statement's condition, where the compiler branches on
+// it instead of making a bool.
+func fma32Fits(b uint64) bool {
+	return b<<35 != 1<<63 && b<<1-1 >= (1023-126)<<53-1
 }
 
 // q4_0x8TokBlock is the size of one Q8_0 block of one activation in the

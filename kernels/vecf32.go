@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"math"
 	"unsafe"
 
 	"github.com/qsf-llm/qsf/quant"
@@ -87,8 +88,13 @@ func (tr *Tier) AxpyF32(y, x []float32, a float32) {
 		return
 	}
 	for i := range y {
-		if v, ok := fma32Try(x[i], a, y[i]); ok {
-			y[i] = v
+		// fma32Try written out; the slow path loads x[i] and y[i]
+		// again, so that the conversions above write the registers they
+		// load into (a conversion into another register would wait for
+		// that register's last value).
+		s := float64(float64(float64(x[i])*float64(a)) + float64(y[i]))
+		if fma32Fits(math.Float64bits(s)) {
+			y[i] = float32(s)
 		} else {
 			y[i] = quant.FMA32(x[i], a, y[i])
 		}
