@@ -150,6 +150,48 @@ func BenchmarkDecodeStream(b *testing.B) {
 	}
 }
 
+// BenchmarkDecodeStreamF32 is BenchmarkDecodeStream for the avx512 tier's
+// F32 kernel on one thread: a 12L-768 FFN matrix (2048×768) rotated
+// through ≥ 512 MiB of copies, beside Touch over the same bytes.
+//
+//	go test ./kernels -run - -bench DecodeStreamF32 -benchtime 2s
+func BenchmarkDecodeStreamF32(b *testing.B) {
+	if !haveAVX512 {
+		b.Skip("CPU lacks AVX-512 F/BW/VL/VNNI")
+	}
+	const rows, cols = 2048, 768
+	r := rand.New(rand.NewPCG(65, 66))
+	w := randomRows(r, quant.F32, rows, cols)
+	act := randomRows(r, quant.F32, 1, cols)
+	out := make([]float32, rows)
+	n := (512 << 20) / len(w)
+	buf := make([]byte, n*len(w))
+	for i := range n {
+		copy(buf[i*len(w):], w)
+	}
+	for _, k := range []string{"touch", "rows"} {
+		b.Run("F32/"+k, func(b *testing.B) {
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			b.SetBytes(int64(len(w)))
+			c0 := threadCPU()
+			i := 0
+			for b.Loop() {
+				m := buf[i%n*len(w) : (i%n+1)*len(w)]
+				if k == "touch" {
+					Touch(m)
+				} else {
+					f32AVX512(out, m, 4*cols, cols, act, nil)
+				}
+				i++
+			}
+			if c1 := threadCPU(); c0 >= 0 && c1 > c0 {
+				b.ReportMetric(float64(len(w))*float64(i)/float64(c1-c0), "cpuGB/s")
+			}
+		})
+	}
+}
+
 // BenchmarkDecodeStreamPool is BenchmarkDecodeStream's matrices through a
 // Pool of two threads (MatVec, the avx512 tier), beside Touch of the same
 // bytes split by Parallel: wall MB/s, and GB/s per CPU second of the

@@ -26,11 +26,11 @@ func f32AVX2(out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
 }
 
 // f32AVX512 is the avx512 tier's F32 kernel: f32AVX2's sums, two of
-// ggml's accumulators per zmm, prefetching further ahead.
+// ggml's accumulators per zmm.
 func f32AVX512(out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
 	_ = w[len(out)*rowBytes-1]
 	_ = act[4*cols-1]
-	dotF32AVX512(&out[0], len(out), &w[0], cols/32, rowBytes, &act[0], decodeAhead)
+	dotF32AVX512(&out[0], len(out), &w[0], cols/32, rowBytes, &act[0])
 	f32Tail(out, w, rowBytes, cols, act)
 }
 

@@ -4,37 +4,46 @@
 
 #include "textflag.h"
 
-// func dotF32AVX512(out *float32, rows int, w *byte, chunks int, rowBytes int, act *byte, ahead int)
-// Requires: AVX, AVX512F, MMX+
-TEXT ·dotF32AVX512(SB), NOSPLIT, $0-56
+// func dotF32AVX512(out *float32, rows int, w *byte, chunks int, rowBytes int, act *byte)
+// Requires: AVX, AVX512F
+TEXT ·dotF32AVX512(SB), NOSPLIT, $0-48
 	MOVQ out+0(FP), R8
 	MOVQ rows+8(FP), R9
 	MOVQ w+16(FP), SI
 	MOVQ chunks+24(FP), R10
 	MOVQ rowBytes+32(FP), R12
 	MOVQ act+40(FP), R11
-	MOVQ ahead+48(FP), R13
+	SHLQ $0x07, R10
+	MOVQ R10, R13
+	ANDQ $-256, R13
 
 f32z_row:
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
-	MOVQ   SI, BX
-	MOVQ   R11, DI
-	MOVQ   R10, CX
-	TESTQ  CX, CX
-	JZ     f32z_done
+	XORQ   BX, BX
+	TESTQ  R13, R13
+	JZ     f32z_tail
 
-f32z_chunk:
-	PREFETCHT0  (BX)(R13*1)
-	PREFETCHT0  64(BX)(R13*1)
-	VMOVUPS     (BX), Z4
-	VMOVUPS     64(BX), Z5
-	VFMADD231PS (DI), Z4, Z0
-	VFMADD231PS 64(DI), Z5, Z1
-	ADDQ        $0x00000080, BX
-	ADDQ        $0x00000080, DI
-	DECQ        CX
-	JNZ         f32z_chunk
+f32z_pair:
+	VMOVUPS     (SI)(BX*1), Z4
+	VMOVUPS     64(SI)(BX*1), Z5
+	VFMADD231PS (R11)(BX*1), Z4, Z0
+	VFMADD231PS 64(R11)(BX*1), Z5, Z1
+	VMOVUPS     128(SI)(BX*1), Z6
+	VMOVUPS     192(SI)(BX*1), Z7
+	VFMADD231PS 128(R11)(BX*1), Z6, Z0
+	VFMADD231PS 192(R11)(BX*1), Z7, Z1
+	ADDQ        $0x00000100, BX
+	CMPQ        BX, R13
+	JNE         f32z_pair
+
+f32z_tail:
+	CMPQ        BX, R10
+	JEQ         f32z_done
+	VMOVUPS     (SI)(BX*1), Z4
+	VMOVUPS     64(SI)(BX*1), Z5
+	VFMADD231PS (R11)(BX*1), Z4, Z0
+	VFMADD231PS 64(R11)(BX*1), Z5, Z1
 
 f32z_done:
 	VADDPS        Z1, Z0, Z0

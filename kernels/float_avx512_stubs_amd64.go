@@ -5,10 +5,10 @@
 package kernels
 
 // dotF32AVX512 computes out[r] = dot(row r, act) of F32 rows, chunks of 32 columns each,
-// in ggml_vec_dot_f32's order, prefetching ahead bytes ahead.
+// in ggml_vec_dot_f32's order.
 //
 //go:noescape
-func dotF32AVX512(out *float32, rows int, w *byte, chunks int, rowBytes int, act *byte, ahead int)
+func dotF32AVX512(out *float32, rows int, w *byte, chunks int, rowBytes int, act *byte)
 
 // dotF32R3T8AVX512 computes blocks of three F32 rows × eight activations
 // (f32T8AVX512), in ggml_vec_dot_f32's order; scratch holds a block's sums

@@ -10,41 +10,57 @@ import (
 // ggml_vec_dot_f32's four 8-lane accumulators per zmm (Z0: a0, a1; Z1:
 // a2, a3: each lane sees the elements its ymm lane does), reduced in
 // ggml's order: (a0+a2)+(a1+a3), then the halves, then two horizontal
-// adds. Each row is one stream, prefetched ahead bytes ahead.
+// adds. The rows lie back to back, so the matrix is one stream of memory,
+// which the hardware prefetchers follow: software prefetches only cost
+// load slots (about 3% of a one-thread decode step's read speed on Zen
+// 5). The loop takes two chunks a turn, the weights and the activation at
+// one index, so that more of the window of instructions in flight is
+// loads ahead.
 func f32Rows() {
 	const fn = "f32z"
-	TEXT("dotF32AVX512", NOSPLIT, "func(out *float32, rows int, w *byte, chunks, rowBytes int, act *byte, ahead int)")
+	TEXT("dotF32AVX512", NOSPLIT, "func(out *float32, rows int, w *byte, chunks, rowBytes int, act *byte)")
 	Pragma("noescape")
 	Doc("dotF32AVX512 computes out[r] = dot(row r, act) of F32 rows, chunks of 32 columns each,",
-		"in ggml_vec_dot_f32's order, prefetching ahead bytes ahead.")
-	Load(Param("out"), R8)
-	Load(Param("rows"), R9)
-	Load(Param("w"), RSI)
-	Load(Param("chunks"), R10)
-	Load(Param("rowBytes"), R12)
-	Load(Param("act"), R11)
-	Load(Param("ahead"), R13)
+		"in ggml_vec_dot_f32's order.")
+	out, rows, w, rowBytes, act := R8, R9, RSI, R12, R11
+	end, pairs, i := R10, R13, RBX
+	Load(Param("out"), out)
+	Load(Param("rows"), rows)
+	Load(Param("w"), w)
+	Load(Param("chunks"), end)
+	Load(Param("rowBytes"), rowBytes)
+	Load(Param("act"), act)
+	// end: the bytes of a row's chunks; pairs: those of its whole pairs.
+	SHLQ(U8(7), end)
+	MOVQ(end, pairs)
+	ANDQ(I32(-256), pairs)
 
 	Label(label(fn, "row"))
 	VPXORD(Z0, Z0, Z0)
 	VPXORD(Z1, Z1, Z1)
-	MOVQ(RSI, RBX)
-	MOVQ(R11, RDI)
-	MOVQ(R10, RCX)
-	TESTQ(RCX, RCX)
-	JZ(LabelRef(label(fn, "done")))
+	XORQ(i, i)
+	TESTQ(pairs, pairs)
+	JZ(LabelRef(label(fn, "tail")))
 
-	Label(label(fn, "chunk"))
-	PREFETCHT0(mi(RBX, 0, R13, 1))
-	PREFETCHT0(mi(RBX, 64, R13, 1))
-	VMOVUPS(m(RBX, 0), Z4)
-	VMOVUPS(m(RBX, 64), Z5)
-	VFMADD231PS(m(RDI, 0), Z4, Z0)
-	VFMADD231PS(m(RDI, 64), Z5, Z1)
-	ADDQ(U32(128), RBX)
-	ADDQ(U32(128), RDI)
-	DECQ(RCX)
-	JNZ(LabelRef(label(fn, "chunk")))
+	Label(label(fn, "pair"))
+	for c := 0; c < 2; c++ {
+		a, b := zmm(4+2*c), zmm(5+2*c)
+		VMOVUPS(mi(w, 128*c, i, 1), a)
+		VMOVUPS(mi(w, 128*c+64, i, 1), b)
+		VFMADD231PS(mi(act, 128*c, i, 1), a, Z0)
+		VFMADD231PS(mi(act, 128*c+64, i, 1), b, Z1)
+	}
+	ADDQ(U32(256), i)
+	CMPQ(i, pairs)
+	JNE(LabelRef(label(fn, "pair")))
+
+	Label(label(fn, "tail"))
+	CMPQ(i, end)
+	JEQ(LabelRef(label(fn, "done")))
+	VMOVUPS(mi(w, 0, i, 1), Z4)
+	VMOVUPS(mi(w, 64, i, 1), Z5)
+	VFMADD231PS(mi(act, 0, i, 1), Z4, Z0)
+	VFMADD231PS(mi(act, 64, i, 1), Z5, Z1)
 
 	Label(label(fn, "done"))
 	VADDPS(Z1, Z0, Z0) // [a0+a2 | a1+a3]
@@ -54,10 +70,10 @@ func f32Rows() {
 	VADDPS(X1, X0, X0)
 	VHADDPS(X0, X0, X0)
 	VHADDPS(X0, X0, X0)
-	VMOVSS(X0, m(R8, 0))
-	ADDQ(U32(4), R8)
-	ADDQ(R12, RSI)
-	DECQ(R9)
+	VMOVSS(X0, m(out, 0))
+	ADDQ(U32(4), out)
+	ADDQ(rowBytes, w)
+	DECQ(rows)
 	JNZ(LabelRef(label(fn, "row")))
 	VZEROUPPER()
 	RET()
