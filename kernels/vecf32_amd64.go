@@ -70,3 +70,26 @@ func rotateF32Asm(v, cs []float32, pairs, step, off int) bool {
 	rotateF32FMA(&v[0], &cs[0], pairs, 4*step, 4*off)
 	return true
 }
+
+//go:noescape
+func dotF32HeadsAVX2(out *float32, ostride, n int, keys *byte, kstride int, q *byte, heads, chunks, group, g0 int)
+
+func dotF32HeadsAsm(out []float32, ostride int, keys []float32, stride, n int, q []float32, d, group, g0, heads int) bool {
+	if d%32 != 0 || !hasAVX2() {
+		return false
+	}
+	dotF32HeadsAVX2(&out[0], 4*ostride, n, (*byte)(unsafe.Pointer(&keys[0])), 4*stride, (*byte)(unsafe.Pointer(&q[0])), heads, d/32, group, g0)
+	return true
+}
+
+//go:noescape
+func lanesF32HeadsAVX2(lanes *float32, n int, values *byte, vstride int, p *float32, pstride, heads, cols, group, g0 int)
+
+func lanesF32HeadsAsm(lanes, values []float32, stride, n int, p []float32, pstride, d, group, g0, heads int) bool {
+	if d%8 != 0 || !hasAVX2() {
+		return false
+	}
+	clear(lanes)
+	lanesF32HeadsAVX2(&lanes[0], n, (*byte)(unsafe.Pointer(&values[0])), 4*stride, &p[0], 4*pstride, heads, d, group, g0)
+	return true
+}
