@@ -537,6 +537,18 @@ func (s *State) norm(dst, x, w, b []float32) {
 	rmsNorm(dst, x, w, s.m.NormEps)
 }
 
+// normRows is norm of each row of width elements of x into the same row
+// of dst.
+func (s *State) normRows(dst, x []float32, width int, w, b []float32) {
+	if s.m.LayerNorm {
+		for r := 0; r+width <= len(x); r += width {
+			layerNorm(dst[r:r+width], x[r:r+width], w, b, s.m.NormEps)
+		}
+		return
+	}
+	rmsNormRows(dst, x, width, w, s.m.NormEps)
+}
+
 // input makes x the vector the following matVecs multiply. Its quantized
 // forms are computed lazily, once per activation type, so that matrices
 // reading the same input (Q, K, V; gate, up) share one conversion.
