@@ -46,6 +46,9 @@ type batch struct {
 	// attention enough to share), each sequence's error in multiErr.
 	prepareMulti func(lo, hi int)
 	multiErr     [maxMulti]error
+	// copyLogits copies the logits of the LM head's rows to the states
+	// that asked for them (multi), on the threads.
+	copyLogits func(lo, hi int)
 	logits       []float32
 
 	// The per-token step between the mat-muls that eachRow runs (op), its

@@ -173,6 +173,11 @@ func (bt *Batch) forwardChunks(states []*State, tokens [][]int, logits []bool, r
 				b.multiErr[j] = st.prepareAttention(b.opLayer, st.layer, st.pos)
 			}
 		}
+		b.copyLogits = func(lo, hi int) {
+			for i := lo; i < hi; i++ {
+				copy(b.multi[i].Logits, row(b.logits, i, hp.Vocab))
+			}
+		}
 	}
 	e, qd, kd, vd, ad := hp.Embd, hp.QDim(), hp.KDim(), hp.VDim(), hp.Heads*hp.HeadDimV
 	var saved [maxMulti]vectors
@@ -311,9 +316,9 @@ func (bt *Batch) forwardChunks(states []*State, tokens [][]int, logits []bool, r
 	}
 	if src == nil || src.HeadChunks() == 0 {
 		d.matMul(b.logits, &m.Output, n)
-		for i, st := range want[:n] {
-			copy(st.Logits, row(b.logits, i, hp.Vocab))
-		}
+		b.multi = append(b.multi[:0], want[:n]...)
+		d.pool.Parallel(n, b.copyLogits)
+		b.multi = b.multi[:0]
 		return nil
 	}
 	for c := range src.HeadChunks() {
