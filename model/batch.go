@@ -49,7 +49,7 @@ type batch struct {
 	// copyLogits copies the logits of the LM head's rows to the states
 	// that asked for them (multi), on the threads.
 	copyLogits func(lo, hi int)
-	logits       []float32
+	logits     []float32
 
 	// The per-token step between the mat-muls that eachRow runs (op), its
 	// state, layer, weights and first position, and the method value the
