@@ -89,7 +89,12 @@ func lanesF32HeadsAsm(lanes, values []float32, stride, n int, p []float32, pstri
 	if d%8 != 0 || !hasAVX2() {
 		return false
 	}
-	clear(lanes)
+	if n < 32 { // the lanes the kernel does not write
+		w := 32 * d
+		for j := range heads {
+			clear(lanes[j*w+n*d : (j+1)*w])
+		}
+	}
 	lanesF32HeadsAVX2(&lanes[0], n, (*byte)(unsafe.Pointer(&values[0])), 4*stride, &p[0], 4*pstride, heads, d, group, g0)
 	return true
 }

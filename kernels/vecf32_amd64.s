@@ -373,8 +373,9 @@ hsame:
 // j·32·cols floats, a lane cols floats) += p[j·pstride+4t] (bytes) times
 // the cols floats of j's value head in row t (values + t·vstride, the
 // value head advancing every group heads, the first after group-g0), each
-// element with one rounding (VFMADD231). The lanes hold their sums so far
-// (zero to begin with); cols is a multiple of 8. The positions go outer,
+// element with one rounding (VFMADD231), from zero: a lane's first term (t
+// < 32) is added to zero in a register, the lane not read. Lanes n.. (n <
+// 32) are not written. cols is a multiple of 8. The positions go outer,
 // the heads inner: the rows are read in order, each fetched two rows ahead.
 //
 // Registers: SI the row of position t, R11 the weight of head 0 at t, DX
@@ -408,6 +409,8 @@ lhead:
 	MOVQ R8, DI
 	MOVQ R13, R9
 	MOVQ R14, R10
+	CMPQ CX, $32
+	JLT  f32
 
 l32:
 	CMPQ R10, $128
@@ -441,6 +444,39 @@ l8:
 	ADDQ $32, R9
 	SUBQ $32, R10
 	JMP  l8
+
+f32:
+	CMPQ R10, $128
+	JLT  f8
+	PREFETCHT0 0(R9)(R12*2)
+	PREFETCHT0 64(R9)(R12*2)
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VFMADD231PS 0(R9), Y15, Y0
+	VFMADD231PS 32(R9), Y15, Y1
+	VFMADD231PS 64(R9), Y15, Y2
+	VFMADD231PS 96(R9), Y15, Y3
+	VMOVUPS Y0, 0(DI)
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS Y2, 64(DI)
+	VMOVUPS Y3, 96(DI)
+	ADDQ $128, DI
+	ADDQ $128, R9
+	SUBQ $128, R10
+	JMP  f32
+
+f8:
+	TESTQ R10, R10
+	JZ    lnext
+	VXORPS Y0, Y0, Y0
+	VFMADD231PS (R9), Y15, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ $32, DI
+	ADDQ $32, R9
+	SUBQ $32, R10
+	JMP  f8
 
 lnext:
 	ADDQ R15, R8
