@@ -81,12 +81,16 @@ func dotF32Lanes(w, x []float32) float32 {
 // q[j·d:(j+1)·d] with keys[t·stride+kv(j)·d:][:d], its key head kv(j) =
 // (g0+j)/group (group query heads share a key head; the first, j = 0, is
 // head g0 of its group). The sums are those of DotF32Rows on each head.
-func DotF32Heads(out []float32, ostride int, keys []float32, stride, n int, q []float32, d, group, g0 int) {
-	current.Load().DotF32Heads(out, ostride, keys, stride, n, q, d, group, g0)
+//
+// next, if not nil, is laid out as keys (the values of the same heads,
+// when they are as wide): the kernels fetch the parts of its rows that a
+// later pass over them (LanesF32Heads) reads into the cache on the way.
+func DotF32Heads(out []float32, ostride int, keys []float32, stride, n int, q []float32, d, group, g0 int, next []float32) {
+	current.Load().DotF32Heads(out, ostride, keys, stride, n, q, d, group, g0, next)
 }
 
 // DotF32Heads is the package function DotF32Heads on tier tr.
-func (tr *Tier) DotF32Heads(out []float32, ostride int, keys []float32, stride, n int, q []float32, d, group, g0 int) {
+func (tr *Tier) DotF32Heads(out []float32, ostride int, keys []float32, stride, n int, q []float32, d, group, g0 int, next []float32) {
 	heads := checkHeads("DotF32Heads", len(q), stride, n, len(keys), d, group, g0)
 	if heads == 0 || n == 0 {
 		return
@@ -94,7 +98,10 @@ func (tr *Tier) DotF32Heads(out []float32, ostride int, keys []float32, stride, 
 	if ostride < n || (heads-1)*ostride+n > len(out) {
 		panic("kernels: DotF32Heads: scores do not fit in out")
 	}
-	if tr != genericTier && dotF32HeadsAsm(out, ostride, keys, stride, n, q, d, group, g0, heads) {
+	if len(next) < len(keys) {
+		next = nil // fetched only where it is as long as keys
+	}
+	if tr != genericTier && dotF32HeadsAsm(out, ostride, keys, stride, n, q, d, group, g0, heads, next) {
 		return
 	}
 	for j := range heads {

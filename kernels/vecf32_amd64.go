@@ -72,13 +72,19 @@ func rotateF32Asm(v, cs []float32, pairs, step, off int) bool {
 }
 
 //go:noescape
-func dotF32HeadsAVX2(out *float32, ostride, n int, keys *byte, kstride int, q *byte, heads, chunks, group, g0 int)
+func dotF32HeadsAVX2(out *float32, ostride, n int, keys *byte, kstride int, q *byte, heads, chunks, group, g0, next int)
 
-func dotF32HeadsAsm(out []float32, ostride int, keys []float32, stride, n int, q []float32, d, group, g0, heads int) bool {
+func dotF32HeadsAsm(out []float32, ostride int, keys []float32, stride, n int, q []float32, d, group, g0, heads int, next []float32) bool {
 	if d%32 != 0 || !hasAVX2() {
 		return false
 	}
-	dotF32HeadsAVX2(&out[0], 4*ostride, n, (*byte)(unsafe.Pointer(&keys[0])), 4*stride, (*byte)(unsafe.Pointer(&q[0])), heads, d/32, group, g0)
+	// next as the distance in bytes from keys (0: keys again, already
+	// fetched), for the kernel to fetch at each key it reads.
+	off := 0
+	if next != nil {
+		off = int(uintptr(unsafe.Pointer(&next[0])) - uintptr(unsafe.Pointer(&keys[0])))
+	}
+	dotF32HeadsAVX2(&out[0], 4*ostride, n, (*byte)(unsafe.Pointer(&keys[0])), 4*stride, (*byte)(unsafe.Pointer(&q[0])), heads, d/32, group, g0, off)
 	return true
 }
 

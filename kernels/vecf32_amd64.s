@@ -292,21 +292,24 @@ rot:
 	JNZ  rot
 	RET
 
-// func dotF32HeadsAVX2(out *float32, ostride, n int, keys *byte, kstride int, q *byte, heads, chunks, group, g0 int)
+// func dotF32HeadsAVX2(out *float32, ostride, n int, keys *byte, kstride int, q *byte, heads, chunks, group, g0, next int)
 // For position t < n and query head j < heads: out[j·ostride+4t] (bytes)
 // = the dot product of the chunks·32 floats of query j (q, heads back to
 // back) with those of its key head in row t (keys + t·kstride, the key
 // head advancing every group query heads, the first after group-g0), in
 // ggml_vec_dot_f32's order as dotF32AVX2. The positions go outer, the
 // heads inner: the rows are read in order, each fetched two rows ahead.
+// The bytes next bytes on from each key read (the values, for the pass
+// after) are fetched into the cache too.
 //
 // Registers: SI the row of position t, R8 the score of head 0 at t, DX
 // that of head j, R11 query j, R15 its key head, DI the key chunk, CX the
-// chunks left, AX j's place in its group, BX the heads left.
-TEXT ·dotF32HeadsAVX2(SB), NOSPLIT, $0-80
+// chunks left, AX j's place in its group, BX the heads left, R9 next; the
+// positions left are counted in n.
+TEXT ·dotF32HeadsAVX2(SB), NOSPLIT, $0-88
 	MOVQ out+0(FP), R8
 	MOVQ ostride+8(FP), R12
-	MOVQ n+16(FP), R9
+	MOVQ next+80(FP), R9
 	MOVQ keys+24(FP), SI
 	MOVQ kstride+32(FP), R13
 	MOVQ chunks+56(FP), R10
@@ -331,6 +334,8 @@ hhead:
 hchunk:
 	PREFETCHT0 0(DI)(R13*2)
 	PREFETCHT0 64(DI)(R13*2)
+	PREFETCHT0 0(DI)(R9*1)
+	PREFETCHT0 64(DI)(R9*1)
 	VMOVUPS 0(DI), Y4
 	VMOVUPS 32(DI), Y5
 	VMOVUPS 64(DI), Y6
@@ -363,7 +368,7 @@ hsame:
 	JNZ  hhead
 	ADDQ $4, R8
 	ADDQ R13, SI
-	DECQ R9
+	DECQ n+16(FP) // the positions left
 	JNZ  hpos
 	VZEROUPPER
 	RET

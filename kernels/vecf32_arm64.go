@@ -74,7 +74,7 @@ func rotateF32Asm(v, cs []float32, pairs, step, off int) bool {
 // The attention's several-heads kernels run head by head (DotF32Rows,
 // LanesF32) on arm64.
 
-func dotF32HeadsAsm(out []float32, ostride int, keys []float32, stride, n int, q []float32, d, group, g0, heads int) bool {
+func dotF32HeadsAsm(out []float32, ostride int, keys []float32, stride, n int, q []float32, d, group, g0, heads int, next []float32) bool {
 	return false
 }
 

@@ -14,7 +14,7 @@ func reduceLanes32Asm(out, lanes []float32) bool { return false }
 
 func rotateF32Asm(v, cs []float32, pairs, step, off int) bool { return false }
 
-func dotF32HeadsAsm(out []float32, ostride int, keys []float32, stride, n int, q []float32, d, group, g0, heads int) bool {
+func dotF32HeadsAsm(out []float32, ostride int, keys []float32, stride, n int, q []float32, d, group, g0, heads int, next []float32) bool {
 	return false
 }
 

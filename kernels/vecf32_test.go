@@ -196,7 +196,11 @@ func TestF32HeadsTiers(t *testing.T) {
 			ostride := tc.n + 3
 			out := vec(tc.heads * ostride)
 			want := append([]float32(nil), out...)
-			tr.DotF32Heads(out, ostride, keys, stride, tc.n, q, tc.d, tc.group, tc.g0)
+			var next []float32
+			if tc.pad%2 == 0 {
+				next = vec(len(keys)) // fetched, not read
+			}
+			tr.DotF32Heads(out, ostride, keys, stride, tc.n, q, tc.d, tc.group, tc.g0, next)
 			for j := range tc.heads {
 				kv := (tc.g0 + j) / tc.group
 				genericTier.DotF32Rows(want[j*ostride:j*ostride+tc.n], keys[kv*tc.d:], stride, q[j*tc.d:(j+1)*tc.d])

@@ -87,7 +87,12 @@ func (s *State) attendF32(a attnArgs, lo, hi int) {
 	// each read waits on memory). Each head's sums are those of
 	// DotF32Rows and LanesF32 on it alone.
 	kv0, g0 := lo/group, lo%group
-	s.tier.DotF32Heads(s.scores[lo*c:], c, keys[kv0*hdk:], kd, a.n, a.q[lo*hdk:hi*hdk], hdk, group, g0)
+	// The values are fetched on the way when laid out as the keys.
+	var next []float32
+	if hdk == hdv {
+		next = values[kv0*hdv:]
+	}
+	s.tier.DotF32Heads(s.scores[lo*c:], c, keys[kv0*hdk:], kd, a.n, a.q[lo*hdk:hi*hdk], hdk, group, g0, next)
 	for h := lo; h < hi; h++ {
 		s.softmaxScores(s.scoresOf(a, h), scale)
 	}
