@@ -164,6 +164,35 @@ func (tr *Tier) LanesF32Heads(lanes, values []float32, stride, n int, p []float3
 	}
 }
 
+// MulF32 sets dst[i] = dst[i]·x[i] (float32 products, one rounding each)
+// for every i in dst.
+func MulF32(dst, x []float32) { current.Load().MulF32(dst, x) }
+
+// MulF32 is the package function MulF32 on tier tr.
+func (tr *Tier) MulF32(dst, x []float32) {
+	x = x[:len(dst)]
+	if tr != genericTier && mulF32Asm(dst, x) {
+		return
+	}
+	for i := range dst {
+		dst[i] *= x[i]
+	}
+}
+
+// AddF32 sets dst[i] = dst[i]+x[i] (float32 sums) for every i in dst.
+func AddF32(dst, x []float32) { current.Load().AddF32(dst, x) }
+
+// AddF32 is the package function AddF32 on tier tr.
+func (tr *Tier) AddF32(dst, x []float32) {
+	x = x[:len(dst)]
+	if tr != genericTier && addF32Asm(dst, x) {
+		return
+	}
+	for i := range dst {
+		dst[i] += x[i]
+	}
+}
+
 // AxpyF32 sets y[i] = x[i]·a + y[i] rounded once (a fused multiply-add, as
 // VFMADD computes it), for every i in y.
 func AxpyF32(y, x []float32, a float32) {

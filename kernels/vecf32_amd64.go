@@ -104,3 +104,25 @@ func lanesF32HeadsAsm(lanes, values []float32, stride, n int, p []float32, pstri
 	lanesF32HeadsAVX2(&lanes[0], n, (*byte)(unsafe.Pointer(&values[0])), 4*stride, &p[0], 4*pstride, heads, d, group, g0)
 	return true
 }
+
+//go:noescape
+func mulF32AVX2(dst, x *float32, n int)
+
+//go:noescape
+func addF32AVX2(dst, x *float32, n int)
+
+func mulF32Asm(dst, x []float32) bool {
+	if len(dst) == 0 || !hasAVX2() {
+		return len(dst) == 0
+	}
+	mulF32AVX2(&dst[0], &x[0], len(dst))
+	return true
+}
+
+func addF32Asm(dst, x []float32) bool {
+	if len(dst) == 0 || !hasAVX2() {
+		return len(dst) == 0
+	}
+	addF32AVX2(&dst[0], &x[0], len(dst))
+	return true
+}

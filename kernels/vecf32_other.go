@@ -21,3 +21,7 @@ func dotF32HeadsAsm(out []float32, ostride int, keys []float32, stride, n int, q
 func lanesF32HeadsAsm(lanes, values []float32, stride, n int, p []float32, pstride, d, group, g0, heads int) bool {
 	return false
 }
+
+func mulF32Asm(dst, x []float32) bool { return false }
+
+func addF32Asm(dst, x []float32) bool { return false }

@@ -226,3 +226,32 @@ func TestF32HeadsTiers(t *testing.T) {
 		}
 	}
 }
+
+// TestMulAddF32Tiers checks MulF32 and AddF32 on every tier against the
+// float32 operations, bit for bit, over odd lengths.
+func TestMulAddF32Tiers(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	for _, tier := range Tiers() {
+		tr, err := TierNamed(tier)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range []int{0, 1, 7, 8, 9, 31, 32, 33, 100, 2048} {
+			dst, x := make([]float32, n), make([]float32, n+3)
+			for i := range dst {
+				dst[i] = float32(rng.NormFloat64())
+			}
+			for i := range x {
+				x[i] = float32(rng.NormFloat64())
+			}
+			mul, add := append([]float32(nil), dst...), append([]float32(nil), dst...)
+			tr.MulF32(mul, x)
+			tr.AddF32(add, x)
+			for i := range dst {
+				if m, a := dst[i]*x[i], dst[i]+x[i]; math.Float32bits(mul[i]) != math.Float32bits(m) || math.Float32bits(add[i]) != math.Float32bits(a) {
+					t.Fatalf("%s: n %d element %d: MulF32 %g, AddF32 %g, want %g, %g", tier, n, i, mul[i], add[i], m, a)
+				}
+			}
+		}
+	}
+}

@@ -459,7 +459,7 @@ func (b *batch) runRows(lo, hi int) {
 	case opResidual:
 		for i := lo; i < hi; i++ {
 			addBias(row(b.xb, i, e), b.opB)
-			add(row(b.x, i, e), row(b.xb, i, e))
+			s.tier.AddF32(row(b.x, i, e), row(b.xb, i, e))
 		}
 	case opFinishQKV:
 		qd, kd, vd := hp.QDim(), hp.KDim(), hp.VDim()

@@ -322,7 +322,7 @@ func (s *State) embed(token, pos int) error {
 	}
 	if m.LearnedPos {
 		m.PosEmbd.Row(s.xb, pos)
-		add(s.x, s.xb)
+		s.tier.AddF32(s.x, s.xb)
 	}
 	return nil
 }
@@ -377,7 +377,7 @@ func (s *State) attention(l, pos int) error {
 	s.release(l, StageOut)
 	mulScale(s.xb, ly.OScale)
 	addBias(s.xb, ly.OB)
-	add(s.x, s.xb)
+	s.tier.AddF32(s.x, s.xb)
 	return nil
 }
 
@@ -523,7 +523,7 @@ func (s *State) feedForward(l int) error {
 	s.release(l, StageDown)
 	mulScale(s.xb, ly.DownScale)
 	addBias(s.xb, ly.DownB)
-	add(s.x, s.xb)
+	s.tier.AddF32(s.x, s.xb)
 	return nil
 }
 

@@ -126,9 +126,7 @@ func addBias(dst, b []float32) {
 // gated writes act(gate)·up into dst (dst may be gate).
 func gated(k *kernels.Tier, dst, gate, up []float32, act Activation) {
 	activateInto(k, dst, gate, act)
-	for i := range dst {
-		dst[i] *= up[i]
-	}
+	k.MulF32(dst, up)
 }
 
 // activate applies act to x in place.
