@@ -48,6 +48,7 @@ var (
 	tileQ4_0x8AVX512 = tileKernel{
 		run:       q4_0x8T4AVX512,
 		rowStep:   8,
+		rowBlock:  16, // groups of 8 rows go two at a time
 		packBytes: packBytesQ4_0x8T4,
 		pack:      packQ4_0x8T4Z,
 	}

@@ -296,6 +296,7 @@ func q4_0x8T8AVX512(out []float32, ostride int, w []byte, rowBytes, cols, rows i
 var tileQ4_0x8T8AVX512 = tileKernel{
 	run:       q4_0x8T8AVX512,
 	rowStep:   8,
+	rowBlock:  16, // groups of 8 rows go two at a time
 	tokens:    8,
 	rest:      &tileQ4_0x8AVX512,
 	packBytes: packBytesQ4_0x8T8,

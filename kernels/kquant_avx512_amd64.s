@@ -1064,6 +1064,16 @@ q6kt8_block:
 	VZEROUPPER
 	RET
 
+DATA t4zGather<>+0(SB)/8, $0x0000000400000000
+DATA t4zGather<>+8(SB)/8, $0x0000000c00000008
+DATA t4zGather<>+16(SB)/8, $0x0000000500000001
+DATA t4zGather<>+24(SB)/8, $0x0000000d00000009
+DATA t4zGather<>+32(SB)/8, $0x0000000000000000
+DATA t4zGather<>+40(SB)/8, $0x0000000000000000
+DATA t4zGather<>+48(SB)/8, $0x0000000000000000
+DATA t4zGather<>+56(SB)/8, $0x0000000000000000
+GLOBL t4zGather<>(SB), RODATA|NOPTR, $64
+
 // func dotQ6_KT4R2AVX512(out *float32, ostride int, pairs int, w *byte, nb int, rowBytes int, packed *byte, ahead int)
 // Requires: AVX, AVX2, AVX512BW, AVX512DQ, AVX512F, F16C, MMX+
 TEXT ·dotQ6_KT4R2AVX512(SB), NOSPLIT, $0-64
@@ -1264,107 +1274,68 @@ q6kt4r2_block:
 	VPDPWSSD     Z3, Z7, Z31
 
 	// fp32(d) of each row over its lanes.
-	MOVWLZX       208(SI), AX
-	VMOVD         AX, X8
-	VCVTPH2PS     X8, X8
-	VBROADCASTSS  X8, Y8
-	MOVWLZX       208(BX), AX
-	VMOVD         AX, X0
-	VCVTPH2PS     X0, X0
-	VBROADCASTSS  X0, Y0
-	VINSERTF64X4  $0x01, Y0, Z8, Z8
-	VPADDD        Z25, Z24, Z24
-	VCVTDQ2PS     Z24, Z24
-	VBROADCASTSS  4096(DI), Z0
-	VMULPS        Z0, Z8, Z0
-	VFMADD231PS   Z0, Z24, Z16
-	VPADDD        Z27, Z26, Z26
-	VCVTDQ2PS     Z26, Z26
-	VBROADCASTSS  4100(DI), Z0
-	VMULPS        Z0, Z8, Z0
-	VFMADD231PS   Z0, Z26, Z17
-	VPADDD        Z29, Z28, Z28
-	VCVTDQ2PS     Z28, Z28
-	VBROADCASTSS  4104(DI), Z0
-	VMULPS        Z0, Z8, Z0
-	VFMADD231PS   Z0, Z28, Z18
-	VPADDD        Z31, Z30, Z30
-	VCVTDQ2PS     Z30, Z30
-	VBROADCASTSS  4108(DI), Z0
-	VMULPS        Z0, Z8, Z0
-	VFMADD231PS   Z0, Z30, Z19
-	ADDQ          $0x000000d2, SI
-	ADDQ          $0x000000d2, BX
-	ADDQ          $0x00001040, DI
-	DECQ          CX
-	JNZ           q6kt4r2_block
-	VMOVAPS       Z16, Z0
-	VEXTRACTF64X4 $0x01, Z0, Y6
-	VEXTRACTF128  $0x01, Y0, X1
-	VADDPS        X1, X0, X0
-	VMOVHLPS      X0, X1, X1
-	VADDPS        X1, X0, X0
-	VMOVSHDUP     X0, X1
-	VADDSS        X1, X0, X0
-	VMOVSS        X0, (R8)
-	VEXTRACTF128  $0x01, Y6, X1
-	VADDPS        X1, X6, X6
-	VMOVHLPS      X6, X1, X1
-	VADDPS        X1, X6, X6
-	VMOVSHDUP     X6, X1
-	VADDSS        X1, X6, X6
-	VMOVSS        X6, 4(R8)
-	VMOVAPS       Z17, Z0
-	VEXTRACTF64X4 $0x01, Z0, Y6
-	VEXTRACTF128  $0x01, Y0, X1
-	VADDPS        X1, X0, X0
-	VMOVHLPS      X0, X1, X1
-	VADDPS        X1, X0, X0
-	VMOVSHDUP     X0, X1
-	VADDSS        X1, X0, X0
-	VMOVSS        X0, (R8)(R14*1)
-	VEXTRACTF128  $0x01, Y6, X1
-	VADDPS        X1, X6, X6
-	VMOVHLPS      X6, X1, X1
-	VADDPS        X1, X6, X6
-	VMOVSHDUP     X6, X1
-	VADDSS        X1, X6, X6
-	VMOVSS        X6, 4(R8)(R14*1)
-	VMOVAPS       Z18, Z0
-	VEXTRACTF64X4 $0x01, Z0, Y6
-	VEXTRACTF128  $0x01, Y0, X1
-	VADDPS        X1, X0, X0
-	VMOVHLPS      X0, X1, X1
-	VADDPS        X1, X0, X0
-	VMOVSHDUP     X0, X1
-	VADDSS        X1, X0, X0
-	VMOVSS        X0, (R8)(R14*2)
-	VEXTRACTF128  $0x01, Y6, X1
-	VADDPS        X1, X6, X6
-	VMOVHLPS      X6, X1, X1
-	VADDPS        X1, X6, X6
-	VMOVSHDUP     X6, X1
-	VADDSS        X1, X6, X6
-	VMOVSS        X6, 4(R8)(R14*2)
-	VMOVAPS       Z19, Z0
-	VEXTRACTF64X4 $0x01, Z0, Y6
-	VEXTRACTF128  $0x01, Y0, X1
-	VADDPS        X1, X0, X0
-	VMOVHLPS      X0, X1, X1
-	VADDPS        X1, X0, X0
-	VMOVSHDUP     X0, X1
-	VADDSS        X1, X0, X0
-	VMOVSS        X0, (R8)(R15*1)
-	VEXTRACTF128  $0x01, Y6, X1
-	VADDPS        X1, X6, X6
-	VMOVHLPS      X6, X1, X1
-	VADDPS        X1, X6, X6
-	VMOVSHDUP     X6, X1
-	VADDSS        X1, X6, X6
-	VMOVSS        X6, 4(R8)(R15*1)
-	ADDQ          $0x00000008, R8
-	MOVQ          BX, SI
-	DECQ          R9
-	JNZ           q6kt4r2_pair
+	MOVWLZX      208(SI), AX
+	VMOVD        AX, X8
+	VCVTPH2PS    X8, X8
+	VBROADCASTSS X8, Y8
+	MOVWLZX      208(BX), AX
+	VMOVD        AX, X0
+	VCVTPH2PS    X0, X0
+	VBROADCASTSS X0, Y0
+	VINSERTF64X4 $0x01, Y0, Z8, Z8
+	VPADDD       Z25, Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VBROADCASTSS 4096(DI), Z0
+	VMULPS       Z0, Z8, Z0
+	VFMADD231PS  Z0, Z24, Z16
+	VPADDD       Z27, Z26, Z26
+	VCVTDQ2PS    Z26, Z26
+	VBROADCASTSS 4100(DI), Z0
+	VMULPS       Z0, Z8, Z0
+	VFMADD231PS  Z0, Z26, Z17
+	VPADDD       Z29, Z28, Z28
+	VCVTDQ2PS    Z28, Z28
+	VBROADCASTSS 4104(DI), Z0
+	VMULPS       Z0, Z8, Z0
+	VFMADD231PS  Z0, Z28, Z18
+	VPADDD       Z31, Z30, Z30
+	VCVTDQ2PS    Z30, Z30
+	VBROADCASTSS 4108(DI), Z0
+	VMULPS       Z0, Z8, Z0
+	VFMADD231PS  Z0, Z30, Z19
+	ADDQ         $0x000000d2, SI
+	ADDQ         $0x000000d2, BX
+	ADDQ         $0x00001040, DI
+	DECQ         CX
+	JNZ          q6kt4r2_block
+
+	// The eight sums reduced side by side as hsum_float_8: u_i = x_i + x_(i+4).
+	VSHUFF32X4 $0x88, Z17, Z16, Z0
+	VSHUFF32X4 $0xdd, Z17, Z16, Z1
+	VADDPS     Z1, Z0, Z2
+	VSHUFF32X4 $0x88, Z19, Z18, Z0
+	VSHUFF32X4 $0xdd, Z19, Z18, Z1
+	VADDPS     Z1, Z0, Z3
+
+	// (u0+u2), (u1+u3) of every sum: Z2's in lanes 0, 1 of each 128 bits, Z3's in 2, 3.
+	VSHUFPS $0x44, Z3, Z2, Z0
+	VSHUFPS $0xee, Z3, Z2, Z1
+	VADDPS  Z1, Z0, Z0
+
+	// (u0+u2) + (u1+u3): Z2's sum in lane 0 of each 128 bits, Z3's in lane 1.
+	VSHUFPS      $0x88, Z0, Z0, Z1
+	VSHUFPS      $0xdd, Z0, Z0, Z2
+	VADDPS       Z2, Z1, Z1
+	VMOVDQU32    t4zGather<>+0(SB), Z10
+	VPERMPS      Z1, Z10, Z0
+	VMOVLPS      X0, (R8)
+	VMOVHPS      X0, (R8)(R14*1)
+	VEXTRACTF128 $0x01, Y0, X1
+	VMOVLPS      X1, (R8)(R14*2)
+	VMOVHPS      X1, (R8)(R15*1)
+	ADDQ         $0x00000008, R8
+	MOVQ         BX, SI
+	DECQ         R9
+	JNZ          q6kt4r2_pair
 	VZEROUPPER
 	RET

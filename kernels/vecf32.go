@@ -75,6 +75,125 @@ func dotF32Lanes(w, x []float32) float32 {
 	return sum
 }
 
+// DotF32Heads computes the attention scores of several query heads over
+// n cached positions, each position's heads together, so that the cache's
+// rows are read in order, once: for query head j < len(q)/d and position
+// t < n, out[j·ostride+t] is the dot product (DotF32Rows' sum) of
+// q[j·d:(j+1)·d] with keys[t·stride+kv(j)·d:][:d], its key head kv(j) =
+// (g0+j)/group (group query heads share a key head; the first, j = 0, is
+// head g0 of its group). The sums are those of DotF32Rows on each head.
+//
+// next, if not nil, is laid out as keys (the values of the same heads,
+// when they are as wide): the kernels fetch the parts of its rows that a
+// later pass over them (LanesF32Heads) reads into the cache on the way.
+func DotF32Heads(out []float32, ostride int, keys []float32, stride, n int, q []float32, d, group, g0 int, next []float32) {
+	current.Load().DotF32Heads(out, ostride, keys, stride, n, q, d, group, g0, next)
+}
+
+// DotF32Heads is the package function DotF32Heads on tier tr.
+func (tr *Tier) DotF32Heads(out []float32, ostride int, keys []float32, stride, n int, q []float32, d, group, g0 int, next []float32) {
+	heads := checkHeads("DotF32Heads", len(q), stride, n, len(keys), d, group, g0)
+	if heads == 0 || n == 0 {
+		return
+	}
+	if ostride < n || (heads-1)*ostride+n > len(out) {
+		panic("kernels: DotF32Heads: scores do not fit in out")
+	}
+	if len(next) < len(keys) {
+		next = nil // fetched only where it is as long as keys
+	}
+	if tr != genericTier && dotF32HeadsAsm(out, ostride, keys, stride, n, q, d, group, g0, heads, next) {
+		return
+	}
+	for j := range heads {
+		kv := (g0 + j) / group
+		tr.DotF32Rows(out[j*ostride:j*ostride+n], keys[kv*d:], stride, q[j*d:(j+1)*d])
+	}
+}
+
+// checkHeads checks the shapes of DotF32Heads and LanesF32Heads (width
+// elements of queries or lanes per head) and returns the number of heads.
+func checkHeads(name string, width, stride, n, size, d, group, g0 int) int {
+	if d <= 0 || width%d != 0 || group <= 0 || g0 < 0 || g0 >= group {
+		panic("kernels: " + name + ": bad head shape")
+	}
+	heads := width / d
+	if name == "LanesF32Heads" {
+		if width%(32*d) != 0 {
+			panic("kernels: LanesF32Heads: lanes is not 32 rows per head")
+		}
+		heads = width / (32 * d)
+	}
+	if heads > 0 && n > 0 {
+		kvs := (g0+heads-1)/group + 1
+		if stride < kvs*d || (n-1)*stride+kvs*d > size {
+			panic("kernels: " + name + ": rows do not fit")
+		}
+	}
+	return heads
+}
+
+// LanesF32Heads is LanesF32 of width 32 for several heads, each
+// position's heads together, so that the cache's rows are read in order,
+// once: head j's 32 lanes, lanes[j·32·d:(j+1)·32·d], are those of
+// LanesF32(lanes[j·32·d:(j+1)·32·d], 32, values[kv(j)·d:], stride,
+// p[j·pstride:j·pstride+n]), kv(j) = (g0+j)/group its value head as in
+// DotF32Heads. The sums are those of LanesF32 on each head.
+func LanesF32Heads(lanes, values []float32, stride, n int, p []float32, pstride, d, group, g0 int) {
+	current.Load().LanesF32Heads(lanes, values, stride, n, p, pstride, d, group, g0)
+}
+
+// LanesF32Heads is the package function LanesF32Heads on tier tr.
+func (tr *Tier) LanesF32Heads(lanes, values []float32, stride, n int, p []float32, pstride, d, group, g0 int) {
+	heads := checkHeads("LanesF32Heads", len(lanes), stride, n, len(values), d, group, g0)
+	if heads == 0 {
+		return
+	}
+	if n > 0 && (pstride < n || (heads-1)*pstride+n > len(p)) {
+		panic("kernels: LanesF32Heads: weights do not fit in p")
+	}
+	if tr != genericTier && n > 0 && lanesF32HeadsAsm(lanes, values, stride, n, p, pstride, d, group, g0, heads) {
+		return
+	}
+	for j := range heads {
+		kv := (g0 + j) / group
+		var pj []float32
+		if n > 0 {
+			pj = p[j*pstride : j*pstride+n]
+		}
+		tr.LanesF32(lanes[j*32*d:(j+1)*32*d], 32, values[kv*d:], stride, pj)
+	}
+}
+
+// MulF32 sets dst[i] = dst[i]·x[i] (float32 products, one rounding each)
+// for every i in dst.
+func MulF32(dst, x []float32) { current.Load().MulF32(dst, x) }
+
+// MulF32 is the package function MulF32 on tier tr.
+func (tr *Tier) MulF32(dst, x []float32) {
+	x = x[:len(dst)]
+	if tr != genericTier && mulF32Asm(dst, x) {
+		return
+	}
+	for i := range dst {
+		dst[i] *= x[i]
+	}
+}
+
+// AddF32 sets dst[i] = dst[i]+x[i] (float32 sums) for every i in dst.
+func AddF32(dst, x []float32) { current.Load().AddF32(dst, x) }
+
+// AddF32 is the package function AddF32 on tier tr.
+func (tr *Tier) AddF32(dst, x []float32) {
+	x = x[:len(dst)]
+	if tr != genericTier && addF32Asm(dst, x) {
+		return
+	}
+	for i := range dst {
+		dst[i] += x[i]
+	}
+}
+
 // AxpyF32 sets y[i] = x[i]·a + y[i] rounded once (a fused multiply-add, as
 // VFMADD computes it), for every i in y.
 func AxpyF32(y, x []float32, a float32) {

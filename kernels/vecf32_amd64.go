@@ -93,3 +93,59 @@ func rotate64Asm(tr *Tier, x []float32) bool {
 	}
 	return true
 }
+
+//go:noescape
+func dotF32HeadsAVX2(out *float32, ostride, n int, keys *byte, kstride int, q *byte, heads, chunks, group, g0, next int)
+
+func dotF32HeadsAsm(out []float32, ostride int, keys []float32, stride, n int, q []float32, d, group, g0, heads int, next []float32) bool {
+	if d%32 != 0 || !hasAVX2() {
+		return false
+	}
+	// next as the distance in bytes from keys (0: keys again, already
+	// fetched), for the kernel to fetch at each key it reads.
+	off := 0
+	if next != nil {
+		off = int(uintptr(unsafe.Pointer(&next[0])) - uintptr(unsafe.Pointer(&keys[0])))
+	}
+	dotF32HeadsAVX2(&out[0], 4*ostride, n, (*byte)(unsafe.Pointer(&keys[0])), 4*stride, (*byte)(unsafe.Pointer(&q[0])), heads, d/32, group, g0, off)
+	return true
+}
+
+//go:noescape
+func lanesF32HeadsAVX2(lanes *float32, n int, values *byte, vstride int, p *float32, pstride, heads, cols, group, g0 int)
+
+func lanesF32HeadsAsm(lanes, values []float32, stride, n int, p []float32, pstride, d, group, g0, heads int) bool {
+	if d%8 != 0 || !hasAVX2() {
+		return false
+	}
+	if n < 32 { // the lanes the kernel does not write
+		w := 32 * d
+		for j := range heads {
+			clear(lanes[j*w+n*d : (j+1)*w])
+		}
+	}
+	lanesF32HeadsAVX2(&lanes[0], n, (*byte)(unsafe.Pointer(&values[0])), 4*stride, &p[0], 4*pstride, heads, d, group, g0)
+	return true
+}
+
+//go:noescape
+func mulF32AVX2(dst, x *float32, n int)
+
+//go:noescape
+func addF32AVX2(dst, x *float32, n int)
+
+func mulF32Asm(dst, x []float32) bool {
+	if len(dst) == 0 || !hasAVX2() {
+		return len(dst) == 0
+	}
+	mulF32AVX2(&dst[0], &x[0], len(dst))
+	return true
+}
+
+func addF32Asm(dst, x []float32) bool {
+	if len(dst) == 0 || !hasAVX2() {
+		return len(dst) == 0
+	}
+	addF32AVX2(&dst[0], &x[0], len(dst))
+	return true
+}

@@ -291,3 +291,321 @@ rot:
 	DECQ CX
 	JNZ  rot
 	RET
+
+// func dotF32HeadsAVX2(out *float32, ostride, n int, keys *byte, kstride int, q *byte, heads, chunks, group, g0, next int)
+// For position t < n and query head j < heads: out[j·ostride+4t] (bytes)
+// = the dot product of the chunks·32 floats of query j (q, heads back to
+// back) with those of its key head in row t (keys + t·kstride, the key
+// head advancing every group query heads, the first after group-g0), in
+// ggml_vec_dot_f32's order as dotF32AVX2. The positions go outer, the
+// heads inner: the rows are read in order, each fetched two rows ahead.
+// The bytes next bytes on from each key read (the values, for the pass
+// after) are fetched into the cache too.
+//
+// Registers: SI the row of position t, R8 the score of head 0 at t, DX
+// that of head j, R11 query j, R15 its key head, DI the key chunk, CX the
+// chunks left, AX j's place in its group, BX the heads left, R9 next; the
+// positions left are counted in n.
+TEXT ·dotF32HeadsAVX2(SB), NOSPLIT, $0-88
+	MOVQ out+0(FP), R8
+	MOVQ ostride+8(FP), R12
+	MOVQ next+80(FP), R9
+	MOVQ keys+24(FP), SI
+	MOVQ kstride+32(FP), R13
+	MOVQ chunks+56(FP), R10
+	MOVQ R10, R14
+	SHLQ $7, R14 // bytes of a head
+
+hpos:
+	MOVQ R8, DX
+	MOVQ q+40(FP), R11
+	MOVQ SI, R15
+	MOVQ g0+72(FP), AX
+	MOVQ heads+48(FP), BX
+
+hhead:
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	MOVQ R15, DI
+	MOVQ R10, CX
+
+hchunk:
+	PREFETCHT0 0(DI)(R13*2)
+	PREFETCHT0 64(DI)(R13*2)
+	PREFETCHT0 0(DI)(R9*1)
+	PREFETCHT0 64(DI)(R9*1)
+	VMOVUPS 0(DI), Y4
+	VMOVUPS 32(DI), Y5
+	VMOVUPS 64(DI), Y6
+	VMOVUPS 96(DI), Y7
+	VFMADD231PS 0(R11), Y4, Y0
+	VFMADD231PS 32(R11), Y5, Y1
+	VFMADD231PS 64(R11), Y6, Y2
+	VFMADD231PS 96(R11), Y7, Y3
+	ADDQ $128, DI
+	ADDQ $128, R11
+	DECQ CX
+	JNZ  hchunk
+	VADDPS Y2, Y0, Y0
+	VADDPS Y3, Y1, Y1
+	VADDPS Y1, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS X1, X0, X0
+	VHADDPS X0, X0, X0
+	VHADDPS X0, X0, X0
+	VMOVSS X0, (DX)
+	ADDQ R12, DX
+	INCQ AX
+	CMPQ AX, group+64(FP)
+	JLT  hsame
+	XORQ AX, AX
+	ADDQ R14, R15
+
+hsame:
+	DECQ BX
+	JNZ  hhead
+	ADDQ $4, R8
+	ADDQ R13, SI
+	DECQ n+16(FP) // the positions left
+	JNZ  hpos
+	VZEROUPPER
+	RET
+
+// func lanesF32HeadsAVX2(lanes *float32, n int, values *byte, vstride int, p *float32, pstride, heads, cols, group, g0 int)
+// For position t < n and head j < heads: lane t%32 of head j (lanes +
+// j·32·cols floats, a lane cols floats) += p[j·pstride+4t] (bytes) times
+// the cols floats of j's value head in row t (values + t·vstride, the
+// value head advancing every group heads, the first after group-g0), each
+// element with one rounding (VFMADD231), from zero: a lane's first term (t
+// < 32) is added to zero in a register, the lane not read. Lanes n.. (n <
+// 32) are not written. cols is a multiple of 8. The positions go outer,
+// the heads inner: the rows are read in order, each fetched two rows ahead.
+//
+// Registers: SI the row of position t, R11 the weight of head 0 at t, DX
+// that of head j, R8 lane t%32 of head j, R13 j's value head, DI and R9
+// their columns, R10 the bytes left of the lane, CX t, AX j's place in its
+// group, BX the heads left, R14 the bytes of a lane, R15 of a head's lanes.
+TEXT ·lanesF32HeadsAVX2(SB), NOSPLIT, $0-80
+	MOVQ values+16(FP), SI
+	MOVQ vstride+24(FP), R12
+	MOVQ p+32(FP), R11
+	MOVQ cols+56(FP), R14
+	SHLQ $2, R14
+	MOVQ R14, R15
+	SHLQ $5, R15
+	XORQ CX, CX
+
+lpos:
+	CMPQ CX, n+8(FP)
+	JGE  ldone
+	MOVQ CX, R8
+	ANDQ $31, R8
+	IMULQ R14, R8
+	ADDQ lanes+0(FP), R8
+	MOVQ R11, DX
+	MOVQ SI, R13
+	MOVQ g0+72(FP), AX
+	MOVQ heads+48(FP), BX
+
+lhead:
+	VBROADCASTSS (DX), Y15
+	MOVQ R8, DI
+	MOVQ R13, R9
+	MOVQ R14, R10
+	CMPQ CX, $32
+	JLT  f32
+
+l32:
+	CMPQ R10, $128
+	JLT  l8
+	PREFETCHT0 0(R9)(R12*2)
+	PREFETCHT0 64(R9)(R12*2)
+	VMOVUPS 0(DI), Y0
+	VMOVUPS 32(DI), Y1
+	VMOVUPS 64(DI), Y2
+	VMOVUPS 96(DI), Y3
+	VFMADD231PS 0(R9), Y15, Y0
+	VFMADD231PS 32(R9), Y15, Y1
+	VFMADD231PS 64(R9), Y15, Y2
+	VFMADD231PS 96(R9), Y15, Y3
+	VMOVUPS Y0, 0(DI)
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS Y2, 64(DI)
+	VMOVUPS Y3, 96(DI)
+	ADDQ $128, DI
+	ADDQ $128, R9
+	SUBQ $128, R10
+	JMP  l32
+
+l8:
+	TESTQ R10, R10
+	JZ    lnext
+	VMOVUPS (DI), Y0
+	VFMADD231PS (R9), Y15, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ $32, DI
+	ADDQ $32, R9
+	SUBQ $32, R10
+	JMP  l8
+
+f32:
+	CMPQ R10, $128
+	JLT  f8
+	PREFETCHT0 0(R9)(R12*2)
+	PREFETCHT0 64(R9)(R12*2)
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VFMADD231PS 0(R9), Y15, Y0
+	VFMADD231PS 32(R9), Y15, Y1
+	VFMADD231PS 64(R9), Y15, Y2
+	VFMADD231PS 96(R9), Y15, Y3
+	VMOVUPS Y0, 0(DI)
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS Y2, 64(DI)
+	VMOVUPS Y3, 96(DI)
+	ADDQ $128, DI
+	ADDQ $128, R9
+	SUBQ $128, R10
+	JMP  f32
+
+f8:
+	TESTQ R10, R10
+	JZ    lnext
+	VXORPS Y0, Y0, Y0
+	VFMADD231PS (R9), Y15, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ $32, DI
+	ADDQ $32, R9
+	SUBQ $32, R10
+	JMP  f8
+
+lnext:
+	ADDQ R15, R8
+	ADDQ pstride+40(FP), DX
+	INCQ AX
+	CMPQ AX, group+64(FP)
+	JLT  lsame
+	XORQ AX, AX
+	ADDQ R14, R13
+
+lsame:
+	DECQ BX
+	JNZ  lhead
+	ADDQ $4, R11
+	ADDQ R12, SI
+	INCQ CX
+	JMP  lpos
+
+ldone:
+	VZEROUPPER
+	RET
+
+// func mulF32AVX2(dst, x *float32, n int)
+// dst[i] = dst[i] * x[i] for i < n, 32 then 8 then 1 at a time.
+TEXT ·mulF32AVX2(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ n+16(FP), CX
+
+mulF32AVX232:
+	CMPQ CX, $32
+	JLT  mulF32AVX28
+	VMOVUPS 0(DI), Y0
+	VMOVUPS 32(DI), Y1
+	VMOVUPS 64(DI), Y2
+	VMOVUPS 96(DI), Y3
+	VMULPS 0(SI), Y0, Y0
+	VMULPS 32(SI), Y1, Y1
+	VMULPS 64(SI), Y2, Y2
+	VMULPS 96(SI), Y3, Y3
+	VMOVUPS Y0, 0(DI)
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS Y2, 64(DI)
+	VMOVUPS Y3, 96(DI)
+	ADDQ $128, DI
+	ADDQ $128, SI
+	SUBQ $32, CX
+	JMP  mulF32AVX232
+
+mulF32AVX28:
+	CMPQ CX, $8
+	JLT  mulF32AVX21
+	VMOVUPS (DI), Y0
+	VMULPS (SI), Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ $32, DI
+	ADDQ $32, SI
+	SUBQ $8, CX
+	JMP  mulF32AVX28
+
+mulF32AVX21:
+	TESTQ CX, CX
+	JZ    mulF32AVX2done
+	VMOVSS (DI), X0
+	VMULSS (SI), X0, X0
+	VMOVSS X0, (DI)
+	ADDQ $4, DI
+	ADDQ $4, SI
+	DECQ CX
+	JMP  mulF32AVX21
+
+mulF32AVX2done:
+	VZEROUPPER
+	RET
+
+// func addF32AVX2(dst, x *float32, n int)
+// dst[i] = dst[i] + x[i] for i < n, 32 then 8 then 1 at a time.
+TEXT ·addF32AVX2(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ n+16(FP), CX
+
+addF32AVX232:
+	CMPQ CX, $32
+	JLT  addF32AVX28
+	VMOVUPS 0(DI), Y0
+	VMOVUPS 32(DI), Y1
+	VMOVUPS 64(DI), Y2
+	VMOVUPS 96(DI), Y3
+	VADDPS 0(SI), Y0, Y0
+	VADDPS 32(SI), Y1, Y1
+	VADDPS 64(SI), Y2, Y2
+	VADDPS 96(SI), Y3, Y3
+	VMOVUPS Y0, 0(DI)
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS Y2, 64(DI)
+	VMOVUPS Y3, 96(DI)
+	ADDQ $128, DI
+	ADDQ $128, SI
+	SUBQ $32, CX
+	JMP  addF32AVX232
+
+addF32AVX28:
+	CMPQ CX, $8
+	JLT  addF32AVX21
+	VMOVUPS (DI), Y0
+	VADDPS (SI), Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ $32, DI
+	ADDQ $32, SI
+	SUBQ $8, CX
+	JMP  addF32AVX28
+
+addF32AVX21:
+	TESTQ CX, CX
+	JZ    addF32AVX2done
+	VMOVSS (DI), X0
+	VADDSS (SI), X0, X0
+	VMOVSS X0, (DI)
+	ADDQ $4, DI
+	ADDQ $4, SI
+	DECQ CX
+	JMP  addF32AVX21
+
+addF32AVX2done:
+	VZEROUPPER
+	RET

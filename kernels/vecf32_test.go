@@ -195,3 +195,94 @@ func TestRotate64Tiers(t *testing.T) {
 		}
 	}
 }
+
+// TestF32HeadsTiers checks DotF32Heads and LanesF32Heads on every tier
+// against DotF32Rows and LanesF32 of the generic tier on each head, bit
+// for bit, with grouped heads, odd widths, strides and positions.
+func TestF32HeadsTiers(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	vec := func(n int) []float32 {
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = float32(rng.NormFloat64())
+		}
+		return v
+	}
+	defer SetTier(DefaultTier().Name())
+	tests := []struct{ d, heads, group, g0, n, pad int }{
+		{64, 12, 1, 0, 36, 0}, {64, 6, 1, 0, 1, 0}, {64, 5, 2, 1, 70, 3}, {32, 7, 3, 2, 33, 1},
+		{128, 3, 4, 0, 64, 0}, {40, 4, 1, 0, 31, 8}, {8, 9, 2, 0, 40, 0}, {5, 3, 1, 0, 12, 2},
+		{64, 4, 2, 1, 0, 0}, {96, 2, 1, 0, 100, 0},
+	}
+	for _, tier := range Tiers() {
+		tr, err := TierNamed(tier)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tc := range tests {
+			kvs := (tc.g0+tc.heads-1)/tc.group + 1
+			stride := (kvs+1)*tc.d + tc.pad // a head more than the call reads
+			keys := vec(max(tc.n, 1) * stride)
+			q := vec(tc.heads * tc.d)
+			ostride := tc.n + 3
+			out := vec(tc.heads * ostride)
+			want := append([]float32(nil), out...)
+			var next []float32
+			if tc.pad%2 == 0 {
+				next = vec(len(keys)) // fetched, not read
+			}
+			tr.DotF32Heads(out, ostride, keys, stride, tc.n, q, tc.d, tc.group, tc.g0, next)
+			for j := range tc.heads {
+				kv := (tc.g0 + j) / tc.group
+				genericTier.DotF32Rows(want[j*ostride:j*ostride+tc.n], keys[kv*tc.d:], stride, q[j*tc.d:(j+1)*tc.d])
+			}
+			for i := range out {
+				if math.Float32bits(out[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("%s: DotF32Heads %+v element %d = %g, want %g", tier, tc, i, out[i], want[i])
+				}
+			}
+			p := vec(tc.heads * ostride)
+			lanes := vec(tc.heads * 32 * tc.d) // garbage to be overwritten
+			wantLanes := make([]float32, len(lanes))
+			tr.LanesF32Heads(lanes, keys, stride, tc.n, p, ostride, tc.d, tc.group, tc.g0)
+			for j := range tc.heads {
+				kv := (tc.g0 + j) / tc.group
+				genericTier.LanesF32(wantLanes[j*32*tc.d:(j+1)*32*tc.d], 32, keys[kv*tc.d:], stride, p[j*ostride:j*ostride+tc.n])
+			}
+			for i := range lanes {
+				if math.Float32bits(lanes[i]) != math.Float32bits(wantLanes[i]) {
+					t.Fatalf("%s: LanesF32Heads %+v element %d = %g, want %g", tier, tc, i, lanes[i], wantLanes[i])
+				}
+			}
+		}
+	}
+}
+
+// TestMulAddF32Tiers checks MulF32 and AddF32 on every tier against the
+// float32 operations, bit for bit, over odd lengths.
+func TestMulAddF32Tiers(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	for _, tier := range Tiers() {
+		tr, err := TierNamed(tier)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range []int{0, 1, 7, 8, 9, 31, 32, 33, 100, 2048} {
+			dst, x := make([]float32, n), make([]float32, n+3)
+			for i := range dst {
+				dst[i] = float32(rng.NormFloat64())
+			}
+			for i := range x {
+				x[i] = float32(rng.NormFloat64())
+			}
+			mul, add := append([]float32(nil), dst...), append([]float32(nil), dst...)
+			tr.MulF32(mul, x)
+			tr.AddF32(add, x)
+			for i := range dst {
+				if m, a := dst[i]*x[i], dst[i]+x[i]; math.Float32bits(mul[i]) != math.Float32bits(m) || math.Float32bits(add[i]) != math.Float32bits(a) {
+					t.Fatalf("%s: n %d element %d: MulF32 %g, AddF32 %g, want %g, %g", tier, n, i, mul[i], add[i], m, a)
+				}
+			}
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/qsf-llm/qsf/internal/testfiles"
 	"github.com/qsf-llm/qsf/kernels"
+	"github.com/qsf-llm/qsf/model"
 )
 
 // TestForwardAllocatesNothing checks that a warm decode step (one token
@@ -69,5 +70,39 @@ func TestForwardAllocatesNothing(t *testing.T) {
 			pool.Close()
 		}
 		done()
+	}
+}
+
+// TestForwardChunksAllocatesNothing checks that a warm pass of several
+// sequences (model.Batch.ForwardChunks: four decoding, one with a run of
+// prompt tokens; logits included) allocates nothing, with one and two
+// threads.
+func TestForwardChunksAllocatesNothing(t *testing.T) {
+	path := testfiles.Path(t, "models", "gguf/stories260K-Q4_0.gguf")
+	m, done := load(t, path)
+	defer done()
+	for _, threads := range []int{1, 2} {
+		pool := kernels.NewPool(threads)
+		var states []*model.State
+		for range 4 {
+			st, err := m.NewState(256, pool)
+			if err != nil {
+				t.Fatal(err)
+			}
+			states = append(states, st)
+		}
+		var bt model.Batch
+		toks := [][]int{{1}, {2, 3, 4}, {5}, {6}}
+		want := []bool{true, true, false, true}
+		step := func() {
+			if err := bt.ForwardChunks(states, toks, want); err != nil {
+				t.Fatal(err)
+			}
+		}
+		step() // warm up: the batch's buffers
+		if n := testing.AllocsPerRun(20, step); n != 0 {
+			t.Errorf("%d threads: %v allocations per pass", threads, n)
+		}
+		pool.Close()
 	}
 }

@@ -71,23 +71,38 @@ func (s *State) attendF32(a attnArgs, lo, hi int) {
 		return
 	}
 	hp := &s.m.Hparams
+	if lo >= hi {
+		return
+	}
 	keys := s.KV.Keys(a.layer, a.n)
 	values := s.KV.Values(a.layer, a.n)
 	kd, vd, hdk, hdv := hp.KDim(), hp.VDim(), hp.HeadDimK, hp.HeadDimV
 	group := hp.Heads / hp.KVHeads
 	scale := scoreScale(hp)
+	c := s.KV.Capacity()
+	// The heads' scores, then (after each head's softmax) their weighted
+	// values, each read position after position, the heads of a cached
+	// row together: the row is read once, in order, which the memory
+	// fetches ahead (head after head, a head's slots are a row apart and
+	// each read waits on memory). Each head's sums are those of
+	// DotF32Rows and LanesF32 on it alone.
+	kv0, g0 := lo/group, lo%group
+	// The values are fetched on the way when laid out as the keys.
+	var next []float32
+	if hdk == hdv {
+		next = values[kv0*hdv:]
+	}
+	s.tier.DotF32Heads(s.scores[lo*c:], c, keys[kv0*hdk:], kd, a.n, a.q[lo*hdk:hi*hdk], hdk, group, g0, next)
 	for h := lo; h < hi; h++ {
-		kvh := h / group
-		sc := s.scoresOf(a, h)
-		s.tier.DotF32Rows(sc, keys[kvh*hdk:], kd, s.query(a, h))
-		s.softmaxScores(sc, scale)
-		// out[d] = Σ_t p[t]·V[t][d] over llama.cpp's KV row, which is padded
-		// with zero-probability positions to a multiple of 32: position t
-		// accumulates in lane t%32 of ggml_vec_dot_f32. lanes holds one
-		// vector of hdv accumulators per lane.
-		lanes := s.vlanes[h*hdv*32 : (h+1)*hdv*32]
-		s.tier.LanesF32(lanes, 32, values[kvh*hdv:], vd, sc)
-		s.tier.ReduceLanes32F32(s.output(a, h), lanes)
+		s.softmaxScores(s.scoresOf(a, h), scale)
+	}
+	// out[d] = Σ_t p[t]·V[t][d] over llama.cpp's KV row, which is padded
+	// with zero-probability positions to a multiple of 32: position t
+	// accumulates in lane t%32 of ggml_vec_dot_f32. A head's lanes hold
+	// one vector of hdv accumulators per lane.
+	s.tier.LanesF32Heads(s.vlanes[lo*hdv*32:hi*hdv*32], values[kv0*hdv:], vd, a.n, s.scores[lo*c:], c, hdv, group, g0)
+	for h := lo; h < hi; h++ {
+		s.tier.ReduceLanes32F32(s.output(a, h), s.vlanes[h*hdv*32:(h+1)*hdv*32])
 	}
 }
 

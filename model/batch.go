@@ -41,10 +41,40 @@ type batch struct {
 	// and its logits, a row per sequence that asks for them.
 	multi       []*State
 	attendMulti func(lo, hi int)
-	logits      []float32
+	// prepareMulti stores the one-token sequences' keys and values
+	// (prepareAttention of layer opLayer, on the threads when there is
+	// attention enough to share), each sequence's error in multiErr.
+	prepareMulti func(lo, hi int)
+	multiErr     [maxMulti]error
+	// copyLogits copies the logits of the LM head's rows to the states
+	// that asked for them (multi), on the threads.
+	copyLogits func(lo, hi int)
+	logits     []float32
+
+	// The per-token step between the mat-muls that eachRow runs (op), its
+	// state, layer, weights and first position, and the method value the
+	// pool runs it with (made once: no allocation).
+	op         rowOp
+	opState    *State
+	opLayer    *Block
+	opW, opB   []float32
+	opPos      int
+	runRowsFor func(lo, hi int)
 
 	hp *Hparams // the model's, whose sizes the buffers have
 }
+
+// rowOp is a per-token step of a batch, run by eachRow.
+type rowOp uint8
+
+const (
+	opRopeAngles rowOp = iota // the RoPE angles of the token's position (opPos + i)
+	opNorm                    // xb = norm(x) with weight opW and bias opB
+	opResidual                // xb += bias opB, then x += xb
+	opFinishQKV               // q, k, v finished for attention (attendBatchTokens)
+	opGated                   // hidden = act(gate)·up: hb rows of FFN, by hb2's
+	opUpAct                   // hidden = act(hidden + UpB)
+)
 
 func newBatch(hp *Hparams) *batch {
 	qkv := hp.QDim() + hp.KDim() + hp.VDim()
@@ -67,6 +97,7 @@ func newBatch(hp *Hparams) *batch {
 	size, _ := quant.RowBytes(quant.Q8_0, n)
 	b.acts[rotSlot] = make([]byte, maxBatch*size)
 	b.rx = make([]float32, n)
+	b.runRowsFor = b.runRows
 	return b
 }
 
@@ -133,9 +164,8 @@ func (s *State) forwardChunk(tokens []int, pos int, logits bool) error {
 		}
 	}
 	if hp.Rope != RopeNone {
-		s.eachToken(n, b.csWidth, func(i int) {
-			ropeAngles(row(b.cs, i, b.csWidth), hp.RopeDim, pos+i, hp.RopeBase)
-		})
+		b.opPos = pos
+		s.eachRow(opRopeAngles, n, b.csWidth, nil)
 	}
 	for l := range m.Blocks {
 		ly := &m.Blocks[l]
@@ -169,9 +199,8 @@ func (s *State) attentionBatch(ly *Block, l, pos, n int) error {
 	hp := &s.m.Hparams
 	b := s.batch
 	e, ad := hp.Embd, hp.Heads*hp.HeadDimV
-	s.eachToken(n, e, func(i int) {
-		s.norm(row(b.xb, i, e), row(b.x, i, e), ly.AttnNorm, ly.AttnNormB)
-	})
+	b.opW, b.opB = ly.AttnNorm, ly.AttnNormB
+	s.eachRow(opNorm, n, e, ly)
 	b.input(b.xb, e)
 	if ly.QKV.Data != nil {
 		s.matMul(b.qkv, &ly.QKV, n)
@@ -183,10 +212,8 @@ func (s *State) attentionBatch(ly *Block, l, pos, n int) error {
 	}
 	b.input(b.att, ad)
 	s.matMul(b.xb, &ly.O, n)
-	s.eachToken(n, e, func(i int) {
-		addBias(row(b.xb, i, e), ly.OB)
-		add(row(b.x, i, e), row(b.xb, i, e))
-	})
+	b.opB = ly.OB
+	s.eachRow(opResidual, n, e, ly)
 	return nil
 }
 
@@ -220,16 +247,7 @@ func (s *State) attendBatchTokens(ly *Block, l, pos, n int) error {
 	// The tokens' q, k and v are finished (biases, norms, rotation) on
 	// the threads, each with the angles of its position (b.cs), and
 	// stored in position order.
-	s.eachToken(n, qd+kd+vd, func(i int) {
-		q, k, v := row(b.q, i, qd), row(b.k, i, kd), row(b.v, i, vd)
-		if ly.QKV.Data != nil {
-			qkv := row(b.qkv, i, qd+kd+vd)
-			copy(q, qkv[:qd])
-			copy(k, qkv[qd:qd+kd])
-			copy(v, qkv[qd+kd:])
-		}
-		s.finishQKV(ly, q, k, v, row(b.cs, i, b.csWidth))
-	})
+	s.eachRow(opFinishQKV, n, qd+kd+vd, ly)
 	work := 0
 	for i := range n {
 		// The cache records the position of each entry as its length.
@@ -278,9 +296,8 @@ func (s *State) feedForwardBatch(l, n int) error {
 	hp := &s.m.Hparams
 	b := s.batch
 	e, f := hp.Embd, hp.FFN
-	s.eachToken(n, e, func(i int) {
-		s.norm(row(b.xb, i, e), row(b.x, i, e), ly.FFNNorm, ly.FFNNormB)
-	})
+	b.opW, b.opB = ly.FFNNorm, ly.FFNNormB
+	s.eachRow(opNorm, n, e, ly)
 	b.input(b.xb, e)
 	hidden := b.hb[:n*f]
 	switch {
@@ -295,15 +312,10 @@ func (s *State) feedForwardBatch(l, n int) error {
 		}
 	case ly.Gate.Data != nil:
 		s.matMuls(n, hidden, &ly.Gate, b.hb2[:n*f], &ly.Up, nil, nil)
-		s.eachToken(n, f, func(i int) {
-			gated(s.tier, row(hidden, i, f), row(hidden, i, f), row(b.hb2, i, f), hp.Act)
-		})
+		s.eachRow(opGated, n, f, ly)
 	default:
 		s.matMul(hidden, &ly.Up, n)
-		s.eachToken(n, f, func(i int) {
-			addBias(row(hidden, i, f), ly.UpB)
-			activate(s.tier, row(hidden, i, f), hp.Act)
-		})
+		s.eachRow(opUpAct, n, f, ly)
 	}
 	s.release(l, StageGateUp)
 	if ly, err = s.acquire(l, StageDown); err != nil {
@@ -312,10 +324,8 @@ func (s *State) feedForwardBatch(l, n int) error {
 	b.input(hidden, f)
 	s.matMul(b.xb, &ly.Down, n)
 	s.release(l, StageDown)
-	s.eachToken(n, e, func(i int) {
-		addBias(row(b.xb, i, e), ly.DownB)
-		add(row(b.x, i, e), row(b.xb, i, e))
-	})
+	b.opB = ly.DownB
+	s.eachRow(opResidual, n, e, ly)
 	return nil
 }
 
@@ -417,23 +427,64 @@ func (b *batch) get(pool *kernels.Pool, wt quant.Type, n int) []byte {
 // workers costs.
 const inlineRows = 8192
 
-// eachToken calls fn for every token i in [0, n) of a batch whose rows
-// have width elements, the tokens shared between the threads of the pool
-// (inline when they are few and small): the per-token steps between the
-// mat-muls (norms, activations, residual adds), whose tokens are
-// independent, so the bits do not depend on the split.
-func (s *State) eachToken(n, width int, fn func(i int)) {
+// eachRow runs the per-token step op (its arguments in the batch's op
+// fields) for every token i in [0, n) of a batch whose rows have width
+// elements, of layer ly, the tokens shared between the threads of the pool
+// (inline when they are few and small): the steps between the mat-muls
+// (norms, activations, residual adds), whose tokens are independent, so
+// the bits do not depend on the split. It allocates nothing.
+func (s *State) eachRow(op rowOp, n, width int, ly *Block) {
+	b := s.batch
+	b.op, b.opState, b.opLayer = op, s, ly
 	if n*width <= inlineRows {
-		for i := range n {
-			fn(i)
-		}
-		return
+		b.runRows(0, n)
+	} else {
+		s.pool.Parallel(n, b.runRowsFor)
 	}
-	s.pool.Parallel(n, func(lo, hi int) {
+	b.opState, b.opLayer, b.opW, b.opB = nil, nil, nil, nil
+}
+
+// runRows runs the batch's current per-token step (eachRow) for tokens
+// [lo, hi).
+func (b *batch) runRows(lo, hi int) {
+	s, ly, hp := b.opState, b.opLayer, b.hp
+	e, f := hp.Embd, hp.FFN
+	switch b.op {
+	case opRopeAngles:
 		for i := lo; i < hi; i++ {
-			fn(i)
+			ropeAngles(row(b.cs, i, b.csWidth), hp.RopeDim, b.opPos+i, hp.RopeBase)
 		}
-	})
+	case opNorm:
+		s.normRows(b.xb[lo*e:hi*e], b.x[lo*e:hi*e], e, b.opW, b.opB)
+	case opResidual:
+		for i := lo; i < hi; i++ {
+			addBias(row(b.xb, i, e), b.opB)
+			s.tier.AddF32(row(b.x, i, e), row(b.xb, i, e))
+		}
+	case opFinishQKV:
+		qd, kd, vd := hp.QDim(), hp.KDim(), hp.VDim()
+		for i := lo; i < hi; i++ {
+			q, k, v := row(b.q, i, qd), row(b.k, i, kd), row(b.v, i, vd)
+			if ly.QKV.Data != nil {
+				qkv := row(b.qkv, i, qd+kd+vd)
+				copy(q, qkv[:qd])
+				copy(k, qkv[qd:qd+kd])
+				copy(v, qkv[qd+kd:])
+			}
+			s.finishQKV(ly, q, k, v, row(b.cs, i, b.csWidth))
+		}
+	case opGated:
+		for i := lo; i < hi; i++ {
+			h := row(b.hb, i, f)
+			gated(s.tier, h, h, row(b.hb2, i, f), hp.Act)
+		}
+	case opUpAct:
+		for i := lo; i < hi; i++ {
+			h := row(b.hb, i, f)
+			addBias(h, ly.UpB)
+			activate(s.tier, h, hp.Act)
+		}
+	}
 }
 
 // row returns row i of width elements of m.

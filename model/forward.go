@@ -322,7 +322,7 @@ func (s *State) embed(token, pos int) error {
 	}
 	if m.LearnedPos {
 		m.PosEmbd.Row(s.xb, pos)
-		add(s.x, s.xb)
+		s.tier.AddF32(s.x, s.xb)
 	}
 	return nil
 }
@@ -377,7 +377,7 @@ func (s *State) attention(l, pos int) error {
 	s.release(l, StageOut)
 	mulScale(s.xb, ly.OScale)
 	addBias(s.xb, ly.OB)
-	add(s.x, s.xb)
+	s.tier.AddF32(s.x, s.xb)
 	return nil
 }
 
@@ -523,7 +523,7 @@ func (s *State) feedForward(l int) error {
 	s.release(l, StageDown)
 	mulScale(s.xb, ly.DownScale)
 	addBias(s.xb, ly.DownB)
-	add(s.x, s.xb)
+	s.tier.AddF32(s.x, s.xb)
 	return nil
 }
 
@@ -535,6 +535,18 @@ func (s *State) norm(dst, x, w, b []float32) {
 		return
 	}
 	rmsNorm(dst, x, w, s.m.NormEps)
+}
+
+// normRows is norm of each row of width elements of x into the same row
+// of dst.
+func (s *State) normRows(dst, x []float32, width int, w, b []float32) {
+	if s.m.LayerNorm {
+		for r := 0; r+width <= len(x); r += width {
+			layerNorm(dst[r:r+width], x[r:r+width], w, b, s.m.NormEps)
+		}
+		return
+	}
+	rmsNormRows(dst, x, width, w, s.m.NormEps)
 }
 
 // input makes x the vector the following matVecs multiply. Its quantized

@@ -168,6 +168,17 @@ func (bt *Batch) forwardChunks(states []*State, tokens [][]int, logits []bool, r
 	if b.attendMulti == nil {
 		b.multi = make([]*State, 0, maxMulti)
 		b.attendMulti = func(lo, hi int) { attendHeadsOf(b.multi, hp.Heads, lo, hi) }
+		b.prepareMulti = func(lo, hi int) {
+			for j := lo; j < hi; j++ {
+				st := b.multi[j]
+				b.multiErr[j] = st.prepareAttention(b.opLayer, st.layer, st.pos)
+			}
+		}
+		b.copyLogits = func(lo, hi int) {
+			for i := lo; i < hi; i++ {
+				copy(b.multi[i].Logits, row(b.logits, i, hp.Vocab))
+			}
+		}
 	}
 	e, qd, kd, vd, ad := hp.Embd, hp.QDim(), hp.KDim(), hp.VDim(), hp.Heads*hp.HeadDimV
 	var saved [maxMulti]vectors
@@ -204,9 +215,8 @@ func (bt *Batch) forwardChunks(states []*State, tokens [][]int, logits []bool, r
 		if err != nil {
 			return err
 		}
-		for i := range rows {
-			d.norm(row(b.xb, i, e), row(b.x, i, e), ly.AttnNorm, ly.AttnNormB)
-		}
+		b.opW, b.opB = ly.AttnNorm, ly.AttnNormB
+		d.eachRow(opNorm, rows, e, ly)
 		b.input(b.xb, e)
 		fused := ly.QKV.Data != nil
 		if fused {
@@ -237,12 +247,28 @@ func (bt *Batch) forwardChunks(states []*State, tokens [][]int, logits []bool, r
 				continue
 			}
 			rowVectors(st, first[i], fused)
-			if err := st.prepareAttention(ly, l, pos[i]); err != nil {
+			st.layer, st.pos = l, pos[i] // as attendCache sets them
+			// Each stores its key and value in a slot of its own.
+			work += hp.Heads * (st.KV.Used(l) + 1) * (hp.HeadDimK + hp.HeadDimV)
+			ones = append(ones, st)
+		}
+		// The sequences' keys and values are finished (rotation) and
+		// stored on the threads when their heads attend there too.
+		b.multi, b.opLayer = ones, ly
+		if work <= inlineAttention || len(ones) < 2 {
+			b.prepareMulti(0, len(ones))
+		} else {
+			d.pool.Parallel(len(ones), b.prepareMulti)
+		}
+		b.opLayer = nil
+		work = 0
+		for j, st := range ones {
+			if err := b.multiErr[j]; err != nil {
+				b.multiErr = [maxMulti]error{}
 				return err
 			}
-			st.layer, st.pos, st.n = l, pos[i], st.KV.Used(l) // as attendCache sets them
+			st.n = st.KV.Used(l)
 			work += hp.Heads * st.n * (hp.HeadDimK + hp.HeadDimV)
-			ones = append(ones, st)
 		}
 		if work <= inlineAttention {
 			for _, st := range ones {
@@ -259,10 +285,8 @@ func (bt *Batch) forwardChunks(states []*State, tokens [][]int, logits []bool, r
 		b.input(b.att, ad)
 		d.matMul(b.xb, &ly.O, rows)
 		d.release(l, StageOut)
-		for i := range rows {
-			addBias(row(b.xb, i, e), ly.OB)
-			add(row(b.x, i, e), row(b.xb, i, e))
-		}
+		b.opB = ly.OB
+		d.eachRow(opResidual, rows, e, ly)
 		if err := d.feedForwardBatch(l, rows); err != nil {
 			return err
 		}
@@ -293,9 +317,9 @@ func (bt *Batch) forwardChunks(states []*State, tokens [][]int, logits []bool, r
 	}
 	if src == nil || src.HeadChunks() == 0 {
 		d.matMul(b.logits, &m.Output, n)
-		for i, st := range want[:n] {
-			copy(st.Logits, row(b.logits, i, hp.Vocab))
-		}
+		b.multi = append(b.multi[:0], want[:n]...)
+		d.pool.Parallel(n, b.copyLogits)
+		b.multi = b.multi[:0]
 		return nil
 	}
 	for c := range src.HeadChunks() {

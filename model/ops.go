@@ -19,10 +19,42 @@ func rmsNorm(dst, x, w []float32, eps float32) {
 	for _, v := range x {
 		sum += float64(v * v)
 	}
+	rmsScale(dst, x, w, sum, eps)
+}
+
+// rmsScale finishes rmsNorm of x into dst from its sum of squares.
+func rmsScale(dst, x, w []float32, sum float64, eps float32) {
 	mean := float32(sum / float64(len(x)))
 	s := 1 / float32(math.Sqrt(float64(mean+eps)))
 	for i, v := range x {
 		dst[i] = v * s * w[i]
+	}
+}
+
+// rmsNormRows is rmsNorm of each row of width elements of x into the same
+// row of dst. The sum of squares of a row is a chain of dependent adds in
+// a fixed order; four rows' chains run side by side, each in its own order.
+func rmsNormRows(dst, x []float32, width int, w []float32, eps float32) {
+	rows := len(x) / width
+	r := 0
+	for ; r+4 <= rows; r += 4 {
+		x0, x1 := x[r*width:(r+1)*width], x[(r+1)*width:(r+2)*width]
+		x2, x3 := x[(r+2)*width:(r+3)*width], x[(r+3)*width:(r+4)*width]
+		x1, x2, x3 = x1[:len(x0)], x2[:len(x0)], x3[:len(x0)]
+		var s0, s1, s2, s3 float64
+		for i, v := range x0 {
+			s0 += float64(v * v)
+			s1 += float64(x1[i] * x1[i])
+			s2 += float64(x2[i] * x2[i])
+			s3 += float64(x3[i] * x3[i])
+		}
+		rmsScale(dst[r*width:(r+1)*width], x0, w, s0, eps)
+		rmsScale(dst[(r+1)*width:(r+2)*width], x1, w, s1, eps)
+		rmsScale(dst[(r+2)*width:(r+3)*width], x2, w, s2, eps)
+		rmsScale(dst[(r+3)*width:(r+4)*width], x3, w, s3, eps)
+	}
+	for ; r < rows; r++ {
+		rmsNorm(dst[r*width:(r+1)*width], x[r*width:(r+1)*width], w, eps)
 	}
 }
 
@@ -94,9 +126,7 @@ func addBias(dst, b []float32) {
 // gated writes act(gate)·up into dst (dst may be gate).
 func gated(k *kernels.Tier, dst, gate, up []float32, act Activation) {
 	activateInto(k, dst, gate, act)
-	for i := range dst {
-		dst[i] *= up[i]
-	}
+	k.MulF32(dst, up)
 }
 
 // activate applies act to x in place.

@@ -289,7 +289,7 @@ func q6KTile(q6Shuf Mem, pairs int) {
 // integer sums (two per activation: even and odd k), Z4..Z7 the products,
 // Z8 the rows' d, Z13 their scales as int16, Z14 and Z15 the masks,
 // Z20..Z23 the scale controls.
-func q6KT4R2(q6Shuf Mem) {
+func q6KT4R2(q6Shuf, gather Mem) {
 	const fn = "q6kt4r2"
 	TEXT("dotQ6_KT4R2AVX512", NOSPLIT, "func(out *float32, ostride, pairs int, w *byte, nb, rowBytes int, packed *byte, ahead int)")
 	Pragma("noescape")
@@ -382,19 +382,49 @@ func q6KT4R2(q6Shuf Mem) {
 	DECQ(RCX)
 	JNZ(LabelRef(label(fn, "block")))
 
-	for t := 0; t < 4; t++ {
-		// Activation t's sums of both rows, each reduced as hsum_float_8.
-		VMOVAPS(zr[16+t], Z0)
-		VEXTRACTF64X4(U8(1), Z0, Y6)
-		hsum8(Y0, X0, X1)
-		VMOVSS(X0, tileDst(t))
-		hsum8(Y6, X6, X1)
-		VMOVSS(X6, tileDst(t).Offset(4))
-	}
+	reduceT4R2(gather)
 	ADDQ(U32(8), R8)
 	MOVQ(RBX, RSI) // row 1 ends where the next pair starts
 	DECQ(R9)
 	JNZ(LabelRef(label(fn, "pair")))
 	VZEROUPPER()
 	RET()
+}
+
+// t4Gather is the VPERMPS index that puts reduceT4R2's eight sums in
+// order, activation after activation, row 0 then row 1: the sum of
+// activation j/2's row j%2 is in lane 4j of the reduced register, that of
+// activation 2+j/2's row j%2 in lane 4j+1.
+func t4Gather() Mem {
+	return u64s("t4zGather", 4<<32|0, 12<<32|8, 5<<32|1, 13<<32|9, 0, 0, 0, 0)
+}
+
+// reduceT4R2 reduces the sums of four activations against a pair of rows,
+// Z16..Z19 (activation t: row 0 in lanes 0..7, row 1 in 8..15), each of
+// the eight as hsum_float_8 does ((x0+x4) ... as (u0+u2)+(u1+u3), u_i =
+// x_i+x_{i+4}), the eight side by side, and stores them at tileDst(t)
+// (row 0) and 4 bytes on (row 1). Clobbers Z0..Z3, Z10.
+func reduceT4R2(gather Mem) {
+	Comment("The eight sums reduced side by side as hsum_float_8: u_i = x_i + x_(i+4).")
+	for p := 0; p < 2; p++ {
+		a, b := zr[16+2*p], zr[17+2*p]
+		VSHUFF32X4(U8(0x88), b, a, Z0) // the low halves of a's rows, then b's
+		VSHUFF32X4(U8(0xdd), b, a, Z1) // their high halves
+		VADDPS(Z1, Z0, zr[2+p])
+	}
+	Comment("(u0+u2), (u1+u3) of every sum: Z2's in lanes 0, 1 of each 128 bits, Z3's in 2, 3.")
+	VSHUFPS(U8(0x44), Z3, Z2, Z0)
+	VSHUFPS(U8(0xee), Z3, Z2, Z1)
+	VADDPS(Z1, Z0, Z0)
+	Comment("(u0+u2) + (u1+u3): Z2's sum in lane 0 of each 128 bits, Z3's in lane 1.")
+	VSHUFPS(U8(0x88), Z0, Z0, Z1)
+	VSHUFPS(U8(0xdd), Z0, Z0, Z2)
+	VADDPS(Z2, Z1, Z1)
+	VMOVDQU32(gather, Z10)
+	VPERMPS(Z1, Z10, Z0)
+	VMOVLPS(X0, tileDst(0))
+	VMOVHPS(X0, tileDst(1))
+	VEXTRACTF128(U8(1), Y0, X1)
+	VMOVLPS(X1, tileDst(2))
+	VMOVHPS(X1, tileDst(3))
 }

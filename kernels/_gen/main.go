@@ -22,7 +22,7 @@ var files = map[string]func(){
 		q6KRows2(q6Shuf)
 		q4KT8(k4Pair)
 		q6KTile(q6Shuf, 4)
-		q6KT4R2(q6Shuf)
+		q6KT4R2(q6Shuf, t4Gather())
 	},
 	"q40x8": func() { q40x8Rows(); q40x8T8() },
 	"float": func() {
