@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -98,15 +99,18 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 				return
 			}
 		}
+		text := s.newTextChunk(id, created, chat)
 		fn = func(t qsf.Token) error {
 			if t.Text == "" && !(j.opts.Logprobs && t.ID >= 0) {
 				return nil
 			}
-			var lp any
 			if j.opts.Logprobs && t.ID >= 0 {
-				lp = s.logprobsOf(chat, []qsf.Token{t})
+				return sse.send(s.chunk(id, created, chat, t.Text, s.logprobsOf(chat, []qsf.Token{t}), nil))
 			}
-			return sse.send(s.chunk(id, created, chat, t.Text, lp, nil))
+			if text == nil {
+				return sse.send(s.chunk(id, created, chat, t.Text, nil, nil))
+			}
+			return sse.sendText(text, t.Text)
 		}
 	} else {
 		fn = func(t qsf.Token) error {
@@ -242,6 +246,30 @@ func (s *Server) chunk(id string, created int64, chat bool, delta any, logprobs 
 		"choices": []any{choice}, "system_fingerprint": "qsf"}
 }
 
+// textChunk is the encoding of a streamed text chunk without logprobs,
+// cut where the text goes: every token's chunk is the same but for the
+// text, so only the text is encoded per token.
+type textChunk struct {
+	prefix, suffix []byte
+}
+
+// textMark stands for the text in a textChunk's template.
+const textMark = "\x00\x01qsf-text\x01\x00"
+
+// newTextChunk returns the textChunk of the stream id (s.chunk's encoding
+// for any text is prefix, the text's JSON string, suffix), or nil when the
+// template holds textMark's encoding other than once (a model name holding
+// it).
+func (s *Server) newTextChunk(id string, created int64, chat bool) *textChunk {
+	b, err := json.Marshal(s.chunk(id, created, chat, textMark, nil, nil))
+	mark, _ := json.Marshal(textMark)
+	if err != nil || bytes.Count(b, mark) != 1 {
+		return nil
+	}
+	i := bytes.Index(b, mark)
+	return &textChunk{prefix: b[:i], suffix: b[i+len(mark):]}
+}
+
 // logprobsOf formats tokens' logprobs as the endpoint does: chat as
 // {"content":[...]}, completions as parallel lists.
 func (s *Server) logprobsOf(chat bool, toks []qsf.Token) any {
@@ -316,6 +344,9 @@ type sseWriter struct {
 	s       *Server
 	rc      *http.ResponseController
 	started bool
+	buf     []byte        // the event being written, reused
+	text    bytes.Buffer  // a text's JSON encoding, reused
+	enc     *json.Encoder // encodes into text
 }
 
 func (e *sseWriter) start() error {
@@ -342,11 +373,31 @@ func (e *sseWriter) send(v any) error {
 	return e.write(b)
 }
 
+// sendText writes the event of c with text, as send(s.chunk(...)) would.
+func (e *sseWriter) sendText(c *textChunk, text string) error {
+	if e.enc == nil {
+		e.enc = json.NewEncoder(&e.text)
+	}
+	e.text.Reset()
+	if err := e.enc.Encode(text); err != nil {
+		return err
+	}
+	quoted := bytes.TrimSuffix(e.text.Bytes(), []byte("\n")) // Encode ends each value with a newline
+	e.buf = append(append(append(append(append(e.buf[:0], "data: "...), c.prefix...), quoted...), c.suffix...), "\n\n"...)
+	return e.flush(e.buf)
+}
+
 func (e *sseWriter) write(b []byte) error {
-	e.s.extendWrite(e.w)
-	buf := make([]byte, 0, len(b)+8)
-	buf = append(append(append(buf, "data: "...), b...), "\n\n"...)
-	if _, err := e.w.Write(buf); err != nil {
+	e.buf = append(append(append(e.buf[:0], "data: "...), b...), "\n\n"...)
+	return e.flush(e.buf)
+}
+
+// flush writes an event and flushes it to the client.
+func (e *sseWriter) flush(event []byte) error {
+	if e.s.opts.WriteTimeout > 0 {
+		e.rc.SetWriteDeadline(time.Now().Add(e.s.opts.WriteTimeout))
+	}
+	if _, err := e.w.Write(event); err != nil {
 		return errClientGone
 	}
 	if err := e.rc.Flush(); err != nil {
