@@ -7,7 +7,8 @@ import (
 )
 
 // TestSendTextEncoding checks that a streamed text chunk written from its
-// template is byte for byte the event of the chunk encoded whole.
+// template, by the writer goroutine, is byte for byte the event of the
+// chunk encoded whole and written at once.
 func TestSendTextEncoding(t *testing.T) {
 	texts := []string{"", "hello", ` "quoted" \ back`, "<b>&amp;</b>", "tab\tnew\nline\r", "\x00\x1f\x7f",
 		"caf\u00e9 \u2028\u2029 \U0001F600", "bad \xff\xfe utf-8", "\xe2\x82", textMark, "}]},{\"x\":"}
@@ -29,6 +30,7 @@ func TestSendTextEncoding(t *testing.T) {
 			if err := ew.start(); err != nil {
 				t.Fatal(err)
 			}
+			ef.goAsync()
 			for _, text := range texts {
 				if err := ef.sendText(c, text); err != nil {
 					t.Fatal(err)
@@ -37,6 +39,7 @@ func TestSendTextEncoding(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
+			ef.sync()
 			if !bytes.Equal(fast.Body.Bytes(), whole.Body.Bytes()) {
 				t.Errorf("name %q chat %v: the events differ:\n%s\nwant\n%s", name, chat, fast.Body, whole.Body)
 			}
