@@ -1,12 +1,14 @@
 package server
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/qsf-llm/qsf"
@@ -98,15 +100,20 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 				return
 			}
 		}
+		sse.goAsync()
+		defer sse.sync()
+		text := s.newTextChunk(id, created, chat)
 		fn = func(t qsf.Token) error {
 			if t.Text == "" && !(j.opts.Logprobs && t.ID >= 0) {
 				return nil
 			}
-			var lp any
 			if j.opts.Logprobs && t.ID >= 0 {
-				lp = s.logprobsOf(chat, []qsf.Token{t})
+				return sse.send(s.chunk(id, created, chat, t.Text, s.logprobsOf(chat, []qsf.Token{t}), nil))
 			}
-			return sse.send(s.chunk(id, created, chat, t.Text, lp, nil))
+			if text == nil {
+				return sse.send(s.chunk(id, created, chat, t.Text, nil, nil))
+			}
+			return sse.sendText(text, t.Text)
 		}
 	} else {
 		fn = func(t qsf.Token) error {
@@ -122,6 +129,9 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, chat bool) {
 		res, err = sl.s.Chat(ctx, j.messages, j.opts, fn)
 	} else {
 		res, err = sl.s.Complete(ctx, j.prompt, j.opts, fn)
+	}
+	if sse != nil {
+		sse.sync() // the streamed tokens are written before what follows
 	}
 	st := sl.s.Stats()
 	u := usage{PromptTokens: res.CachedTokens + len(res.PromptTokens), CompletionTokens: len(res.Tokens)}
@@ -242,6 +252,30 @@ func (s *Server) chunk(id string, created int64, chat bool, delta any, logprobs 
 		"choices": []any{choice}, "system_fingerprint": "qsf"}
 }
 
+// textChunk is the encoding of a streamed text chunk without logprobs,
+// cut where the text goes: every token's chunk is the same but for the
+// text, so only the text is encoded per token.
+type textChunk struct {
+	prefix, suffix []byte
+}
+
+// textMark stands for the text in a textChunk's template.
+const textMark = "\x00\x01qsf-text\x01\x00"
+
+// newTextChunk returns the textChunk of the stream id (s.chunk's encoding
+// for any text is prefix, the text's JSON string, suffix), or nil when the
+// template holds textMark's encoding other than once (a model name holding
+// it).
+func (s *Server) newTextChunk(id string, created int64, chat bool) *textChunk {
+	b, err := json.Marshal(s.chunk(id, created, chat, textMark, nil, nil))
+	mark, _ := json.Marshal(textMark)
+	if err != nil || bytes.Count(b, mark) != 1 {
+		return nil
+	}
+	i := bytes.Index(b, mark)
+	return &textChunk{prefix: b[:i], suffix: b[i+len(mark):]}
+}
+
 // logprobsOf formats tokens' logprobs as the endpoint does: chat as
 // {"content":[...]}, completions as parallel lists.
 func (s *Server) logprobsOf(chat bool, toks []qsf.Token) any {
@@ -316,6 +350,15 @@ type sseWriter struct {
 	s       *Server
 	rc      *http.ResponseController
 	started bool
+	buf     []byte        // the event being written, reused
+	text    bytes.Buffer  // a text's JSON encoding, reused
+	enc     *json.Encoder // encodes into text
+	failed  atomic.Bool   // a write to the client failed
+
+	// While the writer goroutine runs (goAsync to sync).
+	queue  chan []byte   // the events for it to write
+	free   chan []byte   // the event buffers not queued
+	exited chan struct{} // closed when it returns
 }
 
 func (e *sseWriter) start() error {
@@ -339,15 +382,92 @@ func (e *sseWriter) send(v any) error {
 	if err != nil {
 		return err
 	}
-	return e.write(b)
+	return e.event(b, nil, nil)
 }
 
-func (e *sseWriter) write(b []byte) error {
-	e.s.extendWrite(e.w)
-	buf := make([]byte, 0, len(b)+8)
-	buf = append(append(append(buf, "data: "...), b...), "\n\n"...)
-	if _, err := e.w.Write(buf); err != nil {
+// sendText writes the event of c with text, as send(s.chunk(...)) would.
+func (e *sseWriter) sendText(c *textChunk, text string) error {
+	if e.enc == nil {
+		e.enc = json.NewEncoder(&e.text)
+	}
+	e.text.Reset()
+	if err := e.enc.Encode(text); err != nil {
+		return err
+	}
+	quoted := bytes.TrimSuffix(e.text.Bytes(), []byte("\n")) // Encode ends each value with a newline
+	return e.event(c.prefix, quoted, c.suffix)
+}
+
+func (e *sseWriter) write(b []byte) error { return e.event(b, nil, nil) }
+
+// event writes the event whose data is a, b and c, and flushes it; while
+// the writer goroutine runs (goAsync), it queues the event for it instead
+// and returns at once (an error if an earlier write failed).
+func (e *sseWriter) event(a, b, c []byte) error {
+	if e.failed.Load() {
 		return errClientGone
+	}
+	if e.queue == nil {
+		e.buf = append(append(append(append(append(e.buf[:0], "data: "...), a...), b...), c...), "\n\n"...)
+		if err := e.put(e.buf, true); err != nil {
+			e.failed.Store(true)
+			return err
+		}
+		return nil
+	}
+	buf := <-e.free // waits while the client is that many events behind
+	e.queue <- append(append(append(append(append(buf[:0], "data: "...), a...), b...), c...), "\n\n"...)
+	return nil
+}
+
+// sseQueue is how many events may wait for the writer goroutine.
+const sseQueue = 8
+
+// goAsync starts a goroutine that writes the events from now on, so that
+// generation does not wait for each write to the client's connection
+// (a batched decoding step waits for the slowest of its sessions); sync
+// stops it.
+func (e *sseWriter) goAsync() {
+	e.queue, e.free, e.exited = make(chan []byte, sseQueue), make(chan []byte, sseQueue), make(chan struct{})
+	for range sseQueue {
+		e.free <- nil
+	}
+	go e.writeLoop()
+}
+
+// writeLoop writes the queued events, flushing when none is left queued.
+func (e *sseWriter) writeLoop() {
+	defer close(e.exited)
+	for b := range e.queue {
+		if !e.failed.Load() && e.put(b, len(e.queue) == 0) != nil {
+			e.failed.Store(true)
+		}
+		e.free <- b
+	}
+}
+
+// sync waits for the queued events to be written and stops the writer
+// goroutine: later events are written at once. It is safe to call more
+// than once.
+func (e *sseWriter) sync() {
+	if e.queue == nil {
+		return
+	}
+	close(e.queue)
+	<-e.exited
+	e.queue = nil
+}
+
+// put writes an event to the client, and flushes it if flush.
+func (e *sseWriter) put(event []byte, flush bool) error {
+	if e.s.opts.WriteTimeout > 0 {
+		e.rc.SetWriteDeadline(time.Now().Add(e.s.opts.WriteTimeout))
+	}
+	if _, err := e.w.Write(event); err != nil {
+		return errClientGone
+	}
+	if !flush {
+		return nil
 	}
 	if err := e.rc.Flush(); err != nil {
 		return errClientGone

@@ -3,6 +3,7 @@ package server_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -28,7 +29,10 @@ import (
 // runs under the smallest RAM budget (layer streaming), and with
 // QSF_SERVE_DROP_CACHE set too it drops the file's pages after reading
 // them (reads from the disk). It is a measurement, skipped unless
-// QSF_SERVE_MODEL is set.
+// QSF_SERVE_MODEL is set. It logs the batcher's mean batch, and the same
+// figures for the same generations through the library without HTTP,
+// interleaved with the others; it fails if a client's streamed text is not
+// the library's.
 func TestServeSpeed(t *testing.T) {
 	path := os.Getenv("QSF_SERVE_MODEL")
 	if path == "" {
@@ -56,16 +60,62 @@ func TestServeSpeed(t *testing.T) {
 	defer s.Close()
 	ts := httptest.NewServer(s)
 	defer ts.Close()
+	// The same generations through the library alone, on sessions of the
+	// same model decoded together by a Batcher of their own: what the
+	// HTTP layer costs, measured in the same run.
+	b := m.NewBatcher()
+	defer b.Close()
+	sessions := make([]*qsf.Session, 4)
+	for i := range sessions {
+		if sessions[i], err = m.NewSession(); err != nil {
+			t.Fatal(err)
+		}
+		defer sessions[i].Close()
+		sessions[i].SetBatcher(b)
+	}
 	const tokens = 96
-	run := func(clients int) (rate float64, first time.Duration) {
+	prompt := func(c int) string { return fmt.Sprintf("Client %d says hello to the server", c) }
+	// run generates for clients at once, over HTTP or in the library, and
+	// returns the aggregate rate of chunks (tokens) from the first to the
+	// last, the time to the first, and each client's text.
+	run := func(clients int, lib bool) (rate float64, first time.Duration, texts []string) {
 		var mu sync.Mutex
 		var firstAt, last time.Time
 		chunks := 0
+		mark := func() {
+			now := time.Now()
+			mu.Lock()
+			if firstAt.IsZero() || now.Before(firstAt) {
+				firstAt = now
+			}
+			if now.After(last) {
+				last = now
+			}
+			chunks++
+			mu.Unlock()
+		}
+		texts = make([]string, clients)
 		start := time.Now()
 		var wg sync.WaitGroup
 		for c := range clients {
 			wg.Go(func() {
-				b, _ := json.Marshal(map[string]any{"prompt": fmt.Sprintf("Client %d says hello to the server", c),
+				if lib {
+					s := sessions[c]
+					s.Reset()
+					res, err := s.Complete(context.Background(), prompt(c), qsf.GenerateOptions{MaxTokens: tokens,
+						Sampling: qsf.SamplerOptions{TopP: 1, Seed: -1}}, func(t qsf.Token) error {
+						if t.Text != "" {
+							mark()
+						}
+						return nil
+					})
+					if err != nil {
+						t.Error(err)
+					}
+					texts[c] = res.Text
+					return
+				}
+				b, _ := json.Marshal(map[string]any{"prompt": prompt(c),
 					"max_tokens": tokens, "temperature": 0, "stream": true})
 				resp, err := http.Post(ts.URL+"/v1/completions", "application/json", bytes.NewReader(b))
 				if err != nil {
@@ -74,42 +124,71 @@ func TestServeSpeed(t *testing.T) {
 				}
 				defer resp.Body.Close()
 				br := bufio.NewReader(resp.Body)
+				var events []string // decoded after the run, not to load the CPUs while it lasts
 				for {
 					line, err := br.ReadString('\n')
 					if err != nil {
 						break
 					}
 					if strings.HasPrefix(line, "data: {") {
-						now := time.Now()
-						mu.Lock()
-						if firstAt.IsZero() || now.Before(firstAt) {
-							firstAt = now
-						}
-						if now.After(last) {
-							last = now
-						}
-						chunks++
-						mu.Unlock()
+						mark()
+						events = append(events, line[len("data: "):])
 					}
 				}
+				texts[c] = strings.Join(events, "") // each ends with its newline
 			})
 		}
 		wg.Wait()
-		return float64(chunks-1) / last.Sub(firstAt).Seconds(), firstAt.Sub(start)
+		for c, events := range texts {
+			if lib {
+				break
+			}
+			var text strings.Builder
+			for ev := range strings.Lines(events) {
+				var chunk struct {
+					Choices []struct{ Text string }
+				}
+				if err := json.Unmarshal([]byte(ev), &chunk); err != nil {
+					t.Errorf("client %d: %v in %q", c, err, ev)
+				}
+				for _, ch := range chunk.Choices {
+					text.WriteString(ch.Text)
+				}
+			}
+			texts[c] = text.String()
+		}
+		return float64(chunks-1) / last.Sub(firstAt).Seconds(), firstAt.Sub(start), texts
 	}
-	run(4) // warm up: the sessions' buffers, the page cache, the CPU's frequency
-	var ones, fours []float64
+	run(4, false) // warm up: the sessions' buffers, the page cache, the CPU's frequency
+	run(4, true)
+	var steps, toks float64 // of the server's batcher in the 4-client runs
+	var ones, fours, libOnes, libFours []float64
 	var first1, first4 time.Duration
 	for range 3 {
 		var r float64
-		r, first1 = run(1)
+		var texts, libTexts []string
+		r, first1, _ = run(1, false)
 		ones = append(ones, r)
-		r, first4 = run(4)
+		steps0, toks0 := metricValue(t, ts, "qsf_batch_steps_total"), metricValue(t, ts, "qsf_batch_tokens_total")
+		r, first4, texts = run(4, false)
 		fours = append(fours, r)
+		steps += metricValue(t, ts, "qsf_batch_steps_total") - steps0
+		toks += metricValue(t, ts, "qsf_batch_tokens_total") - toks0
+		r, _, _ = run(1, true)
+		libOnes = append(libOnes, r)
+		r, _, libTexts = run(4, true)
+		libFours = append(libFours, r)
+		if !slices.Equal(texts, libTexts) {
+			t.Errorf("the streamed texts %q differ from the library's %q", texts, libTexts)
+		}
 	}
 	one, four := median(ones), median(fours)
 	t.Logf("streaming %v: aggregate decode 1 client %.2f tok/s, 4 clients %.2f tok/s (%.2fx; medians of 3 interleaved rounds: %.1f and %.1f); first chunk after %v and %v",
 		m.Streaming(), one, four, four/one, ones, fours, first1.Round(time.Millisecond), first4.Round(time.Millisecond))
+	t.Logf("the server's batcher in the 4-client rounds: %.2f decoding tokens a step (%.0f steps)", toks/steps, steps)
+	libOne, libFour := median(libOnes), median(libFours)
+	t.Logf("the same in the library, without HTTP: 1 session %.2f tok/s, 4 sessions %.2f tok/s (%.2fx; %.1f and %.1f); HTTP keeps %.0f%% and %.0f%% of it",
+		libOne, libFour, libFour/libOne, libOnes, libFours, 100*one/libOne, 100*four/libFour)
 }
 
 // median returns the median of v (which it sorts).
