@@ -62,8 +62,7 @@
 // rowBytes, DX 3·rowBytes; R10 the pair's first row; DI the activations'
 // block, R14 their stride, R15 3·stride; CX blocks left; R8 out; R9
 // pairs left; R11 the prefetch pointer; Z0..Z3 the accumulators of the
-// four activations; Z30 the
-// gather's offsets.
+// four activations; Z30 the gather's offsets.
 TEXT ·dotQ4_0GemvT4AVX512(SB), NOSPLIT, $0-64
 	MOVQ out+0(FP), R8
 	MOVQ pairs+16(FP), R9
