@@ -248,6 +248,16 @@ group:
 	MOVQ R10, CX
 
 block:
+	// Prefetch the next group of 8 rows, one contiguous run of
+	// 8·rowBytes = nb·144 bytes, 144 bytes a block: AX = R15 +
+	// 8·rowBytes + 8·(SI-R15).
+	MOVQ SI, AX
+	SUBQ R15, AX
+	LEAQ (R15)(AX*8), AX
+	LEAQ (AX)(R13*8), AX
+	PREFETCHT0 (AX)
+	PREFETCHT0 64(AX)
+	PREFETCHT0 128(AX)
 	MOVWLZX (SI), AX
 	VMOVD AX, X4
 	VPINSRW $1, (SI)(R13*2), X4, X4
