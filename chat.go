@@ -154,6 +154,9 @@ func (s *Session) reuse(ids []int) int {
 	p = min(p, len(ids)-1)
 	s.pending = -1
 	if p < s.Pos() {
+		// A quantized cache keeps only what it holds exactly, so that the
+		// result equals a fresh session's.
+		p = s.state.KV.ExactPrefix(p)
 		if err := s.state.KV.Truncate(p); err != nil {
 			s.Reset() // the cache evicted positions: start again
 			return 0

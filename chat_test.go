@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/qsf-llm/qsf"
@@ -208,5 +209,43 @@ func TestChatWithEviction(t *testing.T) {
 	}
 	if res.CachedTokens != 0 {
 		t.Errorf("%d tokens reused from an evicted cache", res.CachedTokens)
+	}
+}
+
+// TestCompleteReuseQuantizedKV checks that a prompt evaluated again on a
+// session with a quantized KV cache, reusing the cached prefix (which ends
+// inside a key group already quantized: in the first group, and past a
+// whole group), generates the tokens of a fresh session.
+func TestCompleteReuseQuantizedKV(t *testing.T) {
+	for _, kv := range []string{"q8", "q4"} {
+		m := loadChatModel(t, "synthetic/synth-llama-Q8_0.gguf", "", kv)
+		opts := qsf.GenerateOptions{MaxTokens: 40}
+		short := "Client 0 says hello to the server"
+		for _, prompt := range []string{short, strings.Repeat(short+". ", 3)} {
+			s, err := m.NewSession()
+			if err != nil {
+				t.Fatal(err)
+			}
+			fresh, err := m.NewSession()
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := fresh.Complete(context.Background(), prompt, opts, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got qsf.ChatResult
+			for range 2 {
+				if got, err = s.Complete(context.Background(), prompt, opts, nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+			t.Logf("kv %s: %d prompt tokens, %d reused", kv, got.CachedTokens+len(got.PromptTokens), got.CachedTokens)
+			if !slices.Equal(got.Tokens, want.Tokens) {
+				t.Errorf("kv %s, %d prompt tokens, %d reused: tokens %v, a fresh session's %v", kv, got.CachedTokens+len(got.PromptTokens), got.CachedTokens, got.Tokens, want.Tokens)
+			}
+			s.Close()
+			fresh.Close()
+		}
 	}
 }

@@ -260,3 +260,60 @@ func TestTruncate(t *testing.T) {
 		t.Errorf("Truncate of an evicted cache: %v, want ErrTruncate", err)
 	}
 }
+
+// TestExactPrefix checks where a quantized cache can be truncated
+// exactly: anywhere in the key group still staged, at a group's start
+// otherwise; a float cache anywhere.
+func TestExactPrefix(t *testing.T) {
+	sh := Shape{Layers: 2, Capacity: 128, KVHeads: 2, HeadDimK: 8, HeadDimV: 8}
+	fill := func(c *Cache, n int) {
+		k := make([]float32, sh.KVHeads*sh.HeadDimK)
+		for p := c.Len(); p < n; p++ {
+			for i := range k {
+				k[i] = float32(p*7+i) / 10
+			}
+			for l := range sh.Layers {
+				slot, err := c.Slot(l)
+				if err != nil {
+					t.Fatal(err)
+				}
+				c.Store(l, slot, k, k)
+			}
+			if err := c.SetLen(p + 1); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, tc := range []struct {
+		typ      Type
+		len      int
+		n, exact int
+	}{
+		{F32, 45, 13, 13}, {F16, 45, 40, 40},
+		{Q8, 45, 13, 0}, {Q8, 45, 40, 40}, {Q8, 70, 40, 32}, {Q8, 45, 32, 32}, {Q8, 45, 45, 45},
+		{Q4, 20, 13, 13}, {Q4, 32, 13, 13}, {Q4, 33, 13, 0}, {Q4, 70, 64, 64}, {Q4, 70, 65, 65}, {Q4, 100, 65, 64},
+	} {
+		c, err := NewWith(sh, Options{Type: tc.typ})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fill(c, tc.len)
+		if got := c.ExactPrefix(tc.n); got != tc.exact {
+			t.Errorf("%v cache of %d positions: ExactPrefix(%d) = %d, want %d", tc.typ, tc.len, tc.n, got, tc.exact)
+		}
+	}
+	// Truncated into a quantized group, the group is staged from decoded
+	// keys: nothing in it is exact any more.
+	c, err := NewWith(sh, Options{Type: Q8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fill(c, 45)
+	if err := c.Truncate(13); err != nil {
+		t.Fatal(err)
+	}
+	fill(c, 20)
+	if got := c.ExactPrefix(15); got != 0 {
+		t.Errorf("after Truncate(13) into a quantized group: ExactPrefix(15) = %d, want 0", got)
+	}
+}

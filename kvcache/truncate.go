@@ -15,7 +15,8 @@ var ErrTruncate = errors.New("kvcache: cannot truncate")
 // keeps the common prefix. It fails (with ErrTruncate) once the cache has
 // evicted a position. For F32 and F16 caches the entries kept are exactly
 // those written; for the quantized types, keys of a group already
-// quantized are decoded and quantized again as the group fills up anew.
+// quantized are decoded and quantized again as the group fills up anew
+// (ExactPrefix says where truncating keeps only exact entries).
 func (c *Cache) Truncate(n int) error {
 	if n < 0 || n > c.len {
 		return fmt.Errorf("%w: to %d positions, the cache holds %d", ErrTruncate, n, c.len)
@@ -36,4 +37,22 @@ func (c *Cache) Truncate(n int) error {
 	}
 	c.len = n
 	return nil
+}
+
+// ExactPrefix returns the longest length m ≤ n that Truncate keeps as it
+// was written, so that positions from m on, evaluated again, give what a
+// fresh cache gives: n itself for the float types, and for quantized keys
+// whenever n lies in the key group still staged (exact). When n lies in a
+// group already quantized, m is that group's start: Truncate(n) would
+// decode the group's first positions and quantize them again with the new
+// positions, a second rounding a fresh cache does not make.
+func (c *Cache) ExactPrefix(n int) int {
+	if !c.quantKeys() || n >= c.len || n%c.kl.g == 0 {
+		return n
+	}
+	start := n - n%c.kl.g
+	if c.len > start+c.kl.g || c.stageOld[0] != 0 {
+		return start // quantized, or staged from decoded keys
+	}
+	return n
 }
