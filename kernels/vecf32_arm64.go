@@ -70,21 +70,3 @@ func rotateF32Asm(v, cs []float32, pairs, step, off int) bool {
 	rotateF32NEON(&v[0], &cs[0], pairs, 4*step, 4*off)
 	return true
 }
-
-// rotate64Asm: this build has no assembly for Rotate64.
-func rotate64Asm(tr *Tier, x []float32) bool { return false }
-
-// The attention's several-heads kernels run head by head (DotF32Rows,
-// LanesF32) on arm64.
-
-func dotF32HeadsAsm(out []float32, ostride int, keys []float32, stride, n int, q []float32, d, group, g0, heads int, next []float32) bool {
-	return false
-}
-
-func lanesF32HeadsAsm(lanes, values []float32, stride, n int, p []float32, pstride, d, group, g0, heads int) bool {
-	return false
-}
-
-func mulF32Asm(dst, x []float32) bool { return false }
-
-func addF32Asm(dst, x []float32) bool { return false }
