@@ -150,21 +150,24 @@ func (r rot) dequantize(dst []float32, src []byte) {
 }
 
 // dot is the reference dot product of a row with a Q8_0 activation that
-// was rotated by Rotate64 before it was quantized. Its float32 order is
-// lane-wise, as a SIMD kernel computes it: two sets of eight float32 lanes
-// acc₀ and acc₁, one per 32-element half of the blocks, and for each
-// block, with dₕ = d·dₐₕ (dₐₕ the scale of the activation block under half
-// h) and Iₕ[l] the exact integer sum of elements 32h+4l..32h+4l+3's table
-// values times their activation quants, times the multiplier (1+sc_k) of
-// their sub-block k = 2h+l/4:
+// was rotated by Rotate64 before it was quantized. Each block contributes
+// one float step per 32-element half h: with dₕ = d·dₐₕ (dₐₕ the scale of
+// the activation block under half h) and Iₕ the exact integer
 //
-//	accₕ[l] += dₕ·float(Iₕ[l])
+//	Iₕ = Σ_{k=2h,2h+1} (1+sc_k)·Σ_{j∈sub-block k} T[code_j]·qₐⱼ
 //
-// each product and sum rounded to float32 (no fused multiply-add). The
-// result is ggml's hsum_float_8 of the lanes acc₀[l]+acc₁[l].
-// |Iₕ[l]| < 2²⁴, so float(Iₕ[l]) is exact.
+// (the table values times their activation quants, summed per 16-element
+// sub-block and scaled by its multiplier), the two float32 accumulators
+// go through the blocks in order,
+//
+//	accₕ += dₕ·float(Iₕ)
+//
+// each product and sum rounded to float32 (no fused multiply-add), and
+// the result is acc₀+acc₁. |Iₕ| ≤ 2·16·16·127·128 < 2²⁴, so float(Iₕ) is
+// exact, and the integer sums may be formed in any order: a kernel keeps
+// them in integer lanes and takes one float step per half block.
 func (r rot) dot(n int, w, act []byte) float32 {
-	var acc [2]lanes8
+	var acc [2]float32
 	var v [qkA]int32
 	var tab [16]int32
 	for i, t := range r.table() {
@@ -179,17 +182,17 @@ func (r rot) dot(n int, w, act []byte) float32 {
 		for h := range acc {
 			y := (*[34]byte)(act[i*68+34*h:])
 			x := (*[32]int32)(v[32*h:])
-			dh := float32(d * f16(y[0:]))
-			for l := range acc[h] {
-				s := x[4*l]*int32(int8(y[2+4*l])) + x[4*l+1]*int32(int8(y[3+4*l])) +
-					x[4*l+2]*int32(int8(y[4+4*l])) + x[4*l+3]*int32(int8(y[5+4*l]))
-				s *= int32(sc>>(8*h+4*(l/4))&15) + 1
-				acc[h][l] += float32(dh * float32(s))
+			var s [2]int32
+			for j := range x {
+				s[j/16] += x[j] * int32(int8(y[2+j]))
 			}
+			m0 := int32(sc>>(8*h)&15) + 1
+			m1 := int32(sc>>(8*h+4)&15) + 1
+			dh := float32(d * f16(y[0:]))
+			acc[h] += float32(dh * float32(m0*s[0]+m1*s[1]))
 		}
 	}
-	sum := acc[0].add(acc[1])
-	return sum.hsum()
+	return acc[0] + acc[1]
 }
 
 // values writes the table values of block b's 64 codes to v.
