@@ -5,19 +5,25 @@ import (
 	"math"
 )
 
-// The assembly kernels of QSF's rotated table types (QSF_Q2R, QSF_Q3R,
-// QSF_Q4R) compute quant's lane order (see the rot types' Dot): per
-// 64-element block, eight int32 lanes per half, scaled by the activation
-// blocks' scales, added, scaled by the block's d and accumulated.
+// The AVX2 and NEON kernels of QSF's rotated table types (QSF_Q2R,
+// QSF_Q3R, QSF_Q4R) compute quant's order (see the rot types' Dot): per
+// 64-element block and 32-element half h, the products of the table
+// values with the activation quants and the sub-blocks' multipliers
+// 1+sc_k stay in int32 lanes, which are added up to the exact integer
+// Iₕ; then one float32 step per half, accₕ += float32(d·dₐₕ)·float(Iₕ),
+// each product and sum rounded (no fused multiply-add), the blocks in
+// order, and acc₀+acc₁ at the end of the row.
 
 // rotPrepBlock is the size of prepRot's form of one 64-element block of
-// the Q8_0 activation: the 64 quants' absolute values, then the first
-// activation block's scale dₐ₀ as float32 eight times, then dₐ₁ eight
-// times.
-const rotPrepBlock = 128
+// the Q8_0 activation: 64 bytes of the quants' absolute values and 8 of
+// scales. The form holds, for nb blocks, first the nb blocks' absolute
+// values, then the nb pairs of scales dₐ₀, dₐ₁ as float32, so that the
+// scales of consecutive blocks are consecutive.
+const rotPrepBlock = 72
 
 // prepRot writes, per 64 elements of the Q8_0 activation act, the
-// rotPrepBlock form the rotated types' kernels read beside act itself.
+// rotPrepBlock form the rotated types' AVX2 kernels read beside act
+// itself.
 func prepRot(buf, act []byte, cols int) []byte {
 	nb := cols / 64
 	need := nb * rotPrepBlock
@@ -26,13 +32,15 @@ func prepRot(buf, act []byte, cols int) []byte {
 	}
 	buf = buf[:need]
 	for b := 0; b < nb; b++ {
-		o := (*[rotPrepBlock]byte)(buf[b*rotPrepBlock:])
+		o := (*[64]byte)(buf[b*64:])
 		a := (*[68]byte)(act[b*68:])
 		for j := 0; j < 32; j++ {
 			o[j] = absByte(a[2+j])
 			o[32+j] = absByte(a[36+j])
 		}
-		putScales(o[64:], a)
+		s := buf[nb*64+8*b:]
+		binary.LittleEndian.PutUint32(s, math.Float32bits(f16le(a[0:])))
+		binary.LittleEndian.PutUint32(s[4:], math.Float32bits(f16le(a[34:])))
 	}
 	return buf
 }
