@@ -4,15 +4,18 @@
 #include "neon_arm64.h"
 
 // The neon tiers' kernels for QSF's rotated table types (QSF_Q2R,
-// QSF_Q3R, QSF_Q4R) against Q8_0 activations, in quant's lane order. Per
+// QSF_Q3R, QSF_Q4R) against Q8_0 activations, in quant's order. Per
 // 64-element block: the codes in four registers (elements 0-15, 16-31,
 // 32-47, 48-63, one sub-block each), looked up in the type's int8 table
-// (TBL), their int32 lane sums with the activation quants (four elements
-// a lane, IDOT: SDOT or widening multiplies), times the sub-blocks'
-// multipliers 1+sc_k (MUL by element), converted, times dₕ = d·dₐₕ
-// (rounded in scalar) and added to the lanes of acc₀ (V16, V17) and acc₁
-// (V18, V19): no fused multiply-add anywhere. At the end of the row,
-// hsum_float_8 of acc₀+acc₁.
+// (TBL); per sub-block k, four int32 lanes that add up to the sum Sₖ of
+// its table values times the activation quants (ISUB: SDOT, or widening
+// multiplies whose int16 lanes take two products each); pairwise adds
+// (ADDP) to S₀..S₃ in one register, times the multipliers 1+sc_k (MUL),
+// and a pairwise add to the exact integers I₀, I₁ of the two halves.
+// Then one float32 step per half: converted, times dₕ = d·dₐₕ (FMUL by
+// element, rounded) and added to lanes 0 and 1 of V16 (acc₀, acc₁), the
+// blocks in order; no fused multiply-add anywhere. At the end of the row,
+// acc₀+acc₁ (FADDP).
 //
 // R0 out, R1 rows left, R3 nb, R5 act, R6 weights, R7 activation block,
 // R8 blocks left. V20-V23 spread qh bytes 0-7 over eight bytes each, V27
@@ -82,9 +85,22 @@ GLOBL rotneon<>(SB), RODATA|NOPTR, $192
 	AND16B(14, 14, 31) \
 	ORR16B(r, r, 14)
 
+// ISUB_SDOT and ISUB_NEON set Vs to four int32 lanes that add up to the
+// sum of the 16 int8 products of Vw and Va (t is scratch). In ISUB_NEON an
+// int16 lane takes two products, |T·q| ≤ 127·128 each.
+#define ISUB_SDOT(s, w, a, t) \
+	MOVI0(s) \
+	SDOT4S(s, w, a)
+
+#define ISUB_NEON(s, w, a, t) \
+	SMULL8H(t, w, a) \
+	SMLAL28H(t, w, a) \
+	SADDLP4S(s, t)
+
 // ROTBLOCK finishes a block whose codes are in V1-V4 (d in R9, sc in
-// R10): the table, the activation at R7 (two Q8_0 blocks), the lanes.
-#define ROTBLOCK(IDOT) \
+// R10): the table, the activation at R7 (two Q8_0 blocks), I₀ and I₁ in
+// lanes 0 and 1 of V10, the float step into V16.
+#define ROTBLOCK(ISUB) \
 	TBL16B(1, 29, 1) \
 	TBL16B(2, 29, 2) \
 	TBL16B(3, 29, 3) \
@@ -93,56 +109,41 @@ GLOBL rotneon<>(SB), RODATA|NOPTR, $192
 	VLD1.P 32(R7), [V6.B16, V7.B16] \
 	MOVHU.P 2(R7), R12 \
 	VLD1.P 32(R7), [V8.B16, V9.B16] \
-	IDOT(10, 1, 6, 14, 15) \
-	IDOT(11, 2, 7, 14, 15) \
-	IDOT(12, 3, 8, 14, 15) \
-	IDOT(13, 4, 9, 14, 15) \
+	ISUB(10, 1, 6, 14) \
+	ISUB(11, 2, 7, 15) \
+	ISUB(12, 3, 8, 14) \
+	ISUB(13, 4, 9, 15) \
+	ADDP4S(10, 10, 11) \
+	ADDP4S(12, 12, 13) \
+	ADDP4S(10, 10, 12) \
 	VDUP R10, V28.S4 \
 	USHL4S(28, 28, 24) \
 	AND16B(28, 28, 25) \
 	ADD4S(28, 28, 26) \
-	MUL4SE(10, 10, 28, 0) \
-	MUL4SE(11, 11, 28, 1) \
-	MUL4SE(12, 12, 28, 2) \
-	MUL4SE(13, 13, 28, 3) \
+	MUL4S(10, 10, 28) \
+	ADDP4S(10, 10, 10) \
 	SCVTF4S(10, 10) \
-	SCVTF4S(11, 11) \
-	SCVTF4S(12, 12) \
-	SCVTF4S(13, 13) \
-	FMOVS R9, F0 \
-	FCVTHS F0, F0 \
-	FMOVS R11, F14 \
-	FCVTHS F14, F14 \
-	FMULS F0, F14, F14 \
-	FMOVS R12, F15 \
-	FCVTHS F15, F15 \
-	FMULS F0, F15, F15 \
-	FMUL4SE(10, 10, 14, 0) \
-	FMUL4SE(11, 11, 14, 0) \
-	FMUL4SE(12, 12, 15, 0) \
-	FMUL4SE(13, 13, 15, 0) \
-	FADD4S(16, 16, 10) \
-	FADD4S(17, 17, 11) \
-	FADD4S(18, 18, 12) \
-	FADD4S(19, 19, 13)
+	ORR R12<<16, R11, R11 \
+	ORR R9<<32, R11, R11 \
+	FMOVD R11, F14 \
+	FCVTL4S(14, 14) \
+	FMUL4SE(14, 14, 14, 2) \
+	FMUL4S(10, 10, 14) \
+	FADD4S(16, 16, 10)
 
-// ROTROWS runs the rows, each block through load and ROTBLOCK.
-#define ROTROWS(load, IDOT) \
+// ROTROWS runs the rows, each block through load and ROTBLOCK; lanes 2
+// and 3 of V16 collect what is not used.
+#define ROTROWS(load, ISUB) \
 row: \
 	MOVD R5, R7 \
 	MOVD R3, R8 \
 	MOVI0(16) \
-	MOVI0(17) \
-	MOVI0(18) \
-	MOVI0(19) \
 blk: \
 	load \
-	ROTBLOCK(IDOT) \
+	ROTBLOCK(ISUB) \
 	SUBS $1, R8 \
 	BNE blk \
-	FADD4S(16, 16, 18) \
-	FADD4S(17, 17, 19) \
-	HSUM8(16, 17, 18) \
+	FADDPS(16, 16) \
 	FMOVS.P F16, 4(R0) \
 	SUBS $1, R1 \
 	BNE row \
@@ -168,29 +169,29 @@ blk: \
 // func dotQ2RNEON(out *float32, rows int, w *byte, nb int, act *byte)
 TEXT ·dotQ2RNEON(SB), NOSPLIT, $0-40
 	ROTPROLOGUE(128, $3)
-	ROTROWS(ROTLOAD2, IDOT_NEON)
+	ROTROWS(ROTLOAD2, ISUB_NEON)
 
 // func dotQ2RSDOT(out *float32, rows int, w *byte, nb int, act *byte)
 TEXT ·dotQ2RSDOT(SB), NOSPLIT, $0-40
 	ROTPROLOGUE(128, $3)
-	ROTROWS(ROTLOAD2, IDOT_SDOT)
+	ROTROWS(ROTLOAD2, ISUB_SDOT)
 
 // func dotQ3RNEON(out *float32, rows int, w *byte, nb int, act *byte)
 TEXT ·dotQ3RNEON(SB), NOSPLIT, $0-40
 	ROTPROLOGUE(144, $3)
-	ROTROWS(ROTLOAD3, IDOT_NEON)
+	ROTROWS(ROTLOAD3, ISUB_NEON)
 
 // func dotQ3RSDOT(out *float32, rows int, w *byte, nb int, act *byte)
 TEXT ·dotQ3RSDOT(SB), NOSPLIT, $0-40
 	ROTPROLOGUE(144, $3)
-	ROTROWS(ROTLOAD3, IDOT_SDOT)
+	ROTROWS(ROTLOAD3, ISUB_SDOT)
 
 // func dotQ4RNEON(out *float32, rows int, w *byte, nb int, act *byte)
 TEXT ·dotQ4RNEON(SB), NOSPLIT, $0-40
 	ROTPROLOGUE(160, $15)
-	ROTROWS(ROTLOAD4, IDOT_NEON)
+	ROTROWS(ROTLOAD4, ISUB_NEON)
 
 // func dotQ4RSDOT(out *float32, rows int, w *byte, nb int, act *byte)
 TEXT ·dotQ4RSDOT(SB), NOSPLIT, $0-40
 	ROTPROLOGUE(160, $15)
-	ROTROWS(ROTLOAD4, IDOT_SDOT)
+	ROTROWS(ROTLOAD4, ISUB_SDOT)
