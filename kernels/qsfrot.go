@@ -15,15 +15,12 @@ import (
 // order, and acc₀+acc₁ at the end of the row.
 
 // rotPrepBlock is the size of prepRot's form of one 64-element block of
-// the Q8_0 activation: 64 bytes of the quants' absolute values and 8 of
-// scales. The form holds, for nb blocks, first the nb blocks' absolute
-// values, then the nb pairs of scales dₐ₀, dₐ₁ as float32, so that the
-// scales of consecutive blocks are consecutive.
-const rotPrepBlock = 72
+// the Q8_0 activation: the 64 quants' absolute values, the 64 quants, then
+// the two Q8_0 blocks' scales dₐ₀ and dₐ₁ as float32.
+const rotPrepBlock = 136
 
 // prepRot writes, per 64 elements of the Q8_0 activation act, the
-// rotPrepBlock form the rotated types' AVX2 kernels read beside act
-// itself.
+// rotPrepBlock form the rotated types' AVX2 kernels read instead of act.
 func prepRot(buf, act []byte, cols int) []byte {
 	nb := cols / 64
 	need := nb * rotPrepBlock
@@ -32,15 +29,14 @@ func prepRot(buf, act []byte, cols int) []byte {
 	}
 	buf = buf[:need]
 	for b := 0; b < nb; b++ {
-		o := (*[64]byte)(buf[b*64:])
+		o := (*[rotPrepBlock]byte)(buf[b*rotPrepBlock:])
 		a := (*[68]byte)(act[b*68:])
 		for j := 0; j < 32; j++ {
-			o[j] = absByte(a[2+j])
-			o[32+j] = absByte(a[36+j])
+			o[j], o[64+j] = absByte(a[2+j]), a[2+j]
+			o[32+j], o[96+j] = absByte(a[36+j]), a[36+j]
 		}
-		s := buf[nb*64+8*b:]
-		binary.LittleEndian.PutUint32(s, math.Float32bits(f16le(a[0:])))
-		binary.LittleEndian.PutUint32(s[4:], math.Float32bits(f16le(a[34:])))
+		binary.LittleEndian.PutUint32(o[128:], math.Float32bits(f16le(a[0:])))
+		binary.LittleEndian.PutUint32(o[132:], math.Float32bits(f16le(a[34:])))
 	}
 	return buf
 }
@@ -77,12 +73,10 @@ var rotMul = func() (t [256][16]uint16) {
 	return t
 }()
 
-// checkRot checks the lengths the rotated types' assembly relies on:
+// checkRot checks the lengths the rotated types' AVX2 kernels rely on:
 // len(out) rows of rowBytes in w (rows are whole 64-element blocks, one
-// after the other), cols/64 blocks of Q8_0 pairs in act and of prepRot's
-// form in aux.
-func checkRot(out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
+// after the other) and cols/64 blocks of prepRot's form in aux.
+func checkRot(out []float32, w []byte, rowBytes, cols int, aux []byte) {
 	_ = w[len(out)*rowBytes-1]
-	_ = act[cols/64*68-1]
 	_ = aux[cols/64*rotPrepBlock-1]
 }

@@ -9,27 +9,36 @@ import (
 )
 
 //go:noescape
-func dotQ2RAVX2(out *float32, rows int, w *byte, nb int, act, aux *byte, mul *[256][16]uint16)
+func dotQ2RAVX2(out *float32, rows int, w *byte, nb int, aux *byte, mul *[256][16]uint16)
 
 //go:noescape
-func dotQ3RAVX2(out *float32, rows int, w *byte, nb int, act, aux *byte, mul *[256][16]uint16)
+func dotQ3RAVX2(out *float32, rows int, w *byte, nb int, aux *byte, mul *[256][16]uint16)
 
 //go:noescape
-func dotQ4RAVX2(out *float32, rows int, w *byte, nb int, act, aux *byte, mul *[256][16]uint16)
+func dotQ4RAVX2(out *float32, rows int, w *byte, nb int, aux *byte, mul *[256][16]uint16)
 
 func q2rAVX2(out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
-	checkRot(out, w, rowBytes, cols, act, aux)
-	dotQ2RAVX2(&out[0], len(out), &w[0], cols/64, &act[0], &aux[0], &rotMul)
+	if len(out) == 0 {
+		return
+	}
+	checkRot(out, w, rowBytes, cols, aux)
+	dotQ2RAVX2(&out[0], len(out), &w[0], cols/64, &aux[0], &rotMul)
 }
 
 func q3rAVX2(out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
-	checkRot(out, w, rowBytes, cols, act, aux)
-	dotQ3RAVX2(&out[0], len(out), &w[0], cols/64, &act[0], &aux[0], &rotMul)
+	if len(out) == 0 {
+		return
+	}
+	checkRot(out, w, rowBytes, cols, aux)
+	dotQ3RAVX2(&out[0], len(out), &w[0], cols/64, &aux[0], &rotMul)
 }
 
 func q4rAVX2(out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
-	checkRot(out, w, rowBytes, cols, act, aux)
-	dotQ4RAVX2(&out[0], len(out), &w[0], cols/64, &act[0], &aux[0], &rotMul)
+	if len(out) == 0 {
+		return
+	}
+	checkRot(out, w, rowBytes, cols, aux)
+	dotQ4RAVX2(&out[0], len(out), &w[0], cols/64, &aux[0], &rotMul)
 }
 
 // initOwnAVX2 registers the AVX2 kernels of QSF's own types (the avx512
