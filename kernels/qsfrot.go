@@ -16,8 +16,8 @@ import (
 
 // rotPrepBlock is the size of prepRot's form of one 64-element block of
 // the Q8_0 activation: the 64 quants' absolute values, the 64 quants, then
-// the two Q8_0 blocks' scales dₐ₀ and dₐ₁ as float32.
-const rotPrepBlock = 136
+// the two Q8_0 blocks' scales dₐ₀ and dₐ₁ as float32, each four times.
+const rotPrepBlock = 160
 
 // prepRot writes, per 64 elements of the Q8_0 activation act, the
 // rotPrepBlock form the rotated types' AVX2 kernels read instead of act.
@@ -35,8 +35,12 @@ func prepRot(buf, act []byte, cols int) []byte {
 			o[j], o[64+j] = absByte(a[2+j]), a[2+j]
 			o[32+j], o[96+j] = absByte(a[36+j]), a[36+j]
 		}
-		binary.LittleEndian.PutUint32(o[128:], math.Float32bits(f16le(a[0:])))
-		binary.LittleEndian.PutUint32(o[132:], math.Float32bits(f16le(a[34:])))
+		d0 := math.Float32bits(f16le(a[0:]))
+		d1 := math.Float32bits(f16le(a[34:]))
+		for l := 0; l < 4; l++ {
+			binary.LittleEndian.PutUint32(o[128+4*l:], d0)
+			binary.LittleEndian.PutUint32(o[144+4*l:], d1)
+		}
 	}
 	return buf
 }

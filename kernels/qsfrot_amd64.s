@@ -75,10 +75,10 @@ DATA rotFour<>+16(SB)/8, $0x0404040404040404
 DATA rotFour<>+24(SB)/8, $0x0404040404040404
 GLOBL rotFour<>(SB), RODATA|NOPTR, $32
 
-// rotDupD picks the low word of each dword twice: the fp16 d of four
-// rows' blocks loaded as dwords (d, sc) becomes d, d of each.
-DATA rotDupD<>+0(SB)/8, $0x0504050401000100
-DATA rotDupD<>+8(SB)/8, $0x0d0c0d0c09080908
+// rotDupD picks the low words of four dwords, twice: the fp16 d of four
+// rows' blocks loaded as dwords (d, sc) becomes the four d, twice.
+DATA rotDupD<>+0(SB)/8, $0x0d0c090805040100
+DATA rotDupD<>+8(SB)/8, $0x0d0c090805040100
 GLOBL rotDupD<>(SB), RODATA|NOPTR, $16
 
 #define ROT_SETUP(tab, mask, bb) \
@@ -143,10 +143,9 @@ GLOBL rotDupD<>(SB), RODATA|NOPTR, $16
 	VPSHUFB Y2, Y13, Y2
 
 // ROT_INT takes the block at base (values loaded by load) to int32 lanes
-// in out: in each 128-bit lane two partial sums of the first half (of
-// elements 0..15 in the low lane, 16..31 in the high one), then two of the
-// second, each with its sub-block's multiplier. The activation is at R12,
-// its |q| in Y3, Y4.
+// in out: four partial sums of the first half (each of elements of
+// sub-blocks 0 and 1, with their multipliers), then four of the second.
+// The activation is at R12, its |q| in Y3, Y4.
 #define ROT_INT(load, base, out) \
 	load(base) \
 	VPSIGNB 64(R12), Y1, Y1 \
@@ -159,21 +158,30 @@ GLOBL rotDupD<>(SB), RODATA|NOPTR, $16
 	SHLQ $5, BX \
 	VPMADDWD (R13)(AX*1), Y1, Y1 \
 	VPMADDWD (R13)(BX*1), Y2, Y2 \
-	VPHADDD Y2, Y1, out
+	VPERM2I128 $0x21, Y2, Y1, Y5 \
+	VPBLENDD $0xf0, Y2, Y1, Y1 \
+	VPADDD Y5, Y1, out
+
+// ROT_PAIR adds two rows' ROT_INT lanes pairwise into a: in each 128-bit
+// lane, a's lanes 0+2 and b's, then a's 1+3 and b's.
+#define ROT_PAIR(a, b) \
+	VPUNPCKLDQ b, a, Y5 \
+	VPUNPCKHDQ b, a, a \
+	VPADDD Y5, a, a
 
 // ROT_FOUR adds a block of four rows (bb bytes each) to their acc₀, acc₁
-// and moves SI, R11 and R12 past it.
+// (lanes r and 4+r of Y0) and moves SI, R11 and R12 past it.
 #define ROT_FOUR(load, bb) \
 	VMOVDQU 0(R12), Y3 \
 	VMOVDQU 32(R12), Y4 \
 	ROT_INT(load, (SI), Y9) \
 	ROT_INT(load, (R11), Y10) \
-	VPHADDD Y10, Y9, Y9 \
+	ROT_PAIR(Y9, Y10) \
 	ROT_INT(load, (SI)(R10*2), Y10) \
 	ROT_INT(load, (R11)(R10*2), Y11) \
-	VPHADDD Y11, Y10, Y10 \
-	VPERM2I128 $0x20, Y10, Y9, Y1 \
-	VPERM2I128 $0x31, Y10, Y9, Y2 \
+	ROT_PAIR(Y10, Y11) \
+	VPUNPCKLQDQ Y10, Y9, Y1 \
+	VPUNPCKHQDQ Y10, Y9, Y2 \
 	VPADDD Y2, Y1, Y1 \
 	VCVTDQ2PS Y1, Y1 \
 	VMOVD (SI), X2 \
@@ -182,30 +190,27 @@ GLOBL rotDupD<>(SB), RODATA|NOPTR, $16
 	VPINSRD $3, (R11)(R10*2), X2, X2 \
 	VPSHUFB X15, X2, X2 \
 	VCVTPH2PS X2, Y2 \
-	VBROADCASTSD 128(R12), Y5 \
-	VMULPS Y5, Y2, Y2 \
+	VMULPS 128(R12), Y2, Y2 \
 	VMULPS Y2, Y1, Y1 \
 	VADDPS Y1, Y0, Y0 \
 	ADDQ $bb, SI \
 	ADDQ $bb, R11 \
 	ADDQ $rotPrep, R12
 
-// ROT_ONE adds a block of one row to its acc₀, acc₁ (lanes 0 and 1 of
-// X0) and moves SI and R12 past it.
+// ROT_ONE adds a block of one row to its acc₀, acc₁ (lanes 0 and 4 of
+// Y0) and moves SI and R12 past it.
 #define ROT_ONE(load, bb) \
 	VMOVDQU 0(R12), Y3 \
 	VMOVDQU 32(R12), Y4 \
 	ROT_INT(load, (SI), Y1) \
-	VEXTRACTI128 $1, Y1, X2 \
-	VPADDD X2, X1, X1 \
-	VPHADDD X1, X1, X1 \
-	VCVTDQ2PS X1, X1 \
+	VPHADDD Y1, Y1, Y1 \
+	VPHADDD Y1, Y1, Y1 \
+	VCVTDQ2PS Y1, Y1 \
 	VPBROADCASTW (SI), X2 \
-	VCVTPH2PS X2, X2 \
-	VMOVQ 128(R12), X5 \
-	VMULPS X5, X2, X2 \
-	VMULPS X2, X1, X1 \
-	VADDPS X1, X0, X0 \
+	VCVTPH2PS X2, Y2 \
+	VMULPS 128(R12), Y2, Y2 \
+	VMULPS Y2, Y1, Y1 \
+	VADDPS Y1, Y0, Y0 \
 	ADDQ $bb, SI \
 	ADDQ $rotPrep, R12
 
@@ -223,11 +228,8 @@ four: \
 	ROT_FOUR(load, bb) \
 	DECQ CX \
 	JNZ  four \
-	VMOVSHDUP Y0, Y1 \
-	VADDPS Y1, Y0, Y0 \
-	VSHUFPS $0x88, Y0, Y0, Y0 \
 	VEXTRACTF128 $1, Y0, X1 \
-	VUNPCKLPD X1, X0, X0 \
+	VADDPS X1, X0, X0 \
 	VMOVUPS X0, (R8) \
 	ADDQ $16, R8 \
 	LEAQ (SI)(R10*2), SI \
@@ -237,14 +239,14 @@ four: \
 ones: \
 	TESTQ R9, R9 \
 	JZ   done \
-	VXORPS X0, X0, X0 \
+	VXORPS Y0, Y0, Y0 \
 	MOVQ R14, R12 \
 	MOVQ DX, CX \
 one: \
 	ROT_ONE(load, bb) \
 	DECQ CX \
 	JNZ  one \
-	VMOVSHDUP X0, X1 \
+	VEXTRACTF128 $1, Y0, X1 \
 	VADDSS X1, X0, X0 \
 	VMOVSS X0, (R8) \
 	ADDQ $4, R8 \
@@ -254,7 +256,7 @@ done: \
 	VZEROUPPER \
 	RET
 
-#define rotPrep 136
+#define rotPrep 160
 
 // func dotQ4RAVX2(out *float32, rows int, w *byte, nb int, aux *byte, mul *[256][16]uint16)
 TEXT ·dotQ4RAVX2(SB), NOSPLIT, $0-48
