@@ -15,9 +15,19 @@ import (
 // order, and acc₀+acc₁ at the end of the row.
 
 // rotPrepBlock is the size of prepRot's form of one 64-element block of
-// the Q8_0 activation: the 64 quants' absolute values, the 64 quants, then
-// the two Q8_0 blocks' scales dₐ₀ and dₐ₁ as float32, each four times.
-const rotPrepBlock = 160
+// the Q8_0 activation, in the order of the AVX2 kernels' registers (the
+// elements 0..15 and 32..47 in one, 16..31 and 48..63 in the other):
+// the 64 quants' absolute values (32 and 32 bytes), the 64 quants, the two
+// Q8_0 blocks' scales dₐ₀ and dₐ₁ as float32 four times each, then for
+// QSF_Q2R the codes' mirror pattern, twice: bits 2k, 2k+1 of byte j are
+// set when the quant of element 16k+j is negative.
+const rotPrepBlock = 192
+
+// rotPrepOrder is the element of each of the 64 first bytes of
+// prepRot's form.
+func rotPrepOrder(i int) int {
+	return i%16 + 32*(i/16%2) + 16*(i/32)
+}
 
 // prepRot writes, per 64 elements of the Q8_0 activation act, the
 // rotPrepBlock form the rotated types' AVX2 kernels read instead of act.
@@ -31,15 +41,26 @@ func prepRot(buf, act []byte, cols int) []byte {
 	for b := 0; b < nb; b++ {
 		o := (*[rotPrepBlock]byte)(buf[b*rotPrepBlock:])
 		a := (*[68]byte)(act[b*68:])
-		for j := 0; j < 32; j++ {
-			o[j], o[64+j] = absByte(a[2+j]), a[2+j]
-			o[32+j], o[96+j] = absByte(a[36+j]), a[36+j]
+		for i := 0; i < 64; i++ {
+			j := rotPrepOrder(i)
+			q := a[2+j+2*(j/32)]
+			o[i], o[64+i] = absByte(q), q
 		}
 		d0 := math.Float32bits(f16le(a[0:]))
 		d1 := math.Float32bits(f16le(a[34:]))
 		for l := 0; l < 4; l++ {
 			binary.LittleEndian.PutUint32(o[128+4*l:], d0)
 			binary.LittleEndian.PutUint32(o[144+4*l:], d1)
+		}
+		for j := 0; j < 16; j++ {
+			var m byte
+			for k := 0; k < 4; k++ {
+				j := 16*k + j
+				if int8(a[2+j+2*(j/32)]) < 0 {
+					m |= 3 << (2 * k)
+				}
+			}
+			o[160+j], o[176+j] = m, m
 		}
 	}
 	return buf
