@@ -23,12 +23,6 @@ import (
 // set when the quant of element 16k+j is negative.
 const rotPrepBlock = 192
 
-// rotPrepOrder is the element of each of the 64 first bytes of
-// prepRot's form.
-func rotPrepOrder(i int) int {
-	return i%16 + 32*(i/16%2) + 16*(i/32)
-}
-
 // prepRot writes, per 64 elements of the Q8_0 activation act, the
 // rotPrepBlock form the rotated types' AVX2 kernels read instead of act.
 func prepRot(buf, act []byte, cols int) []byte {
@@ -41,26 +35,19 @@ func prepRot(buf, act []byte, cols int) []byte {
 	for b := 0; b < nb; b++ {
 		o := (*[rotPrepBlock]byte)(buf[b*rotPrepBlock:])
 		a := (*[68]byte)(act[b*68:])
-		for i := 0; i < 64; i++ {
-			j := rotPrepOrder(i)
-			q := a[2+j+2*(j/32)]
-			o[i], o[64+i] = absByte(q), q
+		for j := 0; j < 16; j++ {
+			// The quants of elements j, 16+j, 32+j and 48+j.
+			q0, q1, q2, q3 := a[2+j], a[18+j], a[36+j], a[52+j]
+			o[j], o[16+j], o[32+j], o[48+j] = absByte(q0), absByte(q2), absByte(q1), absByte(q3)
+			o[64+j], o[80+j], o[96+j], o[112+j] = q0, q2, q1, q3
+			m := q0>>7*3 | q1>>7*12 | q2>>7*48 | q3>>7*192
+			o[160+j], o[176+j] = m, m
 		}
 		d0 := math.Float32bits(f16le(a[0:]))
 		d1 := math.Float32bits(f16le(a[34:]))
 		for l := 0; l < 4; l++ {
 			binary.LittleEndian.PutUint32(o[128+4*l:], d0)
 			binary.LittleEndian.PutUint32(o[144+4*l:], d1)
-		}
-		for j := 0; j < 16; j++ {
-			var m byte
-			for k := 0; k < 4; k++ {
-				j := 16*k + j
-				if int8(a[2+j+2*(j/32)]) < 0 {
-					m |= 3 << (2 * k)
-				}
-			}
-			o[160+j], o[176+j] = m, m
 		}
 	}
 	return buf
