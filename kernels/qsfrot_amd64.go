@@ -18,25 +18,16 @@ func dotQ3RAVX2(out *float32, rows int, w *byte, nb int, aux *byte, mul *[256][1
 func dotQ4RAVX2(out *float32, rows int, w *byte, nb int, aux *byte, mul *[256][16]uint16)
 
 func q2rAVX2(out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
-	if len(out) == 0 {
-		return
-	}
 	checkRot(out, w, rowBytes, cols, aux)
 	dotQ2RAVX2(&out[0], len(out), &w[0], cols/64, &aux[0], &rotMul)
 }
 
 func q3rAVX2(out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
-	if len(out) == 0 {
-		return
-	}
 	checkRot(out, w, rowBytes, cols, aux)
 	dotQ3RAVX2(&out[0], len(out), &w[0], cols/64, &aux[0], &rotMul)
 }
 
 func q4rAVX2(out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
-	if len(out) == 0 {
-		return
-	}
 	checkRot(out, w, rowBytes, cols, aux)
 	dotQ4RAVX2(&out[0], len(out), &w[0], cols/64, &aux[0], &rotMul)
 }
