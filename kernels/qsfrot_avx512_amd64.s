@@ -2,18 +2,20 @@
 
 #include "textflag.h"
 
-// AVX-512 (F, BW, VBMI) kernels for QSF's rotated table types, in quant's
-// lane order, a whole 64-element block per zmm. The codes of a block are
-// spread to its 64 bytes (VPSRLVQ of the broadcast code bytes), masked
-// and given the activation quants' signs (VPTERNLOGD with prepRot512's
-// 0x10 where a quant is negative: bit 4 of the index), and looked up in a
-// 32-entry table, T at 0..15 and −T at 16..31 (VPERMB), so that the bytes
-// hold T·sign(q). VPMADDUBSW with |q|, then VPMADDWD with the sub-blocks'
-// multipliers (two rows of rotMul), leave I₀ in lanes 0..7 and I₁ in lanes
-// 8..15; in float32, d·dₐₕ (d times prepRot512's scale vector) multiplies
-// them and acc (acc₀ in lanes 0..7, acc₁ in 8..15) adds them, and at the
-// end of the row hsum_float_8 of acc₀+acc₁ is stored, as the AVX2 kernel
-// and quant's reference compute it, bit for bit.
+// AVX-512 (F, BW, VBMI) kernels for QSF's rotated table types, one row at
+// a time in the file's layout, in quant's order, a whole 64-element block
+// per zmm. The codes of a block are spread to its 64 bytes (VPSRLVQ of the
+// broadcast code bytes), masked and given the activation quants' signs
+// (VPTERNLOGD with prepRot512's 0x10 where a quant is negative: bit 4 of
+// the index), and looked up in a 32-entry table, T at 0..15 and −T at
+// 16..31 (VPERMB), so that the bytes hold T·sign(q). VPMADDUBSW with |q|,
+// then VPMADDWD with the sub-blocks' multipliers (two rows of rotMul),
+// leave eight int32 parts of I₀ in lanes 0..7 and of I₁ in lanes 8..15;
+// three shuffles and adds sum each half exactly, and in float32 d·dₐₕ (d
+// times prepRot512's scale vector) multiplies them and acc (acc₀ in lanes
+// 0..7, acc₁ in 8..15) adds them; at the end of the row acc₀+acc₁ is
+// stored, as quant's reference computes it, bit for bit. The avx512 tier
+// uses them for the rows the 8-row kernels leave.
 //
 // Registers: SI weights, R12 the prepared activation (192 bytes a block:
 // |q|, signs, scales), R13 rotMul, R8 out, R9 rows left, R10 blocks per
@@ -90,7 +92,9 @@ GLOBL rotShift512x4<>(SB), RODATA|NOPTR, $64
 
 // ROT512_BLOCK finishes a block whose spread, masked and signed codes are
 // in Z1: the table, the products with |q| at R12, the multipliers from
-// 2(SI) and 3(SI), the float32 lanes into Z0.
+// 2(SI) and 3(SI), which leave four elements' sum in each int32 lane,
+// lanes 0..7 half 0; the sums of the halves (I₀ in lanes 0..7, I₁ in
+// 8..15), converted, times d·dₐₕ, into Z0.
 #define ROT512_BLOCK \
 	VPERMB Z13, Z1, Z1 \
 	VMOVDQU64 0(R12), Z2 \
@@ -102,6 +106,12 @@ GLOBL rotShift512x4<>(SB), RODATA|NOPTR, $64
 	VMOVDQU (R13)(AX*1), Y3 \
 	VINSERTI64X4 $1, (R13)(BX*1), Z3, Z3 \
 	VPMADDWD Z3, Z1, Z1 \
+	VPSHUFD $0x4E, Z1, Z2 \
+	VPADDD Z2, Z1, Z1 \
+	VPSHUFD $0xB1, Z1, Z2 \
+	VPADDD Z2, Z1, Z1 \
+	VSHUFI64X2 $0xB1, Z1, Z1, Z2 \
+	VPADDD Z2, Z1, Z1 \
 	VCVTDQ2PS Z1, Z1 \
 	VPBROADCASTW 0(SI), Y5 \
 	VCVTPH2PS Y5, Z5 \
@@ -109,15 +119,9 @@ GLOBL rotShift512x4<>(SB), RODATA|NOPTR, $64
 	VMULPS Z5, Z1, Z1 \
 	VADDPS Z1, Z0, Z0
 
-// ROT512_STORE stores hsum_float_8 of Z0's halves' sum at (R8).
+// ROT512_STORE stores acc₀+acc₁ (lanes 0 and 8 of Z0) at (R8).
 #define ROT512_STORE \
 	VEXTRACTF64X4 $1, Z0, Y1 \
-	VADDPS Y1, Y0, Y0 \
-	VEXTRACTF128 $1, Y0, X1 \
-	VADDPS X1, X0, X0 \
-	VMOVHLPS X0, X0, X1 \
-	VADDPS X1, X0, X0 \
-	VMOVSHDUP X0, X1 \
 	VADDSS X1, X0, X0 \
 	VMOVSS X0, (R8)
 
