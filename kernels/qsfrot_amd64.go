@@ -79,17 +79,6 @@ func prepRot512(buf, act []byte, cols int) []byte {
 	return buf
 }
 
-func rotAVX512(f func(out *float32, rows int, w *byte, nb int, aux *byte, mul *[256][16]uint16)) rowsFunc {
-	return func(out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
-		if len(out) == 0 {
-			return
-		}
-		_ = w[len(out)*rowBytes-1]
-		_ = aux[cols/64*rotPrep512Block-1]
-		f(&out[0], len(out), &w[0], cols/64, &aux[0], &rotMul)
-	}
-}
-
 // initOwnAVX512 registers the AVX-512 kernels of QSF's rotated types,
 // which need VBMI (VPERMB) beyond the avx512 tier's F, BW, VL and VNNI;
 // without it the tier keeps the AVX2 kernels.
@@ -98,9 +87,9 @@ func initOwnAVX512() {
 		return
 	}
 	avx512Tier.register([]kernelRow{
-		{key: quant.QSF_Q2R, rows: rotAVX512(dotQ2RAVX512), prep: prepRot512},
-		{key: quant.QSF_Q3R, rows: rotAVX512(dotQ3RAVX512), prep: prepRot512},
-		{key: quant.QSF_Q4R, rows: rotAVX512(dotQ4RAVX512), prep: prepRot512},
+		{key: quant.QSF_Q2R, rows: rotF8AVX512(dotQ2RF8AVX512, dotQ2RAVX512), prep: prepRotF8},
+		{key: quant.QSF_Q3R, rows: rotF8AVX512(dotQ3RF8AVX512, dotQ3RAVX512), prep: prepRotF8},
+		{key: quant.QSF_Q4R, rows: rotF8AVX512(dotQ4RF8AVX512, dotQ4RAVX512), prep: prepRotF8},
 		{key: QSF_Q2Rx8, rows: rotX8AVX512(dotQ2Rx8AVX512), prep: prepRotX8},
 		{key: QSF_Q3Rx8, rows: rotX8AVX512(dotQ3Rx8AVX512), prep: prepRotX8},
 		{key: QSF_Q4Rx8, rows: rotX8AVX512(dotQ4Rx8AVX512), prep: prepRotX8},
@@ -127,5 +116,53 @@ func rotX8AVX512(f func(out *float32, groups int, w *byte, nb int, aux *byte)) r
 		_ = aux[cols/64*rotX8PrepBlock-1]
 		_ = out[len(out)/8*8-1]
 		f(&out[0], len(out)/8, &w[0], cols/64, &aux[0])
+	}
+}
+
+//go:noescape
+func dotQ2RF8AVX512(out *float32, groups int, w *byte, rb, nb int, aux *byte)
+
+//go:noescape
+func dotQ3RF8AVX512(out *float32, groups int, w *byte, rb, nb int, aux *byte)
+
+//go:noescape
+func dotQ4RF8AVX512(out *float32, groups int, w *byte, rb, nb int, aux *byte)
+
+// prepRotF8 writes the activation forms of the avx512 tier's kernels of
+// the rotated types in the file's layout: prepRotX8's for the 8-row
+// kernels, then prepRot512's for the rows left.
+func prepRotF8(buf, act []byte, cols int) []byte {
+	nx := cols / 64 * rotX8PrepBlock
+	need := nx + cols/64*rotPrep512Block
+	if cap(buf) < need {
+		buf = make([]byte, need)
+	}
+	buf = buf[:need]
+	prepRotX8(buf[:0:nx], act, cols)
+	prepRot512(buf[nx:nx:need], act, cols)
+	return buf
+}
+
+// rotF8AVX512 makes the avx512 tier's kernel of a rotated type in the
+// file's layout: f8 multiplies whole groups of 8 rows, in the x8 kernels'
+// register form (see rotx8_avx512_amd64.s), and f1 the rows left, one at
+// a time; aux is prepared by prepRotF8.
+func rotF8AVX512(f8 func(out *float32, groups int, w *byte, rb, nb int, aux *byte),
+	f1 func(out *float32, rows int, w *byte, nb int, aux *byte, mul *[256][16]uint16)) rowsFunc {
+	return func(out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
+		if len(out) == 0 {
+			return
+		}
+		nb := cols / 64
+		nx := nb * rotX8PrepBlock
+		_ = w[len(out)*rowBytes-1]
+		_ = aux[nx+nb*rotPrep512Block-1]
+		g := len(out) / 8
+		if g > 0 {
+			f8(&out[0], g, &w[0], rowBytes, nb, &aux[0])
+		}
+		if r := len(out) - 8*g; r > 0 {
+			f1(&out[8*g], r, &w[8*g*rowBytes], nb, &aux[nx], &rotMul)
+		}
 	}
 }
