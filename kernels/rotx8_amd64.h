@@ -1,8 +1,9 @@
 // The inner step of the AVX-512 kernels that multiply 8 rows of QSF's
 // rotated types at once, in quant's order (see rot.dot): the x8 layouts'
-// kernels (rotx8_avx512_amd64.s) and the file layout's 8-row kernels
-// (rotf8_avx512_amd64.s), which rearrange the codes of 8 row streams into
-// the same register form. Lane 2r+h (dword) of a 512-bit register is row r
+// kernels and the file layout's 8-row kernels, which rearrange the codes
+// of 8 row streams into the same register form (rotx8_avx512_amd64.s);
+// the file layout's single-row kernels (qsfrot_avx512_amd64.s) share its
+// tables. Lane 2r+h (dword) of a 512-bit register is row r
 // and half h of the block; unit u (u = 0..7) is the four elements
 // 32h+4u..32h+4u+3 of each lane, units 0..3 in sub-block 2h, 4..7 in 2h+1.
 //
@@ -12,6 +13,51 @@
 // multipliers 1..16, Z16 the float32 accumulators (acc_h of row r in lane
 // 2r+h), Z17 and Z18 the int32 sums of sub-blocks 2h and 2h+1, Z24 d·da_h,
 // Z25 and Z26 the int32 multipliers of sub-blocks 2h and 2h+1.
+
+// rotX8Tab2, rotX8Tab3 and rotX8Tab4 are the code tables T+128 of
+// QSF_Q2R, QSF_Q3R and QSF_Q4R, repeated to 64 bytes (VPERMB's table);
+// they and rotX8Mul are file-local, so each file that includes this
+// header has its copy.
+DATA rotX8Tab2<>+0(SB)/8, $0xffa65a01ffa65a01
+DATA rotX8Tab2<>+8(SB)/8, $0xffa65a01ffa65a01
+DATA rotX8Tab2<>+16(SB)/8, $0xffa65a01ffa65a01
+DATA rotX8Tab2<>+24(SB)/8, $0xffa65a01ffa65a01
+DATA rotX8Tab2<>+32(SB)/8, $0xffa65a01ffa65a01
+DATA rotX8Tab2<>+40(SB)/8, $0xffa65a01ffa65a01
+DATA rotX8Tab2<>+48(SB)/8, $0xffa65a01ffa65a01
+DATA rotX8Tab2<>+56(SB)/8, $0xffa65a01ffa65a01
+GLOBL rotX8Tab2<>(SB), RODATA|NOPTR, $64
+
+DATA rotX8Tab3<>+0(SB)/8, $0xffcfad8e72533101
+DATA rotX8Tab3<>+8(SB)/8, $0xffcfad8e72533101
+DATA rotX8Tab3<>+16(SB)/8, $0xffcfad8e72533101
+DATA rotX8Tab3<>+24(SB)/8, $0xffcfad8e72533101
+DATA rotX8Tab3<>+32(SB)/8, $0xffcfad8e72533101
+DATA rotX8Tab3<>+40(SB)/8, $0xffcfad8e72533101
+DATA rotX8Tab3<>+48(SB)/8, $0xffcfad8e72533101
+DATA rotX8Tab3<>+56(SB)/8, $0xffcfad8e72533101
+GLOBL rotX8Tab3<>(SB), RODATA|NOPTR, $64
+
+DATA rotX8Tab4<>+0(SB)/8, $0x7a6e615446352001
+DATA rotX8Tab4<>+8(SB)/8, $0xffe0cbbaac9f9286
+DATA rotX8Tab4<>+16(SB)/8, $0x7a6e615446352001
+DATA rotX8Tab4<>+24(SB)/8, $0xffe0cbbaac9f9286
+DATA rotX8Tab4<>+32(SB)/8, $0x7a6e615446352001
+DATA rotX8Tab4<>+40(SB)/8, $0xffe0cbbaac9f9286
+DATA rotX8Tab4<>+48(SB)/8, $0x7a6e615446352001
+DATA rotX8Tab4<>+56(SB)/8, $0xffe0cbbaac9f9286
+GLOBL rotX8Tab4<>(SB), RODATA|NOPTR, $64
+
+// rotX8Mul is the int32 multipliers 1..16 (VPERMD's table).
+DATA rotX8Mul<>+0(SB)/8, $0x0000000200000001
+DATA rotX8Mul<>+8(SB)/8, $0x0000000400000003
+DATA rotX8Mul<>+16(SB)/8, $0x0000000600000005
+DATA rotX8Mul<>+24(SB)/8, $0x0000000800000007
+DATA rotX8Mul<>+32(SB)/8, $0x0000000a00000009
+DATA rotX8Mul<>+40(SB)/8, $0x0000000c0000000b
+DATA rotX8Mul<>+48(SB)/8, $0x0000000e0000000d
+DATA rotX8Mul<>+56(SB)/8, $0x000000100000000f
+GLOBL rotX8Mul<>(SB), RODATA|NOPTR, $64
 
 // X8_CONSTS loads Z13 (tab, the code table), Z14 and Z15.
 #define X8_CONSTS(tab) \

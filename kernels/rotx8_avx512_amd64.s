@@ -21,47 +21,6 @@
 // row, CX blocks left, R9 groups left, R8 out; Z12 bytes 3 (QSF_Q3Rx8,
 // whose units 6 and 7 merge two chunks' bits).
 
-DATA rotX8Tab2<>+0(SB)/8, $0xffa65a01ffa65a01
-DATA rotX8Tab2<>+8(SB)/8, $0xffa65a01ffa65a01
-DATA rotX8Tab2<>+16(SB)/8, $0xffa65a01ffa65a01
-DATA rotX8Tab2<>+24(SB)/8, $0xffa65a01ffa65a01
-DATA rotX8Tab2<>+32(SB)/8, $0xffa65a01ffa65a01
-DATA rotX8Tab2<>+40(SB)/8, $0xffa65a01ffa65a01
-DATA rotX8Tab2<>+48(SB)/8, $0xffa65a01ffa65a01
-DATA rotX8Tab2<>+56(SB)/8, $0xffa65a01ffa65a01
-GLOBL rotX8Tab2<>(SB), RODATA|NOPTR, $64
-
-DATA rotX8Tab3<>+0(SB)/8, $0xffcfad8e72533101
-DATA rotX8Tab3<>+8(SB)/8, $0xffcfad8e72533101
-DATA rotX8Tab3<>+16(SB)/8, $0xffcfad8e72533101
-DATA rotX8Tab3<>+24(SB)/8, $0xffcfad8e72533101
-DATA rotX8Tab3<>+32(SB)/8, $0xffcfad8e72533101
-DATA rotX8Tab3<>+40(SB)/8, $0xffcfad8e72533101
-DATA rotX8Tab3<>+48(SB)/8, $0xffcfad8e72533101
-DATA rotX8Tab3<>+56(SB)/8, $0xffcfad8e72533101
-GLOBL rotX8Tab3<>(SB), RODATA|NOPTR, $64
-
-DATA rotX8Tab4<>+0(SB)/8, $0x7a6e615446352001
-DATA rotX8Tab4<>+8(SB)/8, $0xffe0cbbaac9f9286
-DATA rotX8Tab4<>+16(SB)/8, $0x7a6e615446352001
-DATA rotX8Tab4<>+24(SB)/8, $0xffe0cbbaac9f9286
-DATA rotX8Tab4<>+32(SB)/8, $0x7a6e615446352001
-DATA rotX8Tab4<>+40(SB)/8, $0xffe0cbbaac9f9286
-DATA rotX8Tab4<>+48(SB)/8, $0x7a6e615446352001
-DATA rotX8Tab4<>+56(SB)/8, $0xffe0cbbaac9f9286
-GLOBL rotX8Tab4<>(SB), RODATA|NOPTR, $64
-
-// rotX8Mul is the int32 multipliers 1..16 (VPERMD's table).
-DATA rotX8Mul<>+0(SB)/8, $0x0000000200000001
-DATA rotX8Mul<>+8(SB)/8, $0x0000000400000003
-DATA rotX8Mul<>+16(SB)/8, $0x0000000600000005
-DATA rotX8Mul<>+24(SB)/8, $0x0000000800000007
-DATA rotX8Mul<>+32(SB)/8, $0x0000000a00000009
-DATA rotX8Mul<>+40(SB)/8, $0x0000000c0000000b
-DATA rotX8Mul<>+48(SB)/8, $0x0000000e0000000d
-DATA rotX8Mul<>+56(SB)/8, $0x000000100000000f
-GLOBL rotX8Mul<>(SB), RODATA|NOPTR, $64
-
 DATA rotX8Dup<>+0(SB)/8, $0x0000000000000000
 DATA rotX8Dup<>+8(SB)/8, $0x0000000100000001
 DATA rotX8Dup<>+16(SB)/8, $0x0000000200000002
