@@ -66,12 +66,11 @@ GLOBL rotX8Mul<>(SB), RODATA|NOPTR, $64
 	VMOVDQU64 rotX8Mul<>(SB), Z15
 
 // X8_SCALES sets Z24 = d·da_h from the eight rows' d as float32 in Z0
-// (lane r), and Z25, Z26 the multipliers from Z1, which has the
-// multiplier byte of lane 2r+h (sub-blocks 2h, 2h+1) in the low byte of
-// that lane (the bits above bit 7 do not matter); it starts the integer
-// sums Z17 and Z18 at prepRotX8's −128·Σq.
+// (lane 2r+h has row r's), and Z25, Z26 the multipliers from Z1, which
+// has the multiplier byte of lane 2r+h (sub-blocks 2h, 2h+1) in the low
+// byte of that lane (the bits above bit 7 do not matter); it starts the
+// integer sums Z17 and Z18 at prepRotX8's −128·Σq.
 #define X8_SCALES \
-	VPERMPS Z0, Z14, Z0 \
 	VBROADCASTSD 80(R12), Z2 \
 	VMULPS Z2, Z0, Z24 \
 	VPERMD Z15, Z1, Z25 \

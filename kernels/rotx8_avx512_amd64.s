@@ -47,6 +47,7 @@ GLOBL rotX8Dup<>(SB), RODATA|NOPTR, $64
 // X8_HEAD converts the eight rows' d and multipliers of the block at SI.
 #define X8_HEAD \
 	VCVTPH2PS 0(SI), Y0 \
+	VPERMPS Z0, Z14, Z0 \
 	VPMOVZXBD 16(SI), Z1 \
 	X8_SCALES
 
@@ -175,13 +176,6 @@ blockdotQ4Rx8AVX512:
 	JNZ groupdotQ4Rx8AVX512
 	VZEROUPPER
 	RET
-// rotF8Iota is the int32 0..7 (the rows of the headers' gather).
-DATA rotF8Iota<>+0(SB)/8, $0x0000000100000000
-DATA rotF8Iota<>+8(SB)/8, $0x0000000300000002
-DATA rotF8Iota<>+16(SB)/8, $0x0000000500000004
-DATA rotF8Iota<>+24(SB)/8, $0x0000000700000006
-GLOBL rotF8Iota<>(SB), RODATA|NOPTR, $32
-
 // rotF8Cnt shifts lane 2r+h right by 16+8h: the multiplier byte of half h.
 DATA rotF8Cnt<>+0(SB)/8, $0x0000001800000010
 DATA rotF8Cnt<>+8(SB)/8, $0x0000001800000010
@@ -369,7 +363,7 @@ GLOBL rotF8Three<>(SB), RODATA|NOPTR, $64
 // QSF_Q4R matrix in the file's layout: rows r..r+7 are eight streams, and
 // each block's codes are rearranged in registers into the x8 kernels' form
 // before the same inner step (rotx8_amd64.h). The eight rows' headers (d
-// and the multipliers, one dword a row) are gathered (VPGATHERDD); the
+// and the multipliers, one dword a row) are broadcast and blended; the
 // code bytes of the eight rows are loaded, two rows a register, and
 // transposed into registers Q_k whose qword r is qword k of row r's codes
 // (VPERMI2Q, VSHUFI64X2), and one VPMULTISHIFTQB per unit picks, for each
@@ -385,7 +379,7 @@ GLOBL rotF8Three<>(SB), RODATA|NOPTR, $64
 // SI+r·BX), DI rows 4..7's (DI = SI+4·BX), BX the row's bytes, DX 3·BX,
 // R13 the next group's bytes to prefetch, R12 the prepared activation (R11
 // its start), R10 blocks per row, CX blocks left, R9 groups left, R8 out;
-// Y19 the rows' offsets r·BX, Z20 rotF8Cnt, Z21 and Z22 the transposes'
+// Z20 rotF8Cnt, Z21 and Z22 the transposes'
 // indices, Z27..Z30 the unit selections.
 
 // F8_SETUP loads the arguments and the constants.
@@ -398,8 +392,6 @@ GLOBL rotF8Three<>(SB), RODATA|NOPTR, $64
 	MOVQ aux+40(FP), R11 \
 	LEAQ (BX)(BX*2), DX \
 	X8_CONSTS(tab) \
-	VPBROADCASTD BX, Y19 \
-	VPMULLD rotF8Iota<>(SB), Y19, Y19 \
 	VMOVDQU64 rotF8Cnt<>(SB), Z20
 
 // F8_GROUP starts a group of 8 rows at SI.
@@ -410,15 +402,31 @@ GLOBL rotF8Three<>(SB), RODATA|NOPTR, $64
 	LEAQ (SI)(BX*4), DI \
 	LEAQ (SI)(BX*8), R13
 
-// F8_HEAD gathers the eight rows' d and multipliers (the dword at the
-// start of each row's block) and converts them (X8_SCALES).
+// F8_HEAD loads the eight rows' d and multipliers (the dword at the
+// start of each row's block) into lanes 2r and 2r+1 of Z5 (a broadcast
+// a row, blended) and converts them (X8_SCALES).
 #define F8_HEAD \
-	KXNORW K0, K0, K1 \
-	VPGATHERDD (SI)(Y19*1), K1, Y5 \
-	VPMOVDW Y5, X0 \
-	VCVTPH2PS X0, Y0 \
-	VPERMD Z5, Z14, Z1 \
-	VPSRLVD Z20, Z1, Z1 \
+	VPBROADCASTD (SI), Y5 \
+	VPBROADCASTD (SI)(BX*1), Y6 \
+	VPBLENDD $0x0c, Y6, Y5, Y5 \
+	VPBROADCASTD (SI)(BX*2), Y6 \
+	VPBLENDD $0x30, Y6, Y5, Y5 \
+	VPBROADCASTD (SI)(DX*1), Y6 \
+	VPBLENDD $0xc0, Y6, Y5, Y5 \
+	VPBROADCASTD (DI), Y7 \
+	VPBROADCASTD (DI)(BX*1), Y6 \
+	VPBLENDD $0x0c, Y6, Y7, Y7 \
+	VPBROADCASTD (DI)(BX*2), Y6 \
+	VPBLENDD $0x30, Y6, Y7, Y7 \
+	VPBROADCASTD (DI)(DX*1), Y6 \
+	VPBLENDD $0xc0, Y6, Y7, Y7 \
+	VINSERTI64X4 $1, Y7, Z5, Z5 \
+	F8_SCALES
+
+#define F8_SCALES \
+	VPMOVDW Z5, Y0 \
+	VCVTPH2PS Y0, Z0 \
+	VPSRLVD Z20, Z5, Z1 \
 	X8_SCALES
 
 // F8_NEXT moves to the next block of bb bytes a row, and ends the group.
