@@ -25,7 +25,7 @@
 // F16 and Q4_K, each in the avx2 kernel's float order with two of its
 // 8-lane accumulators in each zmm register; with VBMI it also has kernels
 // for QSF's rotated types and for their repacked x8 layouts (QSF_Q2Rx8,
-// QSF_Q3Rx8, QSF_Q4Rx8), in quant's lane order.
+// QSF_Q3Rx8, QSF_Q4Rx8), in quant's order.
 //
 // SiluF32 and ExpSubF32 compute the exponentials of the SiLU activation
 // and of the attention softmax as llama.cpp's ggml_v_expf does on AVX2,
