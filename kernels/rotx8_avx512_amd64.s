@@ -379,8 +379,8 @@ GLOBL rotF8Three<>(SB), RODATA|NOPTR, $64
 // SI+r·BX), DI rows 4..7's (DI = SI+4·BX), BX the row's bytes, DX 3·BX,
 // R13 the next group's bytes to prefetch, R12 the prepared activation (R11
 // its start), R10 blocks per row, CX blocks left, R9 groups left, R8 out;
-// Z20 rotF8Cnt, Z21 and Z22 the transposes'
-// indices, Z27..Z30 the unit selections.
+// Z20 rotF8Cnt, Z21 and Z22 the transposes' indices, Z27..Z30 the unit
+// selections, Z31 bytes 3 and K3 a row's 24 code bytes (QSF_Q3R).
 
 // F8_SETUP loads the arguments and the constants.
 #define F8_SETUP(tab) \
@@ -423,6 +423,9 @@ GLOBL rotF8Three<>(SB), RODATA|NOPTR, $64
 	VINSERTI64X4 $1, Y7, Z5, Z5 \
 	F8_SCALES
 
+// F8_SCALES converts the headers in Z5 (lane 2r+h: row r's d and
+// multipliers): d to float32 in Z0, multiplier byte h to the low byte of
+// Z1, then X8_SCALES.
 #define F8_SCALES \
 	VPMOVDW Z5, Y0 \
 	VCVTPH2PS Y0, Z0 \
