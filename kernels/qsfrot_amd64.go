@@ -43,52 +43,13 @@ func initOwnAVX2() {
 }
 
 //go:noescape
-func dotQ2RAVX512(out *float32, rows int, w *byte, nb int, aux *byte, mul *[256][16]uint16)
+func dotQ2RAVX512(out *float32, rows int, w *byte, nb int, act, aux *byte)
 
 //go:noescape
-func dotQ3RAVX512(out *float32, rows int, w *byte, nb int, aux *byte, mul *[256][16]uint16)
+func dotQ3RAVX512(out *float32, rows int, w *byte, nb int, act, aux *byte)
 
 //go:noescape
-func dotQ4RAVX512(out *float32, rows int, w *byte, nb int, aux *byte, mul *[256][16]uint16)
-
-// rotPrep512Block is the size of prepRot512's form of one 64-element
-// block of the Q8_0 activation: the quants' absolute values, 0x10 for
-// each negative quant and 0 for the others (the sign bit of the AVX-512
-// kernels' table index), then dₐ₀ as float32 eight times and dₐ₁ eight
-// times.
-const rotPrep512Block = 192
-
-// prepRot512 writes the rotPrep512Block form of the Q8_0 activation act.
-func prepRot512(buf, act []byte, cols int) []byte {
-	nb := cols / 64
-	need := nb * rotPrep512Block
-	if cap(buf) < need {
-		buf = make([]byte, need)
-	}
-	buf = buf[:need]
-	for b := 0; b < nb; b++ {
-		o := (*[rotPrep512Block]byte)(buf[b*rotPrep512Block:])
-		a := (*[68]byte)(act[b*68:])
-		for j := 0; j < 64; j++ {
-			q := a[2+34*(j/32)+j%32]
-			o[j] = absByte(q)
-			o[64+j] = q >> 7 << 4
-		}
-		putScales(o[128:], a)
-	}
-	return buf
-}
-
-func rotAVX512(f func(out *float32, rows int, w *byte, nb int, aux *byte, mul *[256][16]uint16)) rowsFunc {
-	return func(out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
-		if len(out) == 0 {
-			return
-		}
-		_ = w[len(out)*rowBytes-1]
-		_ = aux[cols/64*rotPrep512Block-1]
-		f(&out[0], len(out), &w[0], cols/64, &aux[0], &rotMul)
-	}
-}
+func dotQ4RAVX512(out *float32, rows int, w *byte, nb int, act, aux *byte)
 
 // initOwnAVX512 registers the AVX-512 kernels of QSF's rotated types,
 // which need VBMI (VPERMB) beyond the avx512 tier's F, BW, VL and VNNI;
@@ -98,9 +59,9 @@ func initOwnAVX512() {
 		return
 	}
 	avx512Tier.register([]kernelRow{
-		{key: quant.QSF_Q2R, rows: rotAVX512(dotQ2RAVX512), prep: prepRot512},
-		{key: quant.QSF_Q3R, rows: rotAVX512(dotQ3RAVX512), prep: prepRot512},
-		{key: quant.QSF_Q4R, rows: rotAVX512(dotQ4RAVX512), prep: prepRot512},
+		{key: quant.QSF_Q2R, rows: rotF8AVX512(dotQ2RF8AVX512, dotQ2RAVX512), prep: prepRotX8},
+		{key: quant.QSF_Q3R, rows: rotF8AVX512(dotQ3RF8AVX512, dotQ3RAVX512), prep: prepRotX8},
+		{key: quant.QSF_Q4R, rows: rotF8AVX512(dotQ4RF8AVX512, dotQ4RAVX512), prep: prepRotX8},
 		{key: QSF_Q2Rx8, rows: rotX8AVX512(dotQ2Rx8AVX512), prep: prepRotX8},
 		{key: QSF_Q3Rx8, rows: rotX8AVX512(dotQ3Rx8AVX512), prep: prepRotX8},
 		{key: QSF_Q4Rx8, rows: rotX8AVX512(dotQ4Rx8AVX512), prep: prepRotX8},
@@ -127,5 +88,38 @@ func rotX8AVX512(f func(out *float32, groups int, w *byte, nb int, aux *byte)) r
 		_ = aux[cols/64*rotX8PrepBlock-1]
 		_ = out[len(out)/8*8-1]
 		f(&out[0], len(out)/8, &w[0], cols/64, &aux[0])
+	}
+}
+
+//go:noescape
+func dotQ2RF8AVX512(out *float32, groups int, w *byte, rb, nb int, aux *byte)
+
+//go:noescape
+func dotQ3RF8AVX512(out *float32, groups int, w *byte, rb, nb int, aux *byte)
+
+//go:noescape
+func dotQ4RF8AVX512(out *float32, groups int, w *byte, rb, nb int, aux *byte)
+
+// rotF8AVX512 makes the avx512 tier's kernel of a rotated type in the
+// file's layout: f8 multiplies whole groups of 8 rows, in the x8 kernels'
+// register form (see rotx8_avx512_amd64.s), and f1 the rows left, one at
+// a time; aux is prepared by prepRotX8.
+func rotF8AVX512(f8 func(out *float32, groups int, w *byte, rb, nb int, aux *byte),
+	f1 func(out *float32, rows int, w *byte, nb int, act, aux *byte)) rowsFunc {
+	return func(out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
+		if len(out) == 0 {
+			return
+		}
+		nb := cols / 64
+		_ = w[len(out)*rowBytes-1]
+		_ = act[nb*68-1]
+		_ = aux[nb*rotX8PrepBlock-1]
+		g := len(out) / 8
+		if g > 0 {
+			f8(&out[0], g, &w[0], rowBytes, nb, &aux[0])
+		}
+		if r := len(out) - 8*g; r > 0 {
+			f1(&out[8*g], r, &w[8*g*rowBytes], nb, &act[0], &aux[0])
+		}
 	}
 }

@@ -12,7 +12,7 @@ import (
 // as Q4_0x8 is for Q4_0: never stored in a file, accepted by the MatVec
 // and MatMul functions with (rotated) Q8_0 activations for matrices of a
 // multiple of 8 rows, with the results of the matrix they were packed from
-// bit for bit (quant's lane order for the rotated types).
+// bit for bit (quant's order for the rotated types).
 //
 // Groups of 8 rows stay in order and keep their size (20, 28 or 36 bytes
 // per 64 weights). Within a group, block b (columns 64b..64b+63 of the
@@ -20,8 +20,8 @@ import (
 // rows' fp16 d, then their multipliers (the file's two bytes per row),
 // then the codes. A code "unit" u (u = 0..7) is the 64 codes of elements
 // 4u..4u+3 and 32+4u..32+4u+3 of the eight rows, byte lane 4(2r+h)+i
-// holding the code of row r, element 32h+4u+i: the elements whose integer sum is lane u of acc_h in quant's
-// order, for all eight rows and both halves. QSF_Q4Rx8 stores unit 2p in
+// holding the code of row r, element 32h+4u+i: units 0..3 are sub-block
+// 2h of lane (r, h), units 4..7 sub-block 2h+1. QSF_Q4Rx8 stores unit 2p in
 // the low nibbles and unit 2p+1 in the high nibbles of 64-byte chunk p;
 // QSF_Q2Rx8 unit 4p+s in bits 2s, 2s+1 of chunk p (two chunks); QSF_Q3Rx8
 // units 2p and 2p+1 in bits 0..2 and 3..5 of chunk p (three chunks), and
@@ -30,10 +30,11 @@ import (
 // of its byte shifted right by at most one instruction.
 //
 // One load then holds, for each of the sixteen lanes 2r+h (row r, half
-// h) of a 512-bit register, one lane of quant's sum, so that the AVX-512 kernel
-// needs no horizontal step per block, and converts the eight d's and
-// multipliers with one instruction each: in the file's layout each row's
-// block is a lane-by-lane sum of its own.
+// h) of a 512-bit register, four elements of quant's integer sum Iₕ, so
+// that the AVX-512 kernel adds the units of a sub-block in integer lanes
+// and takes one float step per block for all eight rows and both halves,
+// with no horizontal step, and converts the eight d's and multipliers
+// with one instruction each.
 const (
 	QSF_Q2Rx8 = quant.Type(1<<16 | uint32(quant.QSF_Q2R))
 	QSF_Q3Rx8 = quant.Type(1<<16 | uint32(quant.QSF_Q3R))
@@ -130,11 +131,11 @@ func rotX8Code(c []byte, bits, u, lane int) uint8 {
 	return c[64*(u/4)+lane] >> (2 * (u % 4)) & 3
 }
 
-// rotX8Generic is the portable kernel of the x8 layouts, in quant's lane
-// order: for each row, acc_h[u] += float32(d·da_h)·float32(m·I), I the
-// integer dot product of the unit's four codes' table values with the
-// activation's quants, then hsum_float_8 of acc₀+acc₁. len(out) is a
-// multiple of 8.
+// rotX8Generic is the portable kernel of the x8 layouts, in quant's
+// order: for each row and half h, Iₕ = m₂ₕ·S₂ₕ + m₂ₕ₊₁·S₂ₕ₊₁, S_k the
+// integer dot product of sub-block k's codes' table values (units 4(k%2)
+// to 4(k%2)+3) with the activation's quants, accₕ += float32(d·daₕ)·
+// float32(Iₕ), then acc₀+acc₁. len(out) is a multiple of 8.
 func rotX8Generic(t quant.Type) rowsFunc {
 	bits := rotX8Bits(t)
 	bb := 4 + 8*bits
@@ -147,7 +148,7 @@ func rotX8Generic(t quant.Type) rowsFunc {
 		act = act[:68*nb]
 		for g := 0; g < len(out)/8; g++ {
 			grp := w[g*8*rowBytes:][:8*bb*nb]
-			var acc [8][2][8]float32
+			var acc [8][2]float32
 			for b := 0; b < nb; b++ {
 				o := grp[8*bb*b:][:8*bb]
 				for r := 0; r < 8; r++ {
@@ -156,23 +157,19 @@ func rotX8Generic(t quant.Type) rowsFunc {
 						y := act[68*b+34*h:][:34]
 						dh := float32(d * quant.FP16ToFP32(binary.LittleEndian.Uint16(y)))
 						sc := o[16+2*r+h]
+						var s [2]int32
 						for u := 0; u < 8; u++ {
-							var s int32
 							for i := 0; i < 4; i++ {
-								s += tab[rotX8Code(o[32:], bits, u, 4*(2*r+h)+i)] * int32(int8(y[2+4*u+i]))
+								s[u/4] += tab[rotX8Code(o[32:], bits, u, 4*(2*r+h)+i)] * int32(int8(y[2+4*u+i]))
 							}
-							s *= int32(sc>>(4*(u/4))&15) + 1
-							acc[r][h][u] += float32(dh * float32(s))
 						}
+						m0, m1 := int32(sc&15)+1, int32(sc>>4)+1
+						acc[r][h] += float32(dh * float32(m0*s[0]+m1*s[1]))
 					}
 				}
 			}
 			for r := range acc {
-				var l [8]float32
-				for u := range l {
-					l[u] = acc[r][0][u] + acc[r][1][u]
-				}
-				out[8*g+r] = ((l[0] + l[4]) + (l[2] + l[6])) + ((l[1] + l[5]) + (l[3] + l[7]))
+				out[8*g+r] = acc[r][0] + acc[r][1]
 			}
 		}
 	}
@@ -180,10 +177,11 @@ func rotX8Generic(t quant.Type) rowsFunc {
 
 // rotX8PrepBlock is the size of prepRotX8's form of one 64-element block
 // of the Q8_0 activation: per unit u the 8 bytes of quants of elements
-// 4u..4u+3 and 32+4u..32+4u+3 (lanes 2r and 2r+1 of the kernel's
-// registers, which broadcast them), then per unit the two int32
-// −128·(sum of those four quants), then da₀ and da₁ as float32.
-const rotX8PrepBlock = 8*8 + 8*8 + 8
+// 4u..4u+3 and 32+4u..32+4u+3 (lanes 2r and 2r+1 of the kernels'
+// registers, which broadcast them), then per sub-block half s (units 4s
+// to 4s+3) the two int32 −128·(sum of the 16 quants of elements 16s..16s+15
+// and 32+16s..32+16s+15), then da₀ and da₁ as float32.
+const rotX8PrepBlock = 8*8 + 2*8 + 8
 
 // prepRotX8 writes the rotX8PrepBlock form of the Q8_0 activation act.
 func prepRotX8(buf, act []byte, cols int) []byte {
@@ -197,16 +195,20 @@ func prepRotX8(buf, act []byte, cols int) []byte {
 	for b := 0; b < nb; b++ {
 		o := (*[rotX8PrepBlock]byte)(buf[b*rotX8PrepBlock:])
 		a := (*[68]byte)(act[b*68:])
+		var sum [2][2]int32
 		for u := 0; u < 8; u++ {
 			for h := 0; h < 2; h++ {
 				q := le.Uint32(a[2+34*h+4*u:])
-				s := int32(int8(q)) + int32(int8(q>>8)) + int32(int8(q>>16)) + int32(int8(q>>24))
+				sum[u/4][h] += int32(int8(q)) + int32(int8(q>>8)) + int32(int8(q>>16)) + int32(int8(q>>24))
 				le.PutUint32(o[8*u+4*h:], q)
-				le.PutUint32(o[64+8*u+4*h:], uint32(-128*s))
 			}
 		}
-		le.PutUint32(o[128:], math.Float32bits(f16le(a[0:])))
-		le.PutUint32(o[132:], math.Float32bits(f16le(a[34:])))
+		for s := range sum {
+			le.PutUint32(o[64+8*s:], uint32(-128*sum[s][0]))
+			le.PutUint32(o[68+8*s:], uint32(-128*sum[s][1]))
+		}
+		le.PutUint32(o[80:], math.Float32bits(f16le(a[0:])))
+		le.PutUint32(o[84:], math.Float32bits(f16le(a[34:])))
 	}
 	return buf
 }
