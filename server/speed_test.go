@@ -26,7 +26,8 @@ import (
 // client, then of 4 at once (chunks over the time from the first chunk to
 // the last; 96 tokens a client; after a warm-up, the medians of three
 // interleaved rounds), and the time to the first chunk. With QSF_SERVE_STREAM set it
-// runs under the smallest RAM budget (layer streaming), and with
+// runs under the smallest RAM budget of the server's 4 sessions (layer
+// streaming; what qsf serve --parallel 4 --ram-budget plans), and with
 // QSF_SERVE_DROP_CACHE set too it drops the file's pages after reading
 // them (reads from the disk). It is a measurement, skipped unless
 // QSF_SERVE_MODEL is set. It logs the batcher's mean batch, and the same
@@ -40,13 +41,14 @@ func TestServeSpeed(t *testing.T) {
 	}
 	cfg := qsf.Config{Threads: 2, ContextLength: 256, ChatTemplate: "chatml"}
 	if os.Getenv("QSF_SERVE_STREAM") != "" {
-		cfg.RAMBudget = 1
+		cfg.RAMBudget, cfg.Sessions = 1, 4 // the server's sessions (the library's below come on top)
 		var be *plan.BudgetError
 		if _, err := qsf.PlanFile(path, cfg); !errors.As(err, &be) {
 			t.Fatalf("plan with a 1-byte budget: %v, want a BudgetError", err)
 		}
 		cfg.RAMBudget = be.Min
 		cfg.DropPageCache = os.Getenv("QSF_SERVE_DROP_CACHE") != ""
+		t.Logf("RAM budget %.1f MiB for %d sessions", float64(cfg.RAMBudget)/(1<<20), cfg.Sessions)
 	}
 	m, err := qsf.Load(path, cfg)
 	if err != nil {
