@@ -59,6 +59,7 @@ type stepRequest struct {
 	done   int // prompt tokens evaluated so far
 	take   int // prompt tokens in the step being run
 	err    chan error
+	tok    [1]int // toks of a decoding step
 }
 
 // NewBatcher starts a Batcher for the sessions of m. Close it when done.
@@ -119,7 +120,15 @@ func (b *Batcher) leave() {
 // the step is done (or at once with ErrClosed when the Batcher is closed,
 // for the caller to evaluate alone).
 func (b *Batcher) step(ctx context.Context, s *Session, tok int) error {
-	r := &stepRequest{ctx: ctx, s: s, toks: []int{tok}, err: make(chan error, 1)}
+	// The session's request of its last step is done with (answered):
+	// reuse it, so that a decoding step allocates nothing.
+	r := s.stepReq
+	if r == nil {
+		r = &stepRequest{err: make(chan error, 1)}
+		s.stepReq = r
+	}
+	r.ctx, r.s, r.tok[0] = ctx, s, tok
+	r.toks = r.tok[:]
 	select {
 	case b.reqs <- r:
 	case <-b.quit:

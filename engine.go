@@ -45,7 +45,8 @@ type Session struct {
 	arena   *arena.Arena    // streaming modes: the session's buffers (KV cache, activations)
 	cleanup runtime.Cleanup // streaming modes: frees the arena if s is dropped
 
-	batcher *Batcher // decodes this session together with others, or nil
+	batcher *Batcher     // decodes this session together with others, or nil
+	stepReq *stepRequest // its decoding steps' request, reused
 }
 
 // NewSession starts a conversation with an empty KV cache of

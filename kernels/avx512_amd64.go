@@ -264,6 +264,7 @@ func dotQ4_0GemvT4AVX512(out *float32, ostride, pairs int, w *byte, nb, rowBytes
 var tileQ4_0GemvAVX512 = tileKernel{
 	run:       q4_0GemvT4AVX512,
 	rowStep:   8,
+	rowBlock:  16, // groups of 8 rows go two at a time; an odd one through the AVX2 tile
 	packBytes: packBytesQ4_0GemvT4Z,
 	pack:      packQ4_0GemvT4Z,
 }

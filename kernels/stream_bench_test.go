@@ -11,11 +11,18 @@ import (
 
 // BenchmarkMatMulStreamQ4_0 measures MatMul of 1, 4 and 8 activations
 // against Q4_0 matrices in the file's layout (what layer streaming
-// multiplies) of TinyLlama's FFN shape, 5632×2048, cycling through
-// enough of them (72 MiB) that they come from memory rather than the
-// caches; cpu-ns/tok is the thread's CPU time per activation.
+// multiplies) of TinyLlama's FFN shapes, 5632×2048 (gate, up) and
+// 2048×5632 (down), cycling through enough of them (72 MiB) that they
+// come from memory rather than the caches; cpu-ns/tok is the thread's CPU
+// time per activation.
 func BenchmarkMatMulStreamQ4_0(b *testing.B) {
-	const rows, cols, mats = 5632, 2048, 12
+	for _, shape := range [][2]int{{5632, 2048}, {2048, 5632}} {
+		benchMatMulStreamQ4_0(b, shape[0], shape[1])
+	}
+}
+
+func benchMatMulStreamQ4_0(b *testing.B, rows, cols int) {
+	const mats = 12
 	r := rand.New(rand.NewPCG(25, 26))
 	ws := make([][]byte, mats)
 	for i := range ws {
@@ -29,7 +36,7 @@ func BenchmarkMatMulStreamQ4_0(b *testing.B) {
 				continue
 			}
 			tr, _ := TierNamed(name)
-			b.Run(fmt.Sprintf("n=%d/%s", n, name), func(b *testing.B) {
+			b.Run(fmt.Sprintf("%dx%d/n=%d/%s", rows, cols, n, name), func(b *testing.B) {
 				b.SetBytes(int64(len(ws[0])))
 				runtime.LockOSThread()
 				defer runtime.UnlockOSThread()

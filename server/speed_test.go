@@ -26,7 +26,8 @@ import (
 // client, then of 4 at once (chunks over the time from the first chunk to
 // the last; 96 tokens a client; after a warm-up, the medians of three
 // interleaved rounds), and the time to the first chunk. With QSF_SERVE_STREAM set it
-// runs under the smallest RAM budget (layer streaming), and with
+// runs under the smallest RAM budget of the server's 4 sessions (layer
+// streaming; what qsf serve --parallel 4 --ram-budget plans), and with
 // QSF_SERVE_DROP_CACHE set too it drops the file's pages after reading
 // them (reads from the disk). It is a measurement, skipped unless
 // QSF_SERVE_MODEL is set. It logs the batcher's mean batch, and the same
@@ -40,13 +41,14 @@ func TestServeSpeed(t *testing.T) {
 	}
 	cfg := qsf.Config{Threads: 2, ContextLength: 256, ChatTemplate: "chatml"}
 	if os.Getenv("QSF_SERVE_STREAM") != "" {
-		cfg.RAMBudget = 1
+		cfg.RAMBudget, cfg.Sessions = 1, 4 // the server's sessions (the library's below come on top)
 		var be *plan.BudgetError
 		if _, err := qsf.PlanFile(path, cfg); !errors.As(err, &be) {
 			t.Fatalf("plan with a 1-byte budget: %v, want a BudgetError", err)
 		}
 		cfg.RAMBudget = be.Min
 		cfg.DropPageCache = os.Getenv("QSF_SERVE_DROP_CACHE") != ""
+		t.Logf("RAM budget %.1f MiB for %d sessions", float64(cfg.RAMBudget)/(1<<20), cfg.Sessions)
 	}
 	m, err := qsf.Load(path, cfg)
 	if err != nil {
@@ -77,12 +79,19 @@ func TestServeSpeed(t *testing.T) {
 	prompt := func(c int) string { return fmt.Sprintf("Client %d says hello to the server", c) }
 	// run generates for clients at once, over HTTP or in the library, and
 	// returns the aggregate rate of chunks (tokens) from the first to the
-	// last, the time to the first, and each client's text.
-	run := func(clients int, lib bool) (rate float64, first time.Duration, texts []string) {
+	// last, the time to the first, and each client's text; and the
+	// aggregate rate while every client decodes (from the last client's
+	// first chunk to the first client's last: without the steps that
+	// evaluate the other clients' prompts, or that end early finishers).
+	run := func(clients int, lib bool) (rate float64, first time.Duration, texts []string, allRate float64) {
 		var mu sync.Mutex
 		var firstAt, last time.Time
 		chunks := 0
-		mark := func() {
+		at := make([][]time.Time, clients) // each client's chunk times
+		for c := range at {
+			at[c] = make([]time.Time, 0, tokens+8)
+		}
+		mark := func(c int) {
 			now := time.Now()
 			mu.Lock()
 			if firstAt.IsZero() || now.Before(firstAt) {
@@ -92,6 +101,7 @@ func TestServeSpeed(t *testing.T) {
 				last = now
 			}
 			chunks++
+			at[c] = append(at[c], now)
 			mu.Unlock()
 		}
 		texts = make([]string, clients)
@@ -105,7 +115,7 @@ func TestServeSpeed(t *testing.T) {
 					res, err := s.Complete(context.Background(), prompt(c), qsf.GenerateOptions{MaxTokens: tokens,
 						Sampling: qsf.SamplerOptions{TopP: 1, Seed: -1}}, func(t qsf.Token) error {
 						if t.Text != "" {
-							mark()
+							mark(c)
 						}
 						return nil
 					})
@@ -131,7 +141,7 @@ func TestServeSpeed(t *testing.T) {
 						break
 					}
 					if strings.HasPrefix(line, "data: {") {
-						mark()
+						mark(c)
 						events = append(events, line[len("data: "):])
 					}
 				}
@@ -157,27 +167,50 @@ func TestServeSpeed(t *testing.T) {
 			}
 			texts[c] = text.String()
 		}
-		return float64(chunks-1) / last.Sub(firstAt).Seconds(), firstAt.Sub(start), texts
+		var lo, hi time.Time
+		for _, ts := range at {
+			if len(ts) == 0 {
+				return 0, 0, texts, 0 // a client without chunks, reported above
+			}
+			if lo.IsZero() || ts[0].After(lo) {
+				lo = ts[0]
+			}
+			if hi.IsZero() || ts[len(ts)-1].Before(hi) {
+				hi = ts[len(ts)-1]
+			}
+		}
+		in := 0
+		for _, ts := range at {
+			for _, t := range ts {
+				if t.After(lo) && !t.After(hi) {
+					in++
+				}
+			}
+		}
+		if hi.After(lo) {
+			allRate = float64(in) / hi.Sub(lo).Seconds()
+		}
+		return float64(chunks-1) / last.Sub(firstAt).Seconds(), firstAt.Sub(start), texts, allRate
 	}
 	run(4, false) // warm up: the sessions' buffers, the page cache, the CPU's frequency
 	run(4, true)
 	var steps, toks float64 // of the server's batcher in the 4-client runs
-	var ones, fours, libOnes, libFours []float64
+	var ones, fours, libOnes, libFours, alls, libAlls []float64
 	var first1, first4 time.Duration
 	for range 3 {
-		var r float64
+		var r, all float64
 		var texts, libTexts []string
-		r, first1, _ = run(1, false)
+		r, first1, _, _ = run(1, false)
 		ones = append(ones, r)
 		steps0, toks0 := metricValue(t, ts, "qsf_batch_steps_total"), metricValue(t, ts, "qsf_batch_tokens_total")
-		r, first4, texts = run(4, false)
-		fours = append(fours, r)
+		r, first4, texts, all = run(4, false)
+		fours, alls = append(fours, r), append(alls, all)
 		steps += metricValue(t, ts, "qsf_batch_steps_total") - steps0
 		toks += metricValue(t, ts, "qsf_batch_tokens_total") - toks0
-		r, _, _ = run(1, true)
+		r, _, _, _ = run(1, true)
 		libOnes = append(libOnes, r)
-		r, _, libTexts = run(4, true)
-		libFours = append(libFours, r)
+		r, _, libTexts, all = run(4, true)
+		libFours, libAlls = append(libFours, r), append(libAlls, all)
 		if !slices.Equal(texts, libTexts) {
 			t.Errorf("the streamed texts %q differ from the library's %q", texts, libTexts)
 		}
@@ -189,6 +222,9 @@ func TestServeSpeed(t *testing.T) {
 	libOne, libFour := median(libOnes), median(libFours)
 	t.Logf("the same in the library, without HTTP: 1 session %.2f tok/s, 4 sessions %.2f tok/s (%.2fx; %.1f and %.1f); HTTP keeps %.0f%% and %.0f%% of it",
 		libOne, libFour, libFour/libOne, libOnes, libFours, 100*one/libOne, 100*four/libFour)
+	all, libAll := median(alls), median(libAlls)
+	t.Logf("4 clients while all 4 decode (without the steps of the others' prompts and of the early finishers): %.2f tok/s (%.2fx); in the library %.2f tok/s (%.2fx)",
+		all, all/one, libAll, libAll/libOne)
 }
 
 // median returns the median of v (which it sorts).

@@ -1,0 +1,119 @@
+package model
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/qsf-llm/qsf/kernels"
+	"github.com/qsf-llm/qsf/kvcache"
+)
+
+// TestAttendCodedMatchesHeads checks attendCoded, which decodes each
+// cached key and value once for the query heads of its KV head and sums
+// up to four heads side by side, against attendCodedHeads (head by head,
+// straight from the codes) bit for bit: quantized caches of every type,
+// query-head groups of 1, 3 and 8 (a multiple of four and not), odd head
+// ranges, and slot counts in the first group, across groups and ending in
+// the exact group still being written.
+func TestAttendCodedMatchesHeads(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	pool := kernels.NewPool(1)
+	defer pool.Close()
+	for _, typ := range []kvcache.Type{kvcache.Q8, kvcache.Q4, kvcache.Q2} {
+		for _, shape := range []struct{ heads, kvHeads, hd int }{{4, 4, 64}, {6, 2, 16}, {16, 2, 32}, {8, 1, 8}} {
+			m := &Model{Hparams: Hparams{Layers: 2, Embd: shape.heads * shape.hd, FFN: 8, Vocab: 4,
+				Heads: shape.heads, KVHeads: shape.kvHeads, HeadDimK: shape.hd, HeadDimV: shape.hd, RopeDim: shape.hd}}
+			hp := &m.Hparams
+			s, err := m.NewStateWith(pool, StateOptions{Capacity: 80, KV: kvcache.Options{Type: typ}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			k, v := make([]float32, hp.KDim()), make([]float32, hp.VDim())
+			for pos := range 75 {
+				if err := s.KV.SetLen(pos); err != nil {
+					t.Fatal(err)
+				}
+				for l := range hp.Layers {
+					for i := range k {
+						k[i] = float32(rng.NormFloat64())
+					}
+					for i := range v {
+						v[i] = float32(rng.NormFloat64())
+					}
+					slot, err := s.KV.Slot(l)
+					if err != nil {
+						t.Fatal(err)
+					}
+					s.KV.Store(l, slot, k, v)
+				}
+				if err := s.KV.SetLen(pos + 1); err != nil {
+					t.Fatal(err)
+				}
+				if pos != 0 && pos != 5 && pos != 31 && pos != 40 && pos != 74 {
+					continue
+				}
+				n := s.KV.Used(1)
+				for i := range s.q {
+					s.q[i] = float32(rng.NormFloat64())
+				}
+				for _, r := range [][2]int{{0, hp.Heads}, {1, hp.Heads - 1}, {hp.Heads / 2, hp.Heads}} {
+					want, got := make([]float32, len(s.att)), make([]float32, len(s.att))
+					s.attendCodedHeads(attnArgs{layer: 1, n: n, q: s.q, att: want}, r[0], r[1])
+					wantScores := append([]float32(nil), s.scores...)
+					clear(s.scores)
+					s.attendCoded(attnArgs{layer: 1, n: n, q: s.q, att: got}, r[0], r[1])
+					for i := range want {
+						if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+							t.Fatalf("%v %+v, %d slots, heads %v: output %d = %g, head by head %g", typ, shape, n, r, i, got[i], want[i])
+						}
+					}
+					for i := r[0] * s.KV.Capacity(); i < r[1]*s.KV.Capacity(); i++ {
+						if math.Float32bits(s.scores[i]) != math.Float32bits(wantScores[i]) {
+							t.Fatalf("%v %+v, %d slots, heads %v: probability %d = %g, head by head %g", typ, shape, n, r, i, s.scores[i], wantScores[i])
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkAttendCoded measures one token's attention over 110 slots of a
+// q4 cache for tinyllama's heads (32 query heads, 4 KV heads of 64), the
+// cache a tight RAM budget picks: attendCoded against attendCodedHeads.
+func BenchmarkAttendCoded(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	pool := kernels.NewPool(1)
+	defer pool.Close()
+	m := &Model{Hparams: Hparams{Layers: 1, Embd: 2048, FFN: 8, Vocab: 4, Heads: 32, KVHeads: 4, HeadDimK: 64, HeadDimV: 64, RopeDim: 64}}
+	s, err := m.NewStateWith(pool, StateOptions{Capacity: 128, KV: kvcache.Options{Type: kvcache.Q4}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	k, v := make([]float32, m.KDim()), make([]float32, m.VDim())
+	const n = 110
+	for pos := range n {
+		s.KV.SetLen(pos)
+		for i := range k {
+			k[i], v[i] = float32(rng.NormFloat64()), float32(rng.NormFloat64())
+		}
+		slot, _ := s.KV.Slot(0)
+		s.KV.Store(0, slot, k, v)
+	}
+	s.KV.SetLen(n)
+	for i := range s.q {
+		s.q[i] = float32(rng.NormFloat64())
+	}
+	a := attnArgs{layer: 0, n: s.KV.Used(0), q: s.q, att: s.att}
+	b.Run("grouped", func(b *testing.B) {
+		for range b.N {
+			s.attendCoded(a, 0, m.Heads)
+		}
+	})
+	b.Run("heads", func(b *testing.B) {
+		for range b.N {
+			s.attendCodedHeads(a, 0, m.Heads)
+		}
+	})
+}
