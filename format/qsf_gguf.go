@@ -315,7 +315,7 @@ func QSFConfigFromGGUF(md *Metadata) (*QSFConfig, error) {
 		}
 	}
 	if toks, ok := md.Strings("tokenizer.ggml.tokens"); ok {
-		h.Vocab = uint32(min(len(toks), math.MaxUint32))
+		h.Vocab = uint32(min(uint64(len(toks)), math.MaxUint32))
 	}
 	for key, v := range md.All() {
 		switch {

@@ -655,7 +655,7 @@ func (r *quantizeReport) metadata(kind string) *format.Metadata {
 	md.Set("qsf.source_format", format.StringValue(kind))
 	md.Set("qsf.convert.type", format.StringValue(r.Type))
 	md.Set(mdQuantBPW, format.Float32Value(float32(r.BPW)))
-	md.Set(mdQuantTokens, format.Uint32Value(uint32(min(r.CalibrationTokens, math.MaxUint32))))
+	md.Set(mdQuantTokens, format.Uint32Value(uint32(min(uint64(r.CalibrationTokens), math.MaxUint32))))
 	n := len(r.Tensors)
 	names, types := make([]string, n), make([]string, n)
 	bpw, mse, cos := make([]float32, n), make([]float32, n), make([]float32, n)
