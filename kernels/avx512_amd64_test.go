@@ -197,3 +197,16 @@ func BenchmarkAVX512(b *testing.B) {
 		}
 	}
 }
+
+// TestF32T8TileBytes checks the F32 tile size the avx512 tier derives
+// from the L2 cache's.
+func TestF32T8TileBytes(t *testing.T) {
+	for _, c := range []struct{ l2, want int }{
+		{-1, 128 << 10}, {0, 128 << 10}, {256 << 10, 128 << 10}, {512 << 10, 192 << 10},
+		{1 << 20, 384 << 10}, {2 << 20, 384 << 10}, {32 << 20, 384 << 10},
+	} {
+		if got := f32T8TileBytes(c.l2); got != c.want {
+			t.Errorf("f32T8TileBytes(%d) = %d, want %d", c.l2, got, c.want)
+		}
+	}
+}

@@ -208,10 +208,14 @@ func (j *matmulJob) act(i int) []byte { return j.acts[i*j.actBytes : (i+1)*j.act
 // the start of its next piece of a pool's job): the last tile prefetches
 // from there.
 func (j *matmulJob) run(lo, hi, after int) {
-	tile := max(rowAlign, tileBytes/max(j.rowBytes, 1)/rowAlign*rowAlign)
+	size := tileBytes
+	if j.tile != nil && j.tile.tileBytes > 0 {
+		size = j.tile.tileBytes
+	}
+	tile := max(rowAlign, size/max(j.rowBytes, 1)/rowAlign*rowAlign)
 	if j.tile != nil && j.tile.rowBlock > 0 {
 		b := j.tile.rowBlock
-		tile = max(b, tileBytes/max(j.rowBytes, 1)/b*b)
+		tile = max(b, size/max(j.rowBytes, 1)/b*b)
 	}
 	for t0 := lo; t0 < hi; t0 += tile {
 		t1 := min(t0+tile, hi)

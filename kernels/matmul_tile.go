@@ -37,6 +37,10 @@ type tileKernel struct {
 	// to multiples of it, so that only the end of a range has rows left
 	// over for the kernel's slower path.
 	rowBlock int
+	// tileBytes, if not 0, is the size of the row tiles MatMul walks
+	// the weights in with this kernel, in place of the package's
+	// tileBytes.
+	tileBytes int
 	// rest, if not nil, is the kernel for the activations left over
 	// after the last whole tile of this one (fewer than tokens), in
 	// tiles of its own width.
