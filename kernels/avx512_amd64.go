@@ -90,12 +90,14 @@ var (
 		rest:      &tileF32AVX512,
 		packBytes: packBytesF32T8,
 		pack:      packF32T8,
+		asIs:      packF32AsIs,
 	}
 	tileF32AVX512 = tileKernel{
 		run:       f32T4AVX512,
 		rowStep:   1,
 		packBytes: packBytesF32T4,
 		pack:      packF32T4,
+		asIs:      packF32AsIs,
 	}
 	tileF16AVX512 = tileKernel{
 		run:       f16T4AVX512,
