@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/qsf-llm/qsf/arena"
 	"github.com/qsf-llm/qsf/convert"
 	"github.com/qsf-llm/qsf/format"
 	"github.com/qsf-llm/qsf/internal/testfiles"
@@ -124,6 +125,65 @@ func TestRepackSameLogits(t *testing.T) {
 					}
 				}
 			}
+		}
+	}
+}
+
+// TestF32HugeCopy checks that a resident model's mapped F32 matrices go
+// into the huge-page arena where the system has huge pages on request
+// (left in the mapping with NoRepack or under a RAM budget), the token
+// embedding stays mapped, and the logits are the same bit for bit.
+func TestF32HugeCopy(t *testing.T) {
+	path := testfiles.Path(t, "models/synthetic/synth-llama-f32.gguf")
+	prompt := []int{1, 20, 300, 41, 7, 99, 250, 3, 60, 12}
+	run := func(cfg Config) (logits []float32, copied, mapped int) {
+		m, err := Load(path, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer m.Close()
+		for _, b := range m.net.Blocks {
+			for _, w := range b.Matrices() {
+				if w.Type != quant.F32 || len(w.Data) == 0 {
+					continue
+				}
+				if m.file.IsMapped(w.Data) {
+					mapped++
+				} else {
+					copied++
+				}
+			}
+		}
+		if !m.file.IsMapped(m.net.TokenEmbd.Data) {
+			t.Errorf("%+v: the token embedding left the mapping", cfg)
+		}
+		s, err := m.NewSession()
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := s.Forward(context.Background(), prompt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l, copied, mapped
+	}
+	want, copied, _ := run(Config{Threads: 1, ContextLength: 64, NoRepack: true})
+	if copied != 0 {
+		t.Fatalf("NoRepack copied %d F32 matrices", copied)
+	}
+	if _, copied, _ := run(Config{Threads: 1, ContextLength: 64, RAMBudget: 1 << 30}); copied != 0 {
+		t.Errorf("a RAM budget copied %d F32 matrices", copied)
+	}
+	got, copied, mapped := run(Config{Threads: 1, ContextLength: 64})
+	switch {
+	case arena.HugePages && (copied == 0 || mapped != 0):
+		t.Errorf("%d F32 matrices copied, %d left mapped; want all copied", copied, mapped)
+	case !arena.HugePages && copied != 0:
+		t.Errorf("%d F32 matrices copied without huge pages", copied)
+	}
+	for i := range got {
+		if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+			t.Fatalf("logit %d is %g copied, %g mapped", i, got[i], want[i])
 		}
 	}
 }

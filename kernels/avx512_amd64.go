@@ -40,8 +40,23 @@ func initAVX512Tier() {
 		{key: q4_0Gemv, tile: &tileQ4_0GemvAVX512},
 	})
 	avx512Tier.quantQ8_K = quantQ8_K512
+	tileF32T8AVX512.tileBytes = f32T8TileBytes(cpuid.CPU.Cache.L2)
 	initTernaryAVX512()
 	initOwnAVX512()
+}
+
+// f32T8TileBytes returns the size of the row tiles of the F32 tile of
+// eight activations for a core with l2 bytes of L2 cache (-1 or 0 if
+// unknown): 3/8 of it, from 128 KiB (MatMul's default) up to 384 KiB. The
+// tile stays in L2 while the packed activations of every group of eight
+// pass over it; each pass brings the group's activations (8·4·cols
+// bytes, from L3 once a prompt's no longer fit in L2) back to the core,
+// so a larger tile reads them fewer times per matrix. On Zen 5 (1 MiB of
+// L2) 384 KiB took about 4% less CPU time than 128 KiB for a 128-token
+// prefill of 12L-768 F32, and 5-10% less in MatMuls of 768 columns × 128
+// tokens, 2048 × 128 and 768 × 512.
+func f32T8TileBytes(l2 int) int {
+	return min(max(3*l2/8, tileBytes), 3*tileBytes)
 }
 
 var (
@@ -75,12 +90,14 @@ var (
 		rest:      &tileF32AVX512,
 		packBytes: packBytesF32T8,
 		pack:      packF32T8,
+		asIs:      packF32AsIs,
 	}
 	tileF32AVX512 = tileKernel{
 		run:       f32T4AVX512,
 		rowStep:   1,
 		packBytes: packBytesF32T4,
 		pack:      packF32T4,
+		asIs:      packF32AsIs,
 	}
 	tileF16AVX512 = tileKernel{
 		run:       f16T4AVX512,

@@ -197,3 +197,44 @@ func BenchmarkAVX512(b *testing.B) {
 		}
 	}
 }
+
+// TestF32T8TileBytes checks the F32 tile size the avx512 tier derives
+// from the L2 cache's.
+func TestF32T8TileBytes(t *testing.T) {
+	for _, c := range []struct{ l2, want int }{
+		{-1, 128 << 10}, {0, 128 << 10}, {256 << 10, 128 << 10}, {512 << 10, 192 << 10},
+		{1 << 20, 384 << 10}, {2 << 20, 384 << 10}, {32 << 20, 384 << 10},
+	} {
+		if got := f32T8TileBytes(c.l2); got != c.want {
+			t.Errorf("f32T8TileBytes(%d) = %d, want %d", c.l2, got, c.want)
+		}
+	}
+}
+
+// TestF32T8ManyBlocks checks the avx512 F32 tile of eight activations on
+// more blocks of rows with column slabs than one slab group takes
+// (f32SlabBlocks8), which MatMul's row tiles never hand it, against the
+// one-activation kernel bit for bit.
+func TestF32T8ManyBlocks(t *testing.T) {
+	if !haveAVX512 {
+		t.Skip("no AVX-512")
+	}
+	r := rand.New(rand.NewPCG(51, 52))
+	for _, sh := range []struct{ rows, cols int }{{3*f32SlabBlocks8 + 5, 800}, {3*(2*f32SlabBlocks8) + 3, 32*f32SlabChunks + 33}} {
+		w := randomRows(r, quant.F32, sh.rows, sh.cols)
+		acts := randomRows(r, quant.F32, 8, sh.cols)
+		packed := make([]byte, packBytesF32T8(sh.cols))
+		packF32T8(packed, acts, 4*sh.cols, sh.cols)
+		got := make([]float32, 8*sh.rows)
+		f32T8AVX512(got, sh.rows, w, 4*sh.cols, sh.cols, sh.rows, packed)
+		want := make([]float32, sh.rows)
+		for a := 0; a < 8; a++ {
+			f32AVX512(want, w, 4*sh.cols, sh.cols, acts[4*sh.cols*a:4*sh.cols*(a+1)], nil)
+			for i, v := range want {
+				if g := got[a*sh.rows+i]; math.Float32bits(g) != math.Float32bits(v) {
+					t.Fatalf("%dx%d: activation %d, row %d: %g, want %g", sh.rows, sh.cols, a, i, g, v)
+				}
+			}
+		}
+	}
+}

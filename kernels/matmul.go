@@ -22,8 +22,8 @@ const tileBytes = 128 << 10
 // with four activations at a time, loading (or unpacking) the weights once
 // for the four; the results still equal n calls of MatVec bit for bit.
 //
-// MatMul runs on the calling goroutine; see Pool.MatMul. It panics on
-// inconsistent arguments, as MatVec does.
+// out must not overlap acts. MatMul runs on the calling goroutine; see
+// Pool.MatMul. It panics on inconsistent arguments, as MatVec does.
 func MatMul(t quant.Type, out []float32, w []byte, cols int, acts []byte, n int) {
 	current.Load().MatMul(t, out, w, cols, acts, n)
 }
@@ -65,13 +65,14 @@ type matmulJob struct {
 	rowBytes int
 	actBytes int
 	shared   bool // the preparation is an earlier job's (Pool.MatMuls)
+	asIs     bool // the tiles read the activations in place (packed is acts)
 }
 
 // sharesPrep reports whether j reads the same activations as o, prepared
 // the same way, so that j can use o's preparation.
 func (j *matmulJob) sharesPrep(o *matmulJob) bool {
 	return j.n == o.n && j.cols == o.cols && sameBytes(j.acts, o.acts) &&
-		j.tile == o.tile && j.rest == o.rest && j.tileEnd == o.tileEnd && j.restEnd == o.restEnd &&
+		j.tile == o.tile && j.rest == o.rest && j.tileEnd == o.tileEnd && j.restEnd == o.restEnd && j.asIs == o.asIs &&
 		kernelKey(j.traits) == kernelKey(o.traits) && j.tier == o.tier
 }
 
@@ -120,6 +121,9 @@ func (j *matmulJob) init(tr *Tier, t quant.Type, out []float32, w []byte, cols i
 			}
 		}
 	}
+	// Packings that leave the activations as they are need no copy.
+	asIs := func(k *tileKernel) bool { return k == nil || k.asIs != nil && k.asIs(cols) }
+	j.asIs = j.tile != nil && asIs(j.tile) && asIs(j.rest)
 }
 
 // prepare builds the prepared data of every activation in bufs (grown as
@@ -148,6 +152,11 @@ func (j *matmulJob) prepBufs(bufs [][]byte) [][]byte {
 			j.restSize = j.rest.packBytes(j.cols)
 			need += (j.restEnd - j.tileEnd) / j.rest.width() * j.restSize
 		}
+		if j.asIs {
+			j.packed = j.acts[:need]
+			j.auxes = bufs[:j.n]
+			return bufs
+		}
 		buf := bufs[j.n]
 		if cap(buf) < need {
 			buf = make([]byte, need)
@@ -165,6 +174,9 @@ func (j *matmulJob) prepBufs(bufs [][]byte) [][]byte {
 // does: the tiles to pack, then the activations left over.
 func (j *matmulJob) prepUnits() int {
 	u := j.n - j.restEnd
+	if j.asIs {
+		return u
+	}
 	if j.tile != nil {
 		u += j.tileEnd / j.tile.width()
 	}
@@ -177,6 +189,11 @@ func (j *matmulJob) prepUnits() int {
 // prepUnit does piece u of the preparation (see prepUnits), after
 // prepBufs; pieces write disjoint memory, so they may run concurrently.
 func (j *matmulJob) prepUnit(u int) {
+	if j.asIs {
+		i := j.restEnd + u
+		j.auxes[i] = j.tier.prepare(kernelKey(j.traits), j.auxes[i], j.act(i), j.cols)
+		return
+	}
 	if j.tile != nil {
 		wt := j.tile.width()
 		groups := j.tileEnd / wt
@@ -208,10 +225,14 @@ func (j *matmulJob) act(i int) []byte { return j.acts[i*j.actBytes : (i+1)*j.act
 // the start of its next piece of a pool's job): the last tile prefetches
 // from there.
 func (j *matmulJob) run(lo, hi, after int) {
-	tile := max(rowAlign, tileBytes/max(j.rowBytes, 1)/rowAlign*rowAlign)
+	size := tileBytes
+	if j.tile != nil && j.tile.tileBytes > 0 {
+		size = j.tile.tileBytes
+	}
+	tile := max(rowAlign, size/max(j.rowBytes, 1)/rowAlign*rowAlign)
 	if j.tile != nil && j.tile.rowBlock > 0 {
 		b := j.tile.rowBlock
-		tile = max(b, tileBytes/max(j.rowBytes, 1)/b*b)
+		tile = max(b, size/max(j.rowBytes, 1)/b*b)
 	}
 	for t0 := lo; t0 < hi; t0 += tile {
 		t1 := min(t0+tile, hi)

@@ -34,6 +34,7 @@ var (
 		rowStep:   1,
 		packBytes: packBytesF32T4,
 		pack:      packF32T4,
+		asIs:      packF32AsIs,
 	}
 	tileF16 = tileKernel{
 		run:       f16T4AVX2,

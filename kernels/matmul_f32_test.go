@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -134,4 +135,48 @@ func FuzzMatMulFloat(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestMatMulF32InPlace checks F32 MatMul where the tiles read the
+// activations in place (rows needing no padding) against MatVec bit for
+// bit, on every tier, and that the activations are left as they were.
+func TestMatMulF32InPlace(t *testing.T) {
+	defer SetTier(DefaultTier().Name())
+	r := rand.New(rand.NewPCG(43, 44))
+	const rows, cols = 70, 256
+	if !packF32AsIs(cols) {
+		t.Fatalf("%d columns are padded", cols)
+	}
+	for _, name := range Tiers() {
+		if err := SetTier(name); err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range []int{4, 8, 13, 20} {
+			w := randomRows(r, quant.F32, rows, cols)
+			acts := randomRows(r, quant.F32, n, cols)
+			want := make([]float32, n*rows)
+			for i := 0; i < n; i++ {
+				MatVec(quant.F32, want[i*rows:(i+1)*rows], w, cols, acts[i*4*cols:(i+1)*4*cols])
+			}
+			for _, threads := range []int{0, 2} {
+				in := append([]byte(nil), acts...)
+				got := make([]float32, n*rows)
+				if threads == 0 {
+					MatMul(quant.F32, got, w, cols, in, n)
+				} else {
+					p := NewPool(threads)
+					p.MatMul(quant.F32, got, w, cols, in, n)
+					p.Close()
+				}
+				for i := range got {
+					if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+						t.Fatalf("%s n%d t%d: out[%d] = %g, MatVec gives %g", name, n, threads, i, got[i], want[i])
+					}
+				}
+				if !bytes.Equal(in, acts) {
+					t.Fatalf("%s n%d t%d: MatMul changed its activations", name, n, threads)
+				}
+			}
+		}
+	}
 }

@@ -51,7 +51,8 @@ func TestMatMul(t *testing.T) {
 		{quant.Q4_K, 70, 4096, 5},
 		{quant.Q6_K, 70, 4096, 5},
 		{quant.F32, 70, 1024, 5},
-		{quant.F32, 71, 1056, 9}, // eight-wide tiles over two slabs of columns
+		{quant.F32, 71, 1056, 9},  // eight-wide tiles over two slabs of columns
+		{quant.F32, 200, 1056, 9}, // several of the avx512 tier's larger F32 tiles
 		{quant.F32, 50, 8200, 16},
 	}...)
 	for _, c := range cases {

@@ -37,6 +37,10 @@ type tileKernel struct {
 	// to multiples of it, so that only the end of a range has rows left
 	// over for the kernel's slower path.
 	rowBlock int
+	// tileBytes, if not 0, is the size of the row tiles MatMul walks
+	// the weights in with this kernel, in place of the package's
+	// tileBytes.
+	tileBytes int
 	// rest, if not nil, is the kernel for the activations left over
 	// after the last whole tile of this one (fewer than tokens), in
 	// tiles of its own width.
@@ -44,6 +48,10 @@ type tileKernel struct {
 	// packBytes returns the size of the packed form of width()
 	// activations of cols elements.
 	packBytes func(cols int) int
+	// asIs, if not nil, reports whether pack writes the activations of
+	// cols elements as they lie back to back (F32 rows whose stride
+	// needs no padding): MatMul then reads them in place.
+	asIs func(cols int) bool
 	// pack writes the packed form of the width() activations of
 	// actBytes bytes each, back to back in acts, into dst.
 	pack func(dst, acts []byte, actBytes, cols int)
@@ -170,6 +178,10 @@ func f32ActStride(cols int) int {
 }
 
 func packBytesF32T4(cols int) int { return tileTokens * f32ActStride(cols) }
+
+// packF32AsIs reports whether the F32 packings (packF32T4, packF32T8)
+// leave activations of cols elements as they lie: no padding.
+func packF32AsIs(cols int) bool { return f32ActStride(cols) == 4*cols }
 
 // packF32T4 copies tileTokens float32 activations, f32ActStride(cols)
 // bytes apart.

@@ -401,6 +401,11 @@ func (b *batch) get(pool *kernels.Pool, wt quant.Type, n int) []byte {
 		}
 		return buf
 	}
+	if at == quant.F32 && littleEndian {
+		// The activations of F32 weights are the rows' own bytes:
+		// the mat-muls read them in place (no output is ever an input).
+		return f32Bytes(b.in[:n*b.width])
+	}
 	buf := b.acts[at][:n*size]
 	if !b.done[at] && n*b.width <= inlineRows {
 		for i := range n {

@@ -1,6 +1,7 @@
 package model
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"sync"
@@ -223,6 +224,19 @@ func (m *Model) NewStateWith(pool *kernels.Pool, opts StateOptions) (*State, err
 	s.attend = func(lo, hi int) { att(s, attnArgs{layer: s.layer, n: s.n, q: s.q, att: s.att}, lo, hi) }
 	s.attendBatch = func(lo, hi int) { s.batch.attendHeads(s, att, lo, hi) }
 	return s, nil
+}
+
+// littleEndian reports whether this machine stores a float32 as the
+// activation of F32 weights encodes it (little-endian), so that a vector's
+// memory is its activation.
+var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
+
+// f32Bytes views x as its bytes in the machine's order.
+func f32Bytes(x []float32) []byte {
+	if len(x) == 0 {
+		return []byte{}
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(&x[0])), 4*len(x))
 }
 
 // float32s views b (4-byte aligned) as float32 values.
