@@ -44,3 +44,37 @@ func BenchmarkRotKernels(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkRotStream measures the default tier's decode kernels of the
+// rotated types in the file's layout beside Q4_0's and Q2_K's (what a
+// streamed model multiplies) on tinyllama-1.1b's FFN shapes, cycling
+// through 12 matrices so that they come from memory; one thread,
+// cpuMB/s of weights per CPU second.
+func BenchmarkRotStream(b *testing.B) {
+	for _, sh := range []struct{ rows, cols int }{{5632, 2048}, {2048, 5632}} {
+		for _, typ := range []quant.Type{quant.Q4_0, quant.QSF_Q4R, quant.QSF_Q3R, quant.QSF_Q2R, quant.Q2_K} {
+			const mats = 12
+			r := rand.New(rand.NewPCG(25, 26))
+			ws := make([][]byte, mats)
+			for i := range ws {
+				ws[i] = randomRows(r, typ, sh.rows, sh.cols)
+			}
+			tt, _ := quant.Lookup(typ)
+			act := randomRows(r, tt.VecDot, 1, sh.cols)
+			out := make([]float32, sh.rows)
+			tr := DefaultTier()
+			b.Run(fmt.Sprintf("%s/%v/%dx%d", tr.Name(), typ, sh.rows, sh.cols), func(b *testing.B) {
+				b.SetBytes(int64(len(ws[0])))
+				runtime.LockOSThread()
+				defer runtime.UnlockOSThread()
+				c0 := processCPU()
+				for i := 0; b.Loop(); i++ {
+					tr.MatVec(typ, out, ws[i%mats], sh.cols, act)
+				}
+				if c1 := processCPU(); c0 >= 0 && c1 > c0 {
+					b.ReportMetric(float64(len(ws[0]))*float64(b.N)/float64(c1-c0)*1e3, "cpuMB/s")
+				}
+			})
+		}
+	}
+}

@@ -372,12 +372,15 @@ GLOBL rotF8Three<>(SB), RODATA|NOPTR, $64
 // QSF_Q3R's high bits (the qh qword of each row, a third Q) are picked the
 // same way into bit 2 and merged (VPTERNLOGD).
 //
-// Each block prefetches the eight rows' block of the next group, which
-// is one run of memory: a group's rows follow each other.
+// Each block prefetches the eight rows' block of the group after the
+// next, which is one run of memory (a group's rows follow each other):
+// one group ahead (9 KiB for 2048 columns of QSF_Q4R) is too near for
+// the memory's latency (BenchmarkRotStream, 5632×2048 QSF_Q4R: 25k →
+// 32k cpuMB/s).
 //
 // Registers (beside rotx8_amd64.h's): SI rows 0..3's block (row r at
 // SI+r·BX), DI rows 4..7's (DI = SI+4·BX), BX the row's bytes, DX 3·BX,
-// R13 the next group's bytes to prefetch, R12 the prepared activation (R11
+// R13 the bytes to prefetch (two groups on), R12 the prepared activation (R11
 // its start), R10 blocks per row, CX blocks left, R9 groups left, R8 out;
 // Z20 rotF8Cnt, Z21 and Z22 the transposes' indices, Z27..Z30 the unit
 // selections, Z31 bytes 3 and K3 a row's 24 code bytes (QSF_Q3R).
@@ -400,7 +403,8 @@ GLOBL rotF8Three<>(SB), RODATA|NOPTR, $64
 	MOVQ R11, R12 \
 	MOVQ R10, CX \
 	LEAQ (SI)(BX*4), DI \
-	LEAQ (SI)(BX*8), R13
+	LEAQ (SI)(BX*8), R13 \
+	LEAQ (R13)(BX*8), R13
 
 // F8_HEAD loads the eight rows' d and multipliers (the dword at the
 // start of each row's block) into lanes 2r and 2r+1 of Z5 (a broadcast
