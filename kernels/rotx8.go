@@ -56,6 +56,9 @@ func rotX8Bits(t quant.Type) int {
 // rows of a rotated type with bits-bit codes in the x8 layout. It works
 // on the four codes of a lane's dword at once (one byte each).
 func packRotX8Block(bits int) func(o, grp []byte, rb, b int) {
+	if bits == 4 {
+		return packQ4RX8Block
+	}
 	bb := 4 + 8*bits
 	return func(o, grp []byte, rb, b int) {
 		o = o[:8*bb]
@@ -66,13 +69,6 @@ func packRotX8Block(bits int) func(o, grp []byte, rb, b int) {
 			for h := 0; h < 2; h++ {
 				lane := 4 * (2*r + h)
 				switch bits {
-				case 4:
-					// Element 32h+4u+i is nibble h of byte 4u+i.
-					for p := 0; p < 4; p++ {
-						lo := binary.LittleEndian.Uint32(blk[4+8*p:]) >> (4 * h) & 0x0f0f0f0f
-						hi := binary.LittleEndian.Uint32(blk[8+8*p:]) >> (4 * h) & 0x0f0f0f0f
-						binary.LittleEndian.PutUint32(codes[64*p+lane:], lo|hi<<4)
-					}
 				case 2:
 					// Element 16s+j is bits 2s, 2s+1 of byte j; unit
 					// 4p+t is s = 2h+p, j = 4t+i.
@@ -99,6 +95,28 @@ func packRotX8Block(bits int) func(o, grp []byte, rb, b int) {
 					binary.LittleEndian.PutUint32(codes[128+lane:], q[4]|q[5]<<3|q[6]>>2&0x01010101<<6|q[7]>>2&0x01010101<<7)
 				}
 			}
+		}
+	}
+}
+
+// packQ4RX8Block is packRotX8Block(4) for QSF_Q4R, which a resident
+// model repacks at load: a qword of a row's codes (bytes 8p..8p+7, units
+// 2p and 2p+1 in the low and high nibbles) makes the two lanes of the row
+// in codes chunk p at once (h = 0 the low nibbles, h = 1 the high).
+func packQ4RX8Block(o, grp []byte, rb, b int) {
+	const bb = 36
+	le := binary.LittleEndian
+	o = o[:8*bb]
+	codes := o[32:]
+	for r := 0; r < 8; r++ {
+		blk := (*[bb]byte)(grp[r*rb+bb*b:])
+		o[2*r], o[2*r+1], o[16+2*r], o[17+2*r] = blk[0], blk[1], blk[2], blk[3]
+		for p := 0; p < 4; p++ {
+			q := le.Uint64(blk[4+8*p:])
+			lo, hi := uint32(q), uint32(q>>32)
+			c0 := lo&0x0f0f0f0f | hi&0x0f0f0f0f<<4
+			c1 := lo>>4&0x0f0f0f0f | hi&0xf0f0f0f0
+			le.PutUint64(codes[64*p+8*r:], uint64(c0)|uint64(c1)<<32)
 		}
 	}
 }
