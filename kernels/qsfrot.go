@@ -53,17 +53,6 @@ func prepRot(buf, act []byte, cols int) []byte {
 	return buf
 }
 
-// putScales writes the scales of the two Q8_0 blocks a as float32, the
-// first eight times, then the second eight times.
-func putScales(o []byte, a *[68]byte) {
-	d0 := math.Float32bits(f16le(a[0:]))
-	d1 := math.Float32bits(f16le(a[34:]))
-	for l := 0; l < 8; l++ {
-		binary.LittleEndian.PutUint32(o[4*l:], d0)
-		binary.LittleEndian.PutUint32(o[32+4*l:], d1)
-	}
-}
-
 // absByte returns |q| of an int8 quant as a byte (128 for −128).
 func absByte(q byte) byte {
 	if int8(q) < 0 {
