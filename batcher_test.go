@@ -45,7 +45,6 @@ func TestBatcherEqualsSolo(t *testing.T) {
 			return o
 		}
 		got := make([]qsf.Result, len(prompts))
-		var sessions []*qsf.Session
 		var wg sync.WaitGroup
 		start := make(chan struct{}) // the sessions begin together
 		for i, p := range prompts {
@@ -54,7 +53,6 @@ func TestBatcherEqualsSolo(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer s.Close()
-			sessions = append(sessions, s)
 			if err := s.SetBatcher(b); err != nil {
 				t.Fatal(err)
 			}

@@ -119,7 +119,6 @@ type compiler struct {
 	p       *parser
 	byName  map[string]int32
 	defPos  []int // source offset of each named rule (synthetic rules have none)
-	owner   []int32
 	setIDs  map[byteSet]int32
 	classes map[string]int32 // multi-byte class rules by their ranges
 }

@@ -54,8 +54,7 @@ func TestAVX512Kernels(t *testing.T) {
 				continue
 			}
 			for _, arbitrary := range []bool{false, true} {
-				var w, act []byte
-				acts := make([]byte, 0)
+				var w, act, acts []byte
 				if arbitrary {
 					w = arbitraryRows(r, rc.file, sh.rows, sh.cols)
 					acts = arbitraryRows(r, quant.Q8_0, maxTileTokens, sh.cols)

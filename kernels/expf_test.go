@@ -123,7 +123,7 @@ func TestSiluF32(t *testing.T) {
 	})
 }
 
-// softmaxSum is the sum of softmaxPadded in the model: expf8 of each
+// softmaxSum is the sum of softmaxScaled in the model: expf8 of each
 // element, groups of 8 zero-padded, each group's hsum added in float64.
 func softmaxSum(dst, x []float32, max float32) float64 {
 	var sum float64

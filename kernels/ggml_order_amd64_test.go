@@ -364,6 +364,8 @@ func TestGGMLOrder(t *testing.T) {
 		quant.Q4_1:   func(nb int, w, act []byte) float32 { return ggmlLegacy1(nb, w, 20, act, q4_1Quants) },
 		quant.Q5_1:   func(nb int, w, act []byte) float32 { return ggmlLegacy1(nb, w, 24, act, q5_1Quants) },
 		quant.IQ4_NL: ggmlIQ4NL,
+		quant.Q2_K:   ggmlQ2_K,
+		quant.Q3_K:   ggmlQ3_K,
 		quant.Q4_K:   ggmlQ4_K,
 		quant.Q5_K:   ggmlQ5_K,
 		quant.Q6_K:   ggmlQ6_K,

@@ -64,14 +64,12 @@ func dotLanes(a, b []float32) float32 {
 	return hsum8(&acc)
 }
 
-// softmaxPadded replaces x by its softmax as ggml_soft_max_f32 computes it
-// for a row of llama.cpp's KV cache: the row is padded with masked (zero
-// probability) positions to a multiple of 32, exponentials come from
-// ggml_v_expf in groups of 8 whose lane sums are added in float64.
-func softmaxPadded(k *kernels.Tier, x []float32) { softmaxScaled(k, x, 1) }
-
-// softmaxScaled is softmaxPadded of x multiplied by scale first (x[i] *=
-// scale, rounded, as llama.cpp scales the scores before the softmax). The
+// softmaxScaled replaces x by the softmax of x multiplied by scale (x[i] *=
+// scale, rounded, as llama.cpp scales the scores before the softmax), as
+// ggml_soft_max_f32 computes it for a row of llama.cpp's KV cache: the row
+// is padded with masked (zero probability) positions to a multiple of 32,
+// exponentials come from ggml_v_expf in groups of 8 whose lane sums are
+// added in float64. The
 // maximum is taken in four running maxima: max is exact and
 // order-independent (NaN wins, +0 beats −0), so the result is the same.
 func softmaxScaled(k *kernels.Tier, x []float32, scale float32) {

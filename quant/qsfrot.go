@@ -127,7 +127,7 @@ type rot struct {
 	bytes int
 }
 
-func (r rot) asym() asym { return asym{r.t, r.bits, r.bytes} }
+func (r rot) asym() asym { return asym(r) }
 
 func (r rot) table() []int8 { return Table(r.t) }
 

@@ -2,7 +2,6 @@ package tokenizer
 
 import (
 	"strings"
-	"unicode/utf8"
 )
 
 // loadMerges indexes "left right" merge rules by rank (line order), as
@@ -215,6 +214,3 @@ func (s *bpeSession) add(t *Tokenizer, word string, left, right int32) {
 	}
 	s.queue.push(bpeBigram{left: left, right: right, size: l.n + r.n, rank: rk})
 }
-
-// isValidUTF8 reports whether s needs no U+FFFD substitution.
-func isValidUTF8(s string) bool { return utf8.ValidString(s) }
