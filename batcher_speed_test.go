@@ -5,6 +5,7 @@ package qsf_test
 import (
 	"context"
 	"os"
+	"slices"
 	"sync"
 	"syscall"
 	"testing"
@@ -17,8 +18,9 @@ import (
 // sessions decoding together through a Batcher, on the model named by
 // QSF_BATCH_MODEL (e.g. qsf synth --shape 12L-768 --type q4_0), with 2
 // threads; with QSF_BATCH_STREAM set, under the smallest RAM budget
-// (layer streaming). It is a measurement, skipped unless QSF_BATCH_MODEL
-// is set.
+// (layer streaming). After a warm-up (the sessions' buffers, the CPU's
+// frequency), it takes the medians of three interleaved rounds. It is a
+// measurement, skipped unless QSF_BATCH_MODEL is set.
 func TestBatcherSpeed(t *testing.T) {
 	path := os.Getenv("QSF_BATCH_MODEL")
 	if path == "" {
@@ -41,10 +43,8 @@ func TestBatcherSpeed(t *testing.T) {
 		syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 	}
-	var cpuPerToken [3]time.Duration
-	runs := 0
+	var cpuPerToken []time.Duration
 	run := func(n int, batch bool) float64 {
-		defer func() { runs++ }()
 		var b *qsf.Batcher
 		if batch {
 			b = m.NewBatcher()
@@ -77,7 +77,7 @@ func TestBatcherSpeed(t *testing.T) {
 			})
 		}
 		wg.Wait()
-		cpuPerToken[runs] = (cpu() - c0) / time.Duration(n*tokens)
+		cpuPerToken = append(cpuPerToken, (cpu()-c0)/time.Duration(n*tokens))
 		if m.Streaming() {
 			st := m.IOStats()
 			io, wait, read := st.IOTime-io0.IOTime, st.Wait-io0.Wait, st.BytesRead-io0.BytesRead
@@ -89,11 +89,28 @@ func TestBatcherSpeed(t *testing.T) {
 		}
 		return float64(n*tokens) / decode.Seconds()
 	}
-	one := run(1, false)
-	four := run(4, true)
-	fourAlone := run(4, false)
-	t.Logf("aggregate decode: 1 session %.1f tok/s; 4 batched %.1f tok/s (%.2fx); 4 unbatched %.1f tok/s (%.2fx)",
-		one, four, four/one, fourAlone, fourAlone/one)
+	run(4, true) // warm-up
+	cpuPerToken = cpuPerToken[:0]
+	var ones, fours, alones []float64
+	for range 3 {
+		ones = append(ones, run(1, false))
+		fours = append(fours, run(4, true))
+		alones = append(alones, run(4, false))
+	}
+	one, four, fourAlone := medianOf(ones), medianOf(fours), medianOf(alones)
+	t.Logf("aggregate decode (medians of 3 interleaved rounds): 1 session %.1f tok/s; 4 batched %.1f tok/s (%.2fx); 4 unbatched %.1f tok/s (%.2fx); rounds %.1f, %.1f, %.1f",
+		one, four, four/one, fourAlone, fourAlone/one, ones, fours, alones)
 	t.Logf("streaming %v", m.Streaming())
-	t.Logf("CPU time per token: 1 session %v; 4 batched %v; 4 unbatched %v", cpuPerToken[0], cpuPerToken[1], cpuPerToken[2])
+	var cpus [3][]float64 // per token, of the rounds' 1 session, 4 batched, 4 unbatched
+	for i, c := range cpuPerToken {
+		cpus[i%3] = append(cpus[i%3], float64(c))
+	}
+	t.Logf("CPU time per token (medians): 1 session %v; 4 batched %v; 4 unbatched %v",
+		time.Duration(medianOf(cpus[0])), time.Duration(medianOf(cpus[1])), time.Duration(medianOf(cpus[2])))
+}
+
+// medianOf returns the median of v (which it sorts).
+func medianOf(v []float64) float64 {
+	slices.Sort(v)
+	return v[len(v)/2]
 }

@@ -379,113 +379,108 @@ hsame:
 // the cols floats of j's value head in row t (values + t·vstride, the
 // value head advancing every group heads, the first after group-g0), each
 // element with one rounding (VFMADD231), from zero: a lane's first term (t
-// < 32) is added to zero in a register, the lane not read. Lanes n.. (n <
-// 32) are not written. cols is a multiple of 8. The positions go outer,
-// the heads inner: the rows are read in order, each fetched two rows ahead.
+// < 32) is added to zero in a register. Lanes n.. (n < 32) are not
+// written. cols is a multiple of 8. Each lane is summed in registers,
+// positions l, l+32, ... in order, and stored once: the lanes are not
+// read, so a lane costs its stores and its value rows only (which the key
+// pass, DotF32Heads with the values as next, has brought into the cache).
 //
-// Registers: SI the row of position t, R11 the weight of head 0 at t, DX
-// that of head j, R8 lane t%32 of head j, R13 j's value head, DI and R9
-// their columns, R10 the bytes left of the lane, CX t, AX j's place in its
-// group, BX the heads left, R14 the bytes of a lane, R15 of a head's lanes.
+// Registers: R8 lane l of head j, R13 j's value head, R12 vstride, R15
+// 32·vstride, R11 the weights of head j, R14 the bytes of a lane, CX l,
+// DI the column (bytes) of the lane's part being summed, R10 the bytes
+// left of the lane, R9 t, SI row t at column DI, DX the weight of t, AX
+// j's place in its group, BX the heads left; the head's first lane is
+// kept in lanes (the argument).
 TEXT ·lanesF32HeadsAVX2(SB), NOSPLIT, $0-80
-	MOVQ values+16(FP), SI
+	MOVQ values+16(FP), R13
 	MOVQ vstride+24(FP), R12
+	MOVQ R12, R15
+	SHLQ $5, R15
 	MOVQ p+32(FP), R11
 	MOVQ cols+56(FP), R14
 	SHLQ $2, R14
-	MOVQ R14, R15
-	SHLQ $5, R15
-	XORQ CX, CX
-
-lpos:
-	CMPQ CX, n+8(FP)
-	JGE  ldone
-	MOVQ CX, R8
-	ANDQ $31, R8
-	IMULQ R14, R8
-	ADDQ lanes+0(FP), R8
-	MOVQ R11, DX
-	MOVQ SI, R13
 	MOVQ g0+72(FP), AX
 	MOVQ heads+48(FP), BX
 
 lhead:
-	VBROADCASTSS (DX), Y15
-	MOVQ R8, DI
-	MOVQ R13, R9
-	MOVQ R14, R10
+	MOVQ lanes+0(FP), R8
+	XORQ CX, CX
+
+llane:
 	CMPQ CX, $32
-	JLT  f32
+	JGE  lheaddone
+	CMPQ CX, n+8(FP)
+	JGE  lheaddone
+	XORQ DI, DI
+	MOVQ R14, R10
 
-l32:
+lcol32:
 	CMPQ R10, $128
-	JLT  l8
-	PREFETCHT0 0(R9)(R12*2)
-	PREFETCHT0 64(R9)(R12*2)
-	VMOVUPS 0(DI), Y0
-	VMOVUPS 32(DI), Y1
-	VMOVUPS 64(DI), Y2
-	VMOVUPS 96(DI), Y3
-	VFMADD231PS 0(R9), Y15, Y0
-	VFMADD231PS 32(R9), Y15, Y1
-	VFMADD231PS 64(R9), Y15, Y2
-	VFMADD231PS 96(R9), Y15, Y3
-	VMOVUPS Y0, 0(DI)
-	VMOVUPS Y1, 32(DI)
-	VMOVUPS Y2, 64(DI)
-	VMOVUPS Y3, 96(DI)
-	ADDQ $128, DI
-	ADDQ $128, R9
-	SUBQ $128, R10
-	JMP  l32
-
-l8:
-	TESTQ R10, R10
-	JZ    lnext
-	VMOVUPS (DI), Y0
-	VFMADD231PS (R9), Y15, Y0
-	VMOVUPS Y0, (DI)
-	ADDQ $32, DI
-	ADDQ $32, R9
-	SUBQ $32, R10
-	JMP  l8
-
-f32:
-	CMPQ R10, $128
-	JLT  f8
-	PREFETCHT0 0(R9)(R12*2)
-	PREFETCHT0 64(R9)(R12*2)
+	JLT  lcol8
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
 	VXORPS Y3, Y3, Y3
-	VFMADD231PS 0(R9), Y15, Y0
-	VFMADD231PS 32(R9), Y15, Y1
-	VFMADD231PS 64(R9), Y15, Y2
-	VFMADD231PS 96(R9), Y15, Y3
-	VMOVUPS Y0, 0(DI)
-	VMOVUPS Y1, 32(DI)
-	VMOVUPS Y2, 64(DI)
-	VMOVUPS Y3, 96(DI)
-	ADDQ $128, DI
-	ADDQ $128, R9
-	SUBQ $128, R10
-	JMP  f32
+	MOVQ CX, R9
+	MOVQ CX, SI
+	IMULQ R12, SI
+	ADDQ R13, SI
+	ADDQ DI, SI
+	LEAQ (R11)(CX*4), DX
 
-f8:
-	TESTQ R10, R10
-	JZ    lnext
-	VXORPS Y0, Y0, Y0
-	VFMADD231PS (R9), Y15, Y0
-	VMOVUPS Y0, (DI)
-	ADDQ $32, DI
+lt32:
+	VBROADCASTSS (DX), Y15
+	VFMADD231PS 0(SI), Y15, Y0
+	VFMADD231PS 32(SI), Y15, Y1
+	VFMADD231PS 64(SI), Y15, Y2
+	VFMADD231PS 96(SI), Y15, Y3
 	ADDQ $32, R9
-	SUBQ $32, R10
-	JMP  f8
+	ADDQ R15, SI
+	ADDQ $128, DX
+	CMPQ R9, n+8(FP)
+	JLT  lt32
+	VMOVUPS Y0, 0(R8)(DI*1)
+	VMOVUPS Y1, 32(R8)(DI*1)
+	VMOVUPS Y2, 64(R8)(DI*1)
+	VMOVUPS Y3, 96(R8)(DI*1)
+	ADDQ $128, DI
+	SUBQ $128, R10
+	JMP  lcol32
 
-lnext:
-	ADDQ R15, R8
-	ADDQ pstride+40(FP), DX
+lcol8:
+	TESTQ R10, R10
+	JZ    llanedone
+	VXORPS Y0, Y0, Y0
+	MOVQ CX, R9
+	MOVQ CX, SI
+	IMULQ R12, SI
+	ADDQ R13, SI
+	ADDQ DI, SI
+	LEAQ (R11)(CX*4), DX
+
+lt8:
+	VBROADCASTSS (DX), Y15
+	VFMADD231PS (SI), Y15, Y0
+	ADDQ $32, R9
+	ADDQ R15, SI
+	ADDQ $128, DX
+	CMPQ R9, n+8(FP)
+	JLT  lt8
+	VMOVUPS Y0, (R8)(DI*1)
+	ADDQ $32, DI
+	SUBQ $32, R10
+	JMP  lcol8
+
+llanedone:
+	ADDQ R14, R8
+	INCQ CX
+	JMP  llane
+
+lheaddone:
+	MOVQ R14, R10
+	SHLQ $5, R10
+	ADDQ R10, lanes+0(FP)
+	ADDQ pstride+40(FP), R11
 	INCQ AX
 	CMPQ AX, group+64(FP)
 	JLT  lsame
@@ -495,12 +490,6 @@ lnext:
 lsame:
 	DECQ BX
 	JNZ  lhead
-	ADDQ $4, R11
-	ADDQ R12, SI
-	INCQ CX
-	JMP  lpos
-
-ldone:
 	VZEROUPPER
 	RET
 

@@ -46,6 +46,10 @@ type batch struct {
 	// attention enough to share), each sequence's error in multiErr.
 	prepareMulti func(lo, hi int)
 	multiErr     [maxMulti]error
+	// attendWhole stores and attends sequences [lo, hi) of multi, each
+	// whole (prepareAttention, then all its heads) on one thread: the
+	// parallel attention when the sequences share out evenly.
+	attendWhole func(lo, hi int)
 	// copyLogits copies the logits of the LM head's rows to the states
 	// that asked for them (multi), on the threads.
 	copyLogits func(lo, hi int)

@@ -174,6 +174,15 @@ func (bt *Batch) forwardChunks(states []*State, tokens [][]int, logits []bool, r
 				b.multiErr[j] = st.prepareAttention(b.opLayer, st.layer, st.pos)
 			}
 		}
+		b.attendWhole = func(lo, hi int) {
+			for j := lo; j < hi; j++ {
+				st := b.multi[j]
+				if b.multiErr[j] = st.prepareAttention(b.opLayer, st.layer, st.pos); b.multiErr[j] == nil {
+					st.n = st.KV.Used(st.layer)
+					st.attend(0, hp.Heads)
+				}
+			}
+		}
 		b.copyLogits = func(lo, hi int) {
 			for i := lo; i < hi; i++ {
 				copy(b.multi[i].Logits, row(b.logits, i, hp.Vocab))
@@ -253,30 +262,47 @@ func (bt *Batch) forwardChunks(states []*State, tokens [][]int, logits []bool, r
 			ones = append(ones, st)
 		}
 		// The sequences' keys and values are finished (rotation) and
-		// stored on the threads when their heads attend there too.
-		b.multi, b.opLayer = ones, ly
-		if work <= inlineAttention || len(ones) < 2 {
-			b.prepareMulti(0, len(ones))
-		} else {
-			d.pool.Parallel(len(ones), b.prepareMulti)
-		}
-		b.opLayer = nil
-		work = 0
-		for j, st := range ones {
-			if err := b.multiErr[j]; err != nil {
-				b.multiErr = [maxMulti]error{}
-				return err
-			}
-			st.n = st.KV.Used(l)
-			work += hp.Heads * st.n * (hp.HeadDimK + hp.HeadDimV)
-		}
-		if work <= inlineAttention {
-			for _, st := range ones {
-				st.attend(0, hp.Heads)
+		// stored on the threads when their heads attend there too. When
+		// the sequences share out evenly among the threads, each is
+		// stored and attended whole by one thread, in one job: its keys
+		// and values are read whole rows at a time (a row holds every
+		// head's slice), instead of each thread reading some heads'
+		// slices of every row.
+		if threads := d.pool.Threads(); work > inlineAttention && len(ones) >= threads && len(ones)%threads == 0 {
+			b.multi, b.opLayer = ones, ly
+			d.pool.Parallel(len(ones), b.attendWhole)
+			b.opLayer = nil
+			for j := range ones {
+				if err := b.multiErr[j]; err != nil {
+					b.multiErr = [maxMulti]error{}
+					return err
+				}
 			}
 		} else {
-			b.multi = ones
-			d.pool.Parallel(len(ones)*hp.Heads, b.attendMulti)
+			b.multi, b.opLayer = ones, ly
+			if work <= inlineAttention || len(ones) < 2 {
+				b.prepareMulti(0, len(ones))
+			} else {
+				d.pool.Parallel(len(ones), b.prepareMulti)
+			}
+			b.opLayer = nil
+			work = 0
+			for j, st := range ones {
+				if err := b.multiErr[j]; err != nil {
+					b.multiErr = [maxMulti]error{}
+					return err
+				}
+				st.n = st.KV.Used(l)
+				work += hp.Heads * st.n * (hp.HeadDimK + hp.HeadDimV)
+			}
+			if work <= inlineAttention {
+				for _, st := range ones {
+					st.attend(0, hp.Heads)
+				}
+			} else {
+				b.multi = ones
+				d.pool.Parallel(len(ones)*hp.Heads, b.attendMulti)
+			}
 		}
 		b.multi = ones[:0]
 		if ly, err = d.acquire(l, StageOut); err != nil {
