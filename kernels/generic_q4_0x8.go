@@ -29,9 +29,22 @@ import (
 
 // q4_0x8PrepBlock is the number of uint64 words of the generic tier's
 // prepared Q8_0 activation per block: the 16 multipliers U (chunk c,
-// then low-even, low-odd, high-even, high-odd), then da's float32 bits
-// and 8·Σy as int32 in one word.
-const q4_0x8PrepBlock = 17
+// then low-even, low-odd, high-even, high-odd), the initial values Kₗ and
+// Kₕ of the low and the high nibbles' accumulators, then da's float32
+// bits.
+const q4_0x8PrepBlock = 19
+
+// q4_0x8Init returns the initial value of an accumulator of the generic
+// Q4_0x8 kernel whose quants pair with activation quants of sum sy: the
+// 16-bit lanes 0 and 2 (cross terms) start at 2¹⁵, lanes 1 and 3 (the two
+// rows' sums Σq·y) at 2¹⁵ − 8·sy, which turns them into Σ(q−8)·y + 2¹⁵.
+// The accumulator sums 16 products per row lane and 8 or 16 per cross
+// lane, so every lane stays in [0, 2¹⁶) and they carry into no other
+// (see q4_0x8Group).
+func q4_0x8Init(sy int32) uint64 {
+	row := uint64(uint16(1<<15 - 8*sy))
+	return 1<<15 | row<<16 | 1<<47 | row<<48
+}
 
 // prepQ4_0x8SWAR builds the generic Q4_0x8 kernel's prepared activation.
 func prepQ4_0x8SWAR(buf, act []byte, cols int) []byte {
@@ -53,12 +66,13 @@ func prepQ4_0x8SWAR(buf, act []byte, cols int) []byte {
 			o[4*c+2] = y(16+e+2) + y(16+e)<<16
 			o[4*c+3] = y(16+e+3) + y(16+e+1)<<16
 		}
-		var sy int32
-		for i := 0; i < 32; i++ {
-			sy += int32(int8(a[2+i]))
+		var slo, shi int32
+		for i := 0; i < 16; i++ {
+			slo += int32(int8(a[2+i]))
+			shi += int32(int8(a[18+i]))
 		}
-		da := quant.FP16ToFP32(uint16(a[0]) | uint16(a[1])<<8)
-		o[16] = uint64(math.Float32bits(da)) | uint64(uint32(8*sy))<<32
+		o[16], o[17] = q4_0x8Init(slo), q4_0x8Init(shi)
+		o[18] = uint64(math.Float32bits(quant.FP16ToFP32(uint16(a[0]) | uint16(a[1])<<8)))
 	}
 	return buf
 }
@@ -77,96 +91,81 @@ func q4_0x8SWAR(out []float32, w []byte, rowBytes, cols int, _, aux []byte) {
 	u := words(aux)[:nb*q4_0x8PrepBlock]
 	fp16 := fp16Floats()
 	for g := 0; g < len(out)/8; g++ {
-		grp := w[g*8*rowBytes:][:nb*q4_0x8Block]
-		var a0, a1, a2, a3, a4, a5, a6, a7 float32
-		for b := 0; b < nb; b++ {
-			o := (*[q4_0x8Block]byte)(grp[b*q4_0x8Block:])
-			p := (*[q4_0x8PrepBlock]uint64)(u[q4_0x8PrepBlock*b:])
-			sy8 := int32(p[16] >> 32)
-			// Chunk by chunk: its four multipliers stay in registers for
-			// the four pairs of rows, whose sums of the low nibbles
-			// (even r) and of the high nibbles (odd r) gather in sum.
-			var sum [8]uint64
-			for c := 0; c < 4; c++ {
-				const m = 0x000F000F000F000F
-				u := (*[4]uint64)(p[4*c:])
-				u0, u1, u2, u3 := u[0], u[1], u[2], u[3]
-				q := (*[32]byte)(o[16+32*c:]) // 8 bytes per pair of rows
-				v := binary.LittleEndian.Uint64(q[0:])
-				sum[0] += v&m*u0 + v>>8&m*u1
-				sum[1] += v>>4&m*u2 + v>>12&m*u3
-				v = binary.LittleEndian.Uint64(q[8:])
-				sum[2] += v&m*u0 + v>>8&m*u1
-				sum[3] += v>>4&m*u2 + v>>12&m*u3
-				v = binary.LittleEndian.Uint64(q[16:])
-				sum[4] += v&m*u0 + v>>8&m*u1
-				sum[5] += v>>4&m*u2 + v>>12&m*u3
-				v = binary.LittleEndian.Uint64(q[24:])
-				sum[6] += v&m*u0 + v>>8&m*u1
-				sum[7] += v>>4&m*u2 + v>>12&m*u3
-			}
-			var s [8]int32
-			for r := 0; r < 8; r += 2 {
-				lo, hi := sum[r], sum[r+1]
-				s[r] = int32(int16((lo+1<<15)>>16)) + int32(int16((hi+1<<15)>>16)) - sy8
-				s[r+1] = int32(int64(lo+1<<47)>>48) + int32(int64(hi+1<<47)>>48) - sy8
-			}
-			// fma(float32(s), dw·da, acc) per row as quant.FMA32 computes
-			// it (fma32Try written out, so that the compiler branches on
-			// fma32Fits instead of making a bool); s converts
-			// exactly (|s| ≤ 2¹⁵). The eight rows are written out: a
-			// loop over them measured 5-10% slower.
-			da := math.Float32frombits(uint32(p[16]))
-			d0 := fp16[binary.LittleEndian.Uint16(o[0:])] * da
-			if x := float64(float64(float64(s[0])*float64(d0)) + float64(a0)); fma32Fits(math.Float64bits(x)) {
-				a0 = float32(x)
-			} else {
-				a0 = quant.FMA32(float32(s[0]), d0, a0)
-			}
-			d1 := fp16[binary.LittleEndian.Uint16(o[2:])] * da
-			if x := float64(float64(float64(s[1])*float64(d1)) + float64(a1)); fma32Fits(math.Float64bits(x)) {
-				a1 = float32(x)
-			} else {
-				a1 = quant.FMA32(float32(s[1]), d1, a1)
-			}
-			d2 := fp16[binary.LittleEndian.Uint16(o[4:])] * da
-			if x := float64(float64(float64(s[2])*float64(d2)) + float64(a2)); fma32Fits(math.Float64bits(x)) {
-				a2 = float32(x)
-			} else {
-				a2 = quant.FMA32(float32(s[2]), d2, a2)
-			}
-			d3 := fp16[binary.LittleEndian.Uint16(o[6:])] * da
-			if x := float64(float64(float64(s[3])*float64(d3)) + float64(a3)); fma32Fits(math.Float64bits(x)) {
-				a3 = float32(x)
-			} else {
-				a3 = quant.FMA32(float32(s[3]), d3, a3)
-			}
-			d4 := fp16[binary.LittleEndian.Uint16(o[8:])] * da
-			if x := float64(float64(float64(s[4])*float64(d4)) + float64(a4)); fma32Fits(math.Float64bits(x)) {
-				a4 = float32(x)
-			} else {
-				a4 = quant.FMA32(float32(s[4]), d4, a4)
-			}
-			d5 := fp16[binary.LittleEndian.Uint16(o[10:])] * da
-			if x := float64(float64(float64(s[5])*float64(d5)) + float64(a5)); fma32Fits(math.Float64bits(x)) {
-				a5 = float32(x)
-			} else {
-				a5 = quant.FMA32(float32(s[5]), d5, a5)
-			}
-			d6 := fp16[binary.LittleEndian.Uint16(o[12:])] * da
-			if x := float64(float64(float64(s[6])*float64(d6)) + float64(a6)); fma32Fits(math.Float64bits(x)) {
-				a6 = float32(x)
-			} else {
-				a6 = quant.FMA32(float32(s[6]), d6, a6)
-			}
-			d7 := fp16[binary.LittleEndian.Uint16(o[14:])] * da
-			if x := float64(float64(float64(s[7])*float64(d7)) + float64(a7)); fma32Fits(math.Float64bits(x)) {
-				a7 = float32(x)
-			} else {
-				a7 = quant.FMA32(float32(s[7]), d7, a7)
-			}
+		q4_0x8Group((*[8]float32)(out[8*g:]), w[g*8*rowBytes:][:nb*q4_0x8Block], u, fp16)
+	}
+}
+
+// q4_0x8Group computes the eight dot products acc of a group of rows grp
+// (Q4_0x8) with the prepared activation u, a block at a time.
+func q4_0x8Group(acc *[8]float32, grp []byte, u []uint64, fp16 *[1 << 16]float32) {
+	*acc = [8]float32{}
+	for len(grp) >= q4_0x8Block && len(u) >= q4_0x8PrepBlock {
+		q4_0x8Block8(acc, (*[q4_0x8Block]byte)(grp), (*[q4_0x8PrepBlock]uint64)(u), fp16)
+		grp, u = grp[q4_0x8Block:], u[q4_0x8PrepBlock:]
+	}
+}
+
+// q4_0x8Block8 adds the products of the Q4_0x8 block o of eight rows
+// with the prepared activation block p to the rows' sums acc.
+//
+// Chunk by chunk, the chunk's four multipliers stay in registers for the
+// four pairs of rows, whose sums of the low nibbles (even k) and of the
+// high nibbles (odd k) gather in sum[k], which starts at q4_0x8Init's
+// values. Every 16-bit lane of a sum then lies in [0, 2¹⁶): the two rows'
+// lanes 1 and 3 hold Σ(q−8)·y + 2¹⁵ over their 16 nibbles. Shifting a
+// pair's two sums right by 16 and masking with 0x0000FFFF0000FFFF moves
+// those lanes to the bottoms of the two 32-bit halves, where the low and
+// the high nibbles' lanes add up to the rows' Σ(q−8)·y + 2¹⁶.
+//
+// It is a function of its own, and the chunks a loop, so that the
+// compiler keeps the chunk's four multipliers and the mask in registers:
+// inlined, the values of the caller's loops crowd them out, and unrolled,
+// the compiler loads all sixteen multipliers first and spills them.
+//
+//go:noinline
+func q4_0x8Block8(acc *[8]float32, o *[q4_0x8Block]byte, p *[q4_0x8PrepBlock]uint64, fp16 *[1 << 16]float32) {
+	klo, khi := p[16], p[17]
+	sum := [8]uint64{klo, khi, klo, khi, klo, khi, klo, khi}
+	for c := 0; c < 4; c++ {
+		const m = 0x000F000F000F000F
+		u := (*[4]uint64)(p[4*c:])
+		u0, u1, u2, u3 := u[0], u[1], u[2], u[3]
+		q := (*[32]byte)(o[16+32*c:]) // 8 bytes per pair of rows
+		v := binary.LittleEndian.Uint64(q[0:])
+		sum[0] += v&m*u0 + v>>8&m*u1
+		sum[1] += v>>4&m*u2 + v>>12&m*u3
+		v = binary.LittleEndian.Uint64(q[8:])
+		sum[2] += v&m*u0 + v>>8&m*u1
+		sum[3] += v>>4&m*u2 + v>>12&m*u3
+		v = binary.LittleEndian.Uint64(q[16:])
+		sum[4] += v&m*u0 + v>>8&m*u1
+		sum[5] += v>>4&m*u2 + v>>12&m*u3
+		v = binary.LittleEndian.Uint64(q[24:])
+		sum[6] += v&m*u0 + v>>8&m*u1
+		sum[7] += v>>4&m*u2 + v>>12&m*u3
+	}
+	da := math.Float32frombits(uint32(p[18]))
+	for r := 0; r < 8; r += 2 {
+		const m32 = 0x0000FFFF0000FFFF
+		t := sum[r]>>16&m32 + sum[r+1]>>16&m32
+		s0, s1 := int32(uint32(t))-1<<16, int32(t>>32)-1<<16
+		// fma(float32(s), dw·da, acc) per row as quant.FMA32 computes
+		// it (fma32Try written out, so that the compiler branches on
+		// fma32Fits instead of making a bool); s converts exactly
+		// (|s| ≤ 2¹⁵).
+		sc := (*[4]byte)(o[2*r:])
+		d0 := fp16[binary.LittleEndian.Uint16(sc[0:])] * da
+		if x := float64(float64(float64(s0)*float64(d0)) + float64(acc[r])); fma32Fits(math.Float64bits(x)) {
+			acc[r] = float32(x)
+		} else {
+			acc[r] = fma32Rare(float32(s0), d0, acc[r])
 		}
-		*(*[8]float32)(out[8*g:]) = [8]float32{a0, a1, a2, a3, a4, a5, a6, a7}
+		d1 := fp16[binary.LittleEndian.Uint16(sc[2:])] * da
+		if x := float64(float64(float64(s1)*float64(d1)) + float64(acc[r+1])); fma32Fits(math.Float64bits(x)) {
+			acc[r+1] = float32(x)
+		} else {
+			acc[r+1] = fma32Rare(float32(s1), d1, acc[r+1])
+		}
 	}
 }
 

@@ -160,12 +160,13 @@ func TestGenericSWAR(t *testing.T) {
 // TestFMA32Try checks fma32Try's fast path against quant.FMA32 on
 // random operands, on sums that are float32 rounding midpoints (where the
 // float64 sum may round the wrong way for float32), among them subnormal
-// ones, and on zeros, subnormals, infinities and NaNs.
+// ones, and on zeros, subnormals, infinities and NaNs; and fma32Rare, the
+// kernels' slow path, against quant.FMA32 on all of them.
 func TestFMA32Try(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 33))
 	specials := []float32{0, float32(math.Copysign(0, -1)), 1e-45, -1e-45, 1e-38, math.MaxFloat32,
 		float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN()), 1, -1}
-	slow := 0
+	slow, exact := 0, 0
 	for i := 0; i < 1_000_000; i++ {
 		a := float32(r.NormFloat64() * math.Ldexp(1, r.IntN(40)-20))
 		b := float32(r.NormFloat64() * math.Ldexp(1, r.IntN(40)-20))
@@ -219,19 +220,26 @@ func TestFMA32Try(t *testing.T) {
 				a, c = -a, -c
 			}
 		}
+		w := quant.FMA32(a, b, c)
+		if v := fma32Rare(a, b, c); math.Float32bits(v) != math.Float32bits(w) && !(v != v && w != w) {
+			t.Fatalf("fma32Rare(%g, %g, %g) = %g (%#x), quant.FMA32 %g (%#x)", a, b, c, v, math.Float32bits(v), w, math.Float32bits(w))
+		}
 		v, ok := fma32Try(a, b, c)
 		if !ok {
 			slow++
+			if p := float64(a) * float64(b); float64(p+float64(c))-p == float64(c) {
+				exact++
+			}
 			continue
 		}
-		if w := quant.FMA32(a, b, c); math.Float32bits(v) != math.Float32bits(w) && !(v != v && w != w) {
+		if math.Float32bits(v) != math.Float32bits(w) && !(v != v && w != w) {
 			t.Fatalf("fma(%g, %g, %g) = %g (%#x), quant.FMA32 %g (%#x)", a, b, c, v, math.Float32bits(v), w, math.Float32bits(w))
 		}
 	}
-	if slow < 1000 {
-		t.Errorf("only %d of the cases took the slow path", slow)
+	if slow < 1000 || exact < 100 || slow-exact < 1000 {
+		t.Errorf("only %d of the cases took the slow path, %d of them with an exact float64 sum", slow, exact)
 	}
-	t.Logf("%d slow paths", slow)
+	t.Logf("%d slow paths, %d with an exact float64 sum", slow, exact)
 }
 
 // TestBareTierFallsBack checks that a tier without kernels of its own (as

@@ -204,6 +204,24 @@ func fma32Try(a, b, c float32) (float32, bool) {
 	return float32(s), fma32Fits(math.Float64bits(s))
 }
 
+// fma32Rare is quant.FMA32 for the kernels' slow branches, where the
+// float64 sum s = a·b+c (the product is exact) failed fma32Fits: when s is
+// exact (TwoSum's error is zero, as on a first block, whose c is zero),
+// converting it is the one rounding an fma makes, and only otherwise does
+// it call quant.FMA32. Most of the midpoints the kernels meet are exact
+// sums of few bits, which this returns in a few operations.
+//
+//go:noinline
+func fma32Rare(a, b, c float32) float32 {
+	p := float64(float64(a) * float64(b))
+	s := float64(p + float64(c))
+	bb := float64(s - p)
+	if e := float64(float64(p-float64(s-bb)) + float64(float64(c)-bb)); e == 0 {
+		return float32(s)
+	}
+	return quant.FMA32(a, b, c)
+}
+
 // fma32Fits reports whether the float64 s with bits b, the sum of an
 // exact product and a float32, rounds correctly to float32: when it is
 // no float32 rounding midpoint (its low 29 bits are not 1 followed by
