@@ -267,3 +267,76 @@ func TestBareTierFallsBack(t *testing.T) {
 		}
 	}
 }
+
+// TestQ4_0x8GenericRounding checks the generic Q4_0x8 kernel's shortcut
+// for float64 sums below 2⁵ (taken as exact) against a sum just above it
+// that the float64 addition rounds onto a float32 midpoint: row 0's first
+// block leaves acc = 9455625·2⁻¹⁸ (about 36.07, an odd float32), its
+// second adds 2⁻¹⁴ + 2⁻¹⁹ − 2⁻⁴⁸ (s = 9671 with fp16 scales 1115·2⁻²⁴ and
+// 1643·2⁻²⁴), whose float64 sum ties onto the midpoint above acc + 2⁻¹⁴,
+// which float32 ties up to even, where the fma rounds down. It fails if
+// the kernel takes larger sums than 2⁵ as exact.
+func TestQ4_0x8GenericRounding(t *testing.T) {
+	const rows, cols = 8, 64
+	rb, _ := quant.RowBytes(quant.Q4_0, cols)
+	w := make([]byte, rows*rb)
+	r := rand.New(rand.NewPCG(9, 10))
+	for i := range w {
+		w[i] = byte(r.Uint32())
+	}
+	for i := 0; i < rows; i++ {
+		for b := 0; b < 2; b++ {
+			binary.LittleEndian.PutUint16(w[i*rb+18*b:], 0x3c00) // 1
+		}
+	}
+	// Row 0: block 0 has q−8 = 1 at element 0 and 0 elsewhere; block 1
+	// has q−8 = 7 at elements 0..9, 6 at 10 and 1 at 31, 0 elsewhere.
+	row := w[:rb]
+	binary.LittleEndian.PutUint16(row[0:], 0x4001)  // 1025·2⁻⁹
+	binary.LittleEndian.PutUint16(row[18:], 0x045b) // 1115·2⁻²⁴
+	q := func(b, e, v int) { // element e of block b gets q = v+8
+		p := &row[18*b+2+e%16]
+		if e < 16 {
+			*p = *p&0xf0 | byte(v+8)
+		} else {
+			*p = *p&0x0f | byte(v+8)<<4
+		}
+	}
+	for e := 0; e < 32; e++ {
+		q(0, e, 0)
+		q(1, e, 0)
+	}
+	q(0, 0, 1)
+	for e := 0; e < 10; e++ {
+		q(1, e, 7)
+	}
+	q(1, 10, 6)
+	q(1, 31, 1)
+	act := make([]byte, 2*34)
+	binary.LittleEndian.PutUint16(act[0:], 0x4001)  // 1025·2⁻⁹
+	binary.LittleEndian.PutUint16(act[34:], 0x066b) // 1643·2⁻²⁴
+	for e := 0; e < 32; e++ {
+		act[2+e] = byte(int8(r.IntN(256) - 128))
+		act[36+e] = 127
+	}
+	act[2] = 9
+	act[36+31] = 19
+	// The case is the one described: s·d + acc rounds wrongly through
+	// float64.
+	acc := float32(9 * 1025 * 1025 * math.Ldexp(1, -18))
+	d := float32(1115*1643) * float32(math.Ldexp(1, -48))
+	if x := float64(9671)*float64(d) + float64(acc); float32(x) == quant.FMA32(9671, d, acc) {
+		t.Fatalf("the float64 sum %v rounds correctly to float32: no test", x)
+	}
+	m := make([]byte, len(w))
+	if _, err := Repack(quant.Q4_0, m, w, rows, cols); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]float32, rows)
+	genericTier.MatVec(Q4_0x8, got, m, cols, act)
+	for i := range got {
+		if want := quant.DotQ4_0Gemv(cols, w[i*rb:(i+1)*rb], act); math.Float32bits(got[i]) != math.Float32bits(want) {
+			t.Errorf("row %d: got %g (%#x), want %g (%#x)", i, got[i], math.Float32bits(got[i]), want, math.Float32bits(want))
+		}
+	}
+}
