@@ -294,7 +294,8 @@ func TestQ4_0x8GenericRounding(t *testing.T) {
 	row := w[:rb]
 	binary.LittleEndian.PutUint16(row[0:], 0x4001)  // 1025·2⁻⁹
 	binary.LittleEndian.PutUint16(row[18:], 0x045b) // 1115·2⁻²⁴
-	q := func(b, e, v int) {                        // element e of block b gets q = v+8
+	// q sets element e of block b to q = v+8.
+	q := func(b, e, v int) {
 		p := &row[18*b+2+e%16]
 		if e < 16 {
 			*p = *p&0xf0 | byte(v+8)
