@@ -61,6 +61,7 @@ var repacked = map[quant.Type]*repackKind{
 	QSF_Q2Rx8: {file: quant.QSF_Q2R, group: 8, cols: 64, traits: repackedTraits(quant.QSF_Q2R, QSF_Q2Rx8), packBlock: packRotX8Block(2), native: rotX8Native(QSF_Q2Rx8)},
 	QSF_Q3Rx8: {file: quant.QSF_Q3R, group: 8, cols: 64, traits: repackedTraits(quant.QSF_Q3R, QSF_Q3Rx8), packBlock: packRotX8Block(3), native: rotX8Native(QSF_Q3Rx8)},
 	QSF_Q4Rx8: {file: quant.QSF_Q4R, group: 8, cols: 64, traits: repackedTraits(quant.QSF_Q4R, QSF_Q4Rx8), packBlock: packRotX8Block(4), native: rotX8Native(QSF_Q4Rx8)},
+	Q6_KS:     {file: quant.Q6_K, group: 1, cols: 256, traits: repackedTraits(quant.Q6_K, Q6_KS), packBlock: packQ6_KSBlock, native: q6_KSNative},
 }
 
 // rotX8Native reports whether a tier has a kernel of its own for the x8
