@@ -96,10 +96,10 @@ func prepQ6_KS(buf, act []byte, cols int) []byte {
 	return buf
 }
 
-// q6_KSSums writes the integer lane sums of the Q6_KS block b with the
-// prepared activation block p to sum: S_l (ggml's AVX2 lane l, the sum
+// q6_KSSums returns the integer lane sums of the Q6_KS block b with the
+// prepared activation block p: S_l (ggml's AVX2 lane l, the sum
 // over the groups g of scale(2g + l/4) times quad l's Σ(q−32)·y) in the
-// low 32 bits of sum[l] and S_{l+4} in its high 32 bits, modulo 2⁶⁴
+// low 32 bits of s_l and S_{l+4} in its high 32 bits, modulo 2⁶⁴
 // (|S| < 2²⁵, so both read back exactly: q6_KSLanes).
 //
 // A quad's operand X (its four quants, unsigned, in the 16-bit lanes of a
@@ -120,20 +120,20 @@ func q6_KSSums(sum *[4]uint64, b *[210]byte, p *[q6_KSPrepBlock]uint64) {
 		w := (*[24]byte)(b[24*g:])
 		u := (*[16]uint64)(p[16*g:])
 		sa := uint64(int64(int8(b[192+2*g])))
-		sb := uint64(int64(int8(b[193+2*g]))) << 32
 		v := binary.LittleEndian.Uint64(w[0:])
 		sum[0] += uint64(int64(v&m6*u[0]+u[1])>>48) * sa
 		sum[1] += uint64(int64(v>>6&m6*u[2]+u[3])>>48) * sa
-		t6 := v >> 12 & m4
 		v = binary.LittleEndian.Uint64(w[8:])
 		sum[2] += uint64(int64(v&m6*u[4]+u[5])>>48) * sa
 		sum[3] += uint64(int64(v>>6&m6*u[6]+u[7])>>48) * sa
-		t7 := v >> 12 & m4
+		sb := uint64(int64(int8(b[193+2*g]))) << 32
 		v = binary.LittleEndian.Uint64(w[16:])
 		sum[0] += uint64(int64(v&m6*u[8]+u[9])>>48) * sb
 		sum[1] += uint64(int64(v>>6&m6*u[10]+u[11])>>48) * sb
-		sum[2] += uint64(int64((t6|v>>8&m3)*u[12]+u[13])>>48) * sb
-		sum[3] += uint64(int64((t7|v>>10&m3)*u[14]+u[15])>>48) * sb
+		v = binary.LittleEndian.Uint64(w[16:])>>8&m3 | binary.LittleEndian.Uint64(w[0:])>>12&m4
+		sum[2] += uint64(int64(v*u[12]+u[13])>>48) * sb
+		v = binary.LittleEndian.Uint64(w[16:])>>10&m3 | binary.LittleEndian.Uint64(w[8:])>>12&m4
+		sum[3] += uint64(int64(v*u[14]+u[15])>>48) * sb
 	}
 }
 
