@@ -18,7 +18,7 @@ func unpackQ6_KS(o []byte) [256]byte {
 	for g := 0; g < 8; g++ {
 		var w [3]uint64
 		for k := range w {
-			w[k] = binary.LittleEndian.Uint64(o[24*g+8*k:])
+			w[k] = binary.LittleEndian.Uint64(o[26*g+8*k:])
 		}
 		for i := 0; i < 4; i++ {
 			lane := func(k int) uint64 { return w[k] >> (16 * i) & 0xFFFF }
@@ -169,8 +169,13 @@ func TestQ6_KSRoundTrip(t *testing.T) {
 				t.Fatalf("block %d element %d: q6_KQuant gives %g, Dequantize %g", b, e, want, g)
 			}
 		}
-		if !bytes.Equal(got[192:], src[192:]) {
-			t.Fatalf("block %d: scales differ", b)
+		for j := 0; j < 16; j++ {
+			if got[26*(j/2)+24+j%2] != src[192+j] {
+				t.Fatalf("block %d: scale %d differs", b, j)
+			}
+		}
+		if !bytes.Equal(got[208:], src[208:]) {
+			t.Fatalf("block %d: fp16 scale differs", b)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package kernels
 import (
 	"encoding/binary"
 	"math"
+	"unsafe"
 
 	"github.com/qsf-llm/qsf/quant"
 )
@@ -14,14 +15,15 @@ import (
 // give the same results, bit for bit.
 //
 // The layout keeps the matrix's size (210 bytes per 256 weights) and its
-// rows, a row's blocks in order; only the 192 bytes of quants of a block
-// move (its 16 scales and its fp16 scale stay at 192 and 208). Each quant
+// rows, a row's blocks in order, and a block's fp16 scale at 208; its
+// quants and its 16 scales move. Each quant
 // is whole, six bits, and four consecutive quants e..e+3 (a quad, whose
 // products ggml's AVX2 order sums into one lane) sit at the same bits of
 // the four 16-bit lanes of a word, so that one mask, or a shift and a
 // mask, yields them as the operand of one 64-bit multiplication (see
 // q6_KSSums). Group g (elements 32g..32g+31, quads 0..7, sub-blocks 2g and
-// 2g+1) is three little-endian words at 24g: lane i of word 0 holds element
+// 2g+1) is 26 bytes at 26g: three little-endian words, then the scales
+// of sub-blocks 2g and 2g+1 (so that one pointer walks a block). Lane i of word 0 holds element
 // i of quad 0 at bits 0–5, of quad 1 at bits 6–11 and the low four bits of
 // quad 6's at bits 12–15; word 1 likewise quads 2, 3 and 7; word 2 quads 4
 // and 5, the high two bits of quad 6's element i at bits 12–13 and of quad
@@ -56,18 +58,37 @@ func packQ6_KSBlock(o, grp []byte, _, b int) {
 			w[3*g+2] |= (q(4) | q(5)<<6 | q(6)>>4<<12 | q(7)>>4<<14) << sh
 		}
 	}
-	for k, v := range w {
-		binary.LittleEndian.PutUint64(o[8*k:], v)
+	for g := 0; g < 8; g++ {
+		for k := 0; k < 3; k++ {
+			binary.LittleEndian.PutUint64(o[26*g+8*k:], w[3*g+k])
+		}
+		o[26*g+24], o[26*g+25] = blk[192+2*g], blk[193+2*g]
 	}
-	copy(o[192:210], blk[192:210])
+	copy(o[208:210], blk[208:210])
 }
 
 // q6_KSPrepBlock is the number of uint64 words per block of the generic
-// Q6_KS kernel's prepared Q8_K activation: per quad (four elements
-// y₀..y₃ from 4k, k = 0..63) the multiplier U = y₃ + y₂·2¹⁶ + y₁·2³² +
-// y₀·2⁴⁸ (modulo 2⁶⁴) and the read offset K = 2⁴⁷ − 32·(y₀+…+y₃)·2⁴⁸;
-// then the block's float32 scale.
-const q6_KSPrepBlock = 64*2 + 1
+// Q6_KS kernel's prepared Q8_K activation: per group of 32 elements
+// (q6_KSPrepGroup), for each of its quads (four elements y₀..y₃) the
+// multiplier U = y₃ + y₂·2¹⁶ + y₁·2³² + y₀·2⁴⁸ (modulo 2⁶⁴) and the read
+// offset K = 2⁴⁷ − 32·(y₀+…+y₃)·2⁴⁸, then the masks; after the groups the
+// block's float32 scale.
+const q6_KSPrepBlock = 8*q6_KSPrepGroup + 1
+
+// q6_KSPrepGroup is the number of words of a group of 32 elements in the
+// prepared activation: U and K of its eight quads, then q6_KSMasks.
+const q6_KSPrepGroup = 16 + len(q6_KSMasks)
+
+// q6_KSMasks are the masks q6_KSSums applies, one word per use: in memory,
+// each is an operand of its and-instruction (Go keeps 64-bit constants in
+// no register across the loop, and the loop has none to spare).
+var q6_KSMasks = [...]uint64{
+	q6_KSLow6, q6_KSLow6, q6_KSLow6, q6_KSLow6, q6_KSLow6, q6_KSLow6, // quads 0, 4, 1, 5, 2, 3
+	q6_KSLow4, q6_KSBits45, q6_KSLow4, q6_KSBits45, // quads 6 and 7
+}
+
+// The masks of q6_KSMasks: bits 0–5, 0–3 and 4–5 of each 16-bit lane.
+const q6_KSLow6, q6_KSLow4, q6_KSBits45 = 0x003F003F003F003F, 0x000F000F000F000F, 0x0030003000300030
 
 // prepQ6_KS builds the generic Q6_KS kernel's prepared activation.
 func prepQ6_KS(buf, act []byte, cols int) []byte {
@@ -88,10 +109,12 @@ func prepQ6_KS(buf, act []byte, cols int) []byte {
 				m += y << (16 * (3 - i))
 				s += y
 			}
-			o[2*k] = uint64(m)
-			o[2*k+1] = uint64(1<<47 - 32*s<<48)
+			g := (*[q6_KSPrepGroup]uint64)(o[q6_KSPrepGroup*(k/8):])
+			g[2*(k%8)] = uint64(m)
+			g[2*(k%8)+1] = uint64(1<<47 - 32*s<<48)
+			copy(g[16:], q6_KSMasks[:])
 		}
-		o[128] = uint64(binary.LittleEndian.Uint32(a[:4]))
+		o[8*q6_KSPrepGroup] = uint64(binary.LittleEndian.Uint32(a[:4]))
 	}
 	return buf
 }
@@ -115,25 +138,20 @@ func prepQ6_KS(buf, act []byte, cols int) []byte {
 //go:noinline
 func q6_KSSums(sum *[4]uint64, b *[210]byte, p *[q6_KSPrepBlock]uint64) {
 	*sum = [4]uint64{}
+	w, u := unsafe.Pointer(b), unsafe.Pointer(p)
 	for g := 0; g < 8; g++ {
-		const m6, m4, m3 = 0x003F003F003F003F, 0x000F000F000F000F, 0x0030003000300030
-		w := (*[24]byte)(b[24*g:])
-		u := (*[16]uint64)(p[16*g:])
-		sa := uint64(int64(int8(b[192+2*g])))
-		v := binary.LittleEndian.Uint64(w[0:])
-		sum[0] += uint64(int64(v&m6*u[0]+u[1])>>48) * sa
-		sum[1] += uint64(int64(v>>6&m6*u[2]+u[3])>>48) * sa
-		v = binary.LittleEndian.Uint64(w[8:])
-		sum[2] += uint64(int64(v&m6*u[4]+u[5])>>48) * sa
-		sum[3] += uint64(int64(v>>6&m6*u[6]+u[7])>>48) * sa
-		sb := uint64(int64(int8(b[193+2*g]))) << 32
-		v = binary.LittleEndian.Uint64(w[16:])
-		sum[0] += uint64(int64(v&m6*u[8]+u[9])>>48) * sb
-		sum[1] += uint64(int64(v>>6&m6*u[10]+u[11])>>48) * sb
-		v = binary.LittleEndian.Uint64(w[16:])>>8&m3 | binary.LittleEndian.Uint64(w[0:])>>12&m4
-		sum[2] += uint64(int64(v*u[12]+u[13])>>48) * sb
-		v = binary.LittleEndian.Uint64(w[16:])>>10&m3 | binary.LittleEndian.Uint64(w[8:])>>12&m4
-		sum[3] += uint64(int64(v*u[14]+u[15])>>48) * sb
+		q := (*[26]byte)(w)
+		m := (*[q6_KSPrepGroup]uint64)(u)
+		sa := uint64(int64(int8(q[24])))
+		sb := uint64(int64(int8(q[25]))) << 32
+		v0 := binary.LittleEndian.Uint64(q[0:])
+		v2 := binary.LittleEndian.Uint64(q[16:])
+		sum[0] += uint64(int64(v0&m[16]*m[0]+m[1])>>48)*sa + uint64(int64(v2&m[17]*m[8]+m[9])>>48)*sb
+		sum[1] += uint64(int64(v0>>6&m[18]*m[2]+m[3])>>48)*sa + uint64(int64(v2>>6&m[19]*m[10]+m[11])>>48)*sb
+		v1 := binary.LittleEndian.Uint64(q[8:])
+		sum[2] += uint64(int64(v1&m[20]*m[4]+m[5])>>48)*sa + uint64(int64((v0>>12&m[22]|v2>>8&m[23])*m[12]+m[13])>>48)*sb
+		sum[3] += uint64(int64(v1>>6&m[21]*m[6]+m[7])>>48)*sa + uint64(int64((v1>>12&m[24]|v2>>10&m[25])*m[14]+m[15])>>48)*sb
+		w, u = unsafe.Add(w, 26), unsafe.Add(u, q6_KSPrepGroup*8)
 	}
 }
 
@@ -162,7 +180,7 @@ func q6_KSRows(out []float32, w []byte, rowBytes, cols int, _, aux []byte) {
 			for l := 0; l < 4; l++ {
 				s[l], s[l+4] = q6_KSLanes(sum[l])
 			}
-			d := math.Float32frombits(uint32(p[128])) * fp16[binary.LittleEndian.Uint16(bl[208:])]
+			d := math.Float32frombits(uint32(p[8*q6_KSPrepGroup])) * fp16[binary.LittleEndian.Uint16(bl[208:])]
 			for k := range acc {
 				if v, ok := fma32Try(d, float32(s[k]), acc[k]); ok {
 					acc[k] = v
