@@ -123,7 +123,8 @@ func prepQ6_KS(buf, act []byte, cols int) []byte {
 // prepared activation block p: S_l (ggml's AVX2 lane l, the sum
 // over the groups g of scale(2g + l/4) times quad l's Σ(q−32)·y) in the
 // low 32 bits of s_l and S_{l+4} in its high 32 bits, modulo 2⁶⁴
-// (|S| < 2²⁵, so both read back exactly: q6_KSLanes).
+// (|S| ≤ 2²⁴, so both read back exactly: S_l = int32(s_l), and
+// S_{l+4} = (s_l + 2³¹) >> 32 as a signed shift).
 //
 // A quad's operand X (its four quants, unsigned, in the 16-bit lanes of a
 // word) times its multiplier U has Σq·y in lane 3 (bits 48–63), and in
@@ -155,13 +156,6 @@ func q6_KSSums(sum *[4]uint64, b *[210]byte, p *[q6_KSPrepBlock]uint64) {
 	}
 }
 
-// q6_KSLanes returns the lane sums S_l and S_{l+4} that q6_KSSums packed
-// into s.
-func q6_KSLanes(s uint64) (lo, hi int32) {
-	lo = int32(s)
-	return lo, int32(int64(s-uint64(int64(lo))) >> 32)
-}
-
 // q6_KSRows is the generic tier's Q6_KS kernel (quant's Q6_K dot product
 // on the Q6_KS layout); aux is prepQ6_KS's.
 func q6_KSRows(out []float32, w []byte, rowBytes, cols int, _, aux []byte) {
@@ -172,24 +166,65 @@ func q6_KSRows(out []float32, w []byte, rowBytes, cols int, _, aux []byte) {
 		row := w[r*rowBytes:][:210*nb]
 		var acc [8]float32
 		for i := 0; i < nb; i++ {
-			bl := (*[210]byte)(row[210*i:])
-			p := (*[q6_KSPrepBlock]uint64)(u[q6_KSPrepBlock*i:])
-			var sum [4]uint64
-			q6_KSSums(&sum, bl, p)
-			var s [8]int32
-			for l := 0; l < 4; l++ {
-				s[l], s[l+4] = q6_KSLanes(sum[l])
-			}
-			d := math.Float32frombits(uint32(p[8*q6_KSPrepGroup])) * fp16[binary.LittleEndian.Uint16(bl[208:])]
-			for k := range acc {
-				if v, ok := fma32Try(d, float32(s[k]), acc[k]); ok {
-					acc[k] = v
-				} else {
-					acc[k] = fma32Rare(d, float32(s[k]), acc[k])
-				}
-			}
+			q6_KSBlock(&acc, (*[210]byte)(row[210*i:]), (*[q6_KSPrepBlock]uint64)(u[q6_KSPrepBlock*i:]), fp16)
 		}
 		r0, r1, r2, r3 := acc[4]+acc[0], acc[5]+acc[1], acc[6]+acc[2], acc[7]+acc[3]
 		out[r] = (r0 + r2) + (r1 + r3)
 	}
 }
+
+// q6_KSBlock adds the products of the Q6_KS block b with the prepared
+// activation block p to a row's lane sums acc: fma(d, float32(S_l),
+// acc[l]) per lane as quant.FMA32 computes it, d the product of the two
+// blocks' scales.
+//
+//go:noinline
+func q6_KSBlock(acc *[8]float32, b *[210]byte, p *[q6_KSPrepBlock]uint64, fp16 *[1 << 16]float32) {
+	var sum [4]uint64
+	q6_KSSums(&sum, b, p)
+	d := math.Float32frombits(uint32(p[8*q6_KSPrepGroup])) * fp16[binary.LittleEndian.Uint16(b[208:])]
+	d64 := float64(d)
+	// Lane l's sum is the low half of sum[l], l+4's the high half (the
+	// low half taken as signed: q6_KSLanes).
+	if s := float64(int32(sum[0])); !q6_KSTry(&acc[0], s, d64) {
+		q6_KSRare(&acc[0], d, s)
+	}
+	if s := float64(int32(sum[1])); !q6_KSTry(&acc[1], s, d64) {
+		q6_KSRare(&acc[1], d, s)
+	}
+	if s := float64(int32(sum[2])); !q6_KSTry(&acc[2], s, d64) {
+		q6_KSRare(&acc[2], d, s)
+	}
+	if s := float64(int32(sum[3])); !q6_KSTry(&acc[3], s, d64) {
+		q6_KSRare(&acc[3], d, s)
+	}
+	if s := float64(int64(sum[0]+1<<31) >> 32); !q6_KSTry(&acc[4], s, d64) {
+		q6_KSRare(&acc[4], d, s)
+	}
+	if s := float64(int64(sum[1]+1<<31) >> 32); !q6_KSTry(&acc[5], s, d64) {
+		q6_KSRare(&acc[5], d, s)
+	}
+	if s := float64(int64(sum[2]+1<<31) >> 32); !q6_KSTry(&acc[6], s, d64) {
+		q6_KSRare(&acc[6], d, s)
+	}
+	if s := float64(int64(sum[3]+1<<31) >> 32); !q6_KSTry(&acc[7], s, d64) {
+		q6_KSRare(&acc[7], d, s)
+	}
+}
+
+// q6_KSTry sets *a to fma(d, s, *a) as quant.FMA32 computes it and
+// reports true when fma32Try's fast path can (d64 is float64(d), s an
+// integer of at most 2²⁴ in magnitude, a float32); false leaves it to
+// q6_KSRare.
+func q6_KSTry(a *float32, s, d64 float64) bool {
+	if x := float64(float64(d64*s) + float64(*a)); fma32Fits(math.Float64bits(x)) {
+		*a = float32(x)
+		return true
+	}
+	return false
+}
+
+// q6_KSRare sets *a to fma(d, s, *a) (fma32Rare).
+//
+//go:noinline
+func q6_KSRare(a *float32, d float32, s float64) { *a = fma32Rare(d, float32(s), *a) }
