@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"testing"
 
 	"github.com/qsf-llm/qsf/quant"
@@ -206,29 +207,33 @@ func BenchmarkGenericQ6_KS(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	const rows, cols = 2048, 768
-	r := rand.New(rand.NewPCG(5, 6))
-	w := randomRows(r, quant.Q6_K, rows, cols)
-	act := randomRows(r, quant.Q8_K, 1, cols)
-	m := make([]byte, len(w))
-	if _, err := Repack(quant.Q6_K, m, w, rows, cols); err != nil {
-		b.Fatal(err)
-	}
-	out := make([]float32, rows)
-	for _, c := range []struct {
-		typ quant.Type
-		w   []byte
-	}{{quant.Q6_K, w}, {Q6_KS, m}} {
-		b.Run(fmt.Sprintf("%s/%dx%d", typeName(c.typ), rows, cols), func(b *testing.B) {
-			p := NewPoolTier(tr, 1)
-			defer p.Close()
-			cpu0 := threadCPU()
-			for b.Loop() {
-				p.MatVec(c.typ, out, c.w, cols, act)
-			}
-			if cpu1 := threadCPU(); cpu0 >= 0 && cpu1 > cpu0 {
-				b.ReportMetric(float64(cpu1-cpu0)/float64(b.N), "cpu-ns/op")
-			}
-		})
+	const cols = 768
+	for _, rows := range []int{2048, 32000} {
+		r := rand.New(rand.NewPCG(5, 6))
+		w := randomRows(r, quant.Q6_K, rows, cols)
+		act := randomRows(r, quant.Q8_K, 1, cols)
+		m := make([]byte, len(w))
+		if _, err := Repack(quant.Q6_K, m, w, rows, cols); err != nil {
+			b.Fatal(err)
+		}
+		out := make([]float32, rows)
+		for _, c := range []struct {
+			typ quant.Type
+			w   []byte
+		}{{quant.Q6_K, w}, {Q6_KS, m}} {
+			b.Run(fmt.Sprintf("%s/%dx%d", typeName(c.typ), rows, cols), func(b *testing.B) {
+				p := NewPoolTier(tr, 1)
+				defer p.Close()
+				runtime.LockOSThread()
+				defer runtime.UnlockOSThread()
+				cpu0 := threadCPU()
+				for b.Loop() {
+					p.MatVec(c.typ, out, c.w, cols, act)
+				}
+				if cpu1 := threadCPU(); cpu0 >= 0 && cpu1 > cpu0 {
+					b.ReportMetric(float64(cpu1-cpu0)/float64(b.N), "cpu-ns/op")
+				}
+			})
+		}
 	}
 }

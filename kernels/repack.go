@@ -125,15 +125,16 @@ var ErrRepack = errors.New("kernels: cannot repack matrix")
 // for Q4_0 of a multiple of 8 rows, Q8_0x4 for Q8_0 of a multiple of 4
 // rows, cols a positive multiple of 32; QSF_Q2Rx8, QSF_Q3Rx8 and
 // QSF_Q4Rx8 for QSF_Q2R, QSF_Q3R and QSF_Q4R of a multiple of 8 rows when
-// DefaultTier has a kernel for them (the avx512 tier with VBMI). It is
-// DefaultTier().RepackType.
+// DefaultTier has a kernel for them (the avx512 tier with VBMI); Q6_KS for
+// Q6_K (cols a multiple of 256) when DefaultTier's Q6_K kernel is the
+// generic tier's. It is DefaultTier().RepackType.
 func RepackType(t quant.Type, rows, cols int) (quant.Type, bool) {
 	return DefaultTier().RepackType(t, rows, cols)
 }
 
 // RepackType is the package's RepackType for a model that runs on tier tr:
 // the rotated types' x8 layouts only where tr has kernels of its own for
-// them.
+// them, Q6_KS only where tr runs the generic Q6_K kernel.
 func (tr *Tier) RepackType(t quant.Type, rows, cols int) (quant.Type, bool) {
 	pt, ok := repackLayout(t, rows, cols)
 	if ok && repacked[pt].native != nil && !repacked[pt].native(tr) {
