@@ -12,6 +12,14 @@ import (
 	"github.com/qsf-llm/qsf/quant"
 )
 
+// q6_KQuant returns the quant (0..63) of element e of the Q6_K block b,
+// element by element from ggml's description of the format.
+func q6_KQuant(b []byte, e int) byte {
+	h, c, l := e/128, e%128/32, e%32
+	v := b[64*h+32*(c&1)+l] >> (4 * (c >> 1)) & 0xF
+	return v | (b[128+32*h+l]>>(2*c)&3)<<4
+}
+
 // unpackQ6_KS returns the quants (0..63) of a Q6_KS block, read back from
 // the layout's description (Q6_KS), independently of packQ6_KSBlock.
 func unpackQ6_KS(o []byte) [256]byte {

@@ -38,33 +38,38 @@ func q6_KSNative(tr *Tier) bool {
 	return k.rows == nil || k.rowsTier == genericTier.name
 }
 
-// q6_KQuant returns the quant (0..63) of element e of the Q6_K block b.
-func q6_KQuant(b []byte, e int) byte {
-	h, c, l := e/128, e%128/32, e%32
-	v := b[64*h+32*(c&1)+l] >> (4 * (c >> 1)) & 0xF
-	return v | (b[128+32*h+l]>>(2*c)&3)<<4
-}
-
 // packQ6_KSBlock writes block b of the Q6_K row grp in the Q6_KS layout.
 func packQ6_KSBlock(o, grp []byte, _, b int) {
-	blk := grp[210*b : 210*b+210]
-	var w [24]uint64
+	blk := (*[210]byte)(grp[210*b:])
+	// The quants in element order: half h's bytes l of ql (low nibbles
+	// ranges 0 and 1, high nibbles 2 and 3) and of qh (two bits per
+	// range).
+	var q [256]uint64
+	for h := 0; h < 2; h++ {
+		for l := 0; l < 32; l++ {
+			a, c, hb := uint64(blk[64*h+l]), uint64(blk[64*h+32+l]), uint64(blk[128+32*h+l])
+			e := q[128*h+l:]
+			e[0], e[32] = a&0xF|hb&3<<4, c&0xF|hb>>2&3<<4
+			e[64], e[96] = a>>4|hb>>4&3<<4, c>>4|hb>>6<<4
+		}
+	}
 	for g := 0; g < 8; g++ {
+		x := (*[32]uint64)(q[32*g:])
+		var w0, w1, w2 uint64
 		for i := 0; i < 4; i++ {
-			q := func(quad int) uint64 { return uint64(q6_KQuant(blk, 32*g+4*quad+i)) }
+			quad := func(k int) uint64 { return x[4*k+i] }
 			sh := 16 * i
-			w[3*g] |= (q(0) | q(1)<<6 | (q(6)&0xF)<<12) << sh
-			w[3*g+1] |= (q(2) | q(3)<<6 | (q(7)&0xF)<<12) << sh
-			w[3*g+2] |= (q(4) | q(5)<<6 | q(6)>>4<<12 | q(7)>>4<<14) << sh
+			w0 |= (quad(0) | quad(1)<<6 | quad(6)&0xF<<12) << sh
+			w1 |= (quad(2) | quad(3)<<6 | quad(7)&0xF<<12) << sh
+			w2 |= (quad(4) | quad(5)<<6 | quad(6)>>4<<12 | quad(7)>>4<<14) << sh
 		}
+		og := (*[26]byte)(o[26*g:])
+		binary.LittleEndian.PutUint64(og[0:], w0)
+		binary.LittleEndian.PutUint64(og[8:], w1)
+		binary.LittleEndian.PutUint64(og[16:], w2)
+		og[24], og[25] = blk[192+2*g], blk[193+2*g]
 	}
-	for g := 0; g < 8; g++ {
-		for k := 0; k < 3; k++ {
-			binary.LittleEndian.PutUint64(o[26*g+8*k:], w[3*g+k])
-		}
-		o[26*g+24], o[26*g+25] = blk[192+2*g], blk[193+2*g]
-	}
-	copy(o[208:210], blk[208:210])
+	o[208], o[209] = blk[208], blk[209]
 }
 
 // q6_KSPrepBlock is the number of uint64 words per block of the generic
