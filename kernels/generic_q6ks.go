@@ -165,17 +165,29 @@ func q6_KSSums(sum *[4]uint64, b *[210]byte, p *[q6_KSPrepBlock]uint64) {
 // on the Q6_KS layout); aux is prepQ6_KS's.
 func q6_KSRows(out []float32, w []byte, rowBytes, cols int, _, aux []byte) {
 	nb := cols / 256
-	u := words(aux)[:nb*q6_KSPrepBlock]
+	p := (*[q6_KSPrepBlock]uint64)(words(aux)[:nb*q6_KSPrepBlock])
 	fp16 := fp16Floats()
 	for r := range out {
-		row := w[r*rowBytes:][:210*nb]
-		var acc [8]float32
-		for i := 0; i < nb; i++ {
-			q6_KSBlock(&acc, (*[210]byte)(row[210*i:]), (*[q6_KSPrepBlock]uint64)(u[q6_KSPrepBlock*i:]), fp16)
-		}
-		r0, r1, r2, r3 := acc[4]+acc[0], acc[5]+acc[1], acc[6]+acc[2], acc[7]+acc[3]
-		out[r] = (r0 + r2) + (r1 + r3)
+		out[r] = q6_KSRow((*[210]byte)(w[r*rowBytes:][:210*nb]), nb, p, fp16)
 	}
+}
+
+// q6_KSRow returns the dot product of the row of nb ≥ 1 Q6_KS blocks
+// from b with the prepared activation from p.
+//
+//go:noinline
+func q6_KSRow(b *[210]byte, nb int, p *[q6_KSPrepBlock]uint64, fp16 *[1 << 16]float32) float32 {
+	var acc [8]float32
+	for {
+		q6_KSBlock(&acc, b, p, fp16)
+		if nb--; nb == 0 {
+			break
+		}
+		b = (*[210]byte)(unsafe.Add(unsafe.Pointer(b), 210))
+		p = (*[q6_KSPrepBlock]uint64)(unsafe.Add(unsafe.Pointer(p), q6_KSPrepBlock*8))
+	}
+	r0, r1, r2, r3 := acc[4]+acc[0], acc[5]+acc[1], acc[6]+acc[2], acc[7]+acc[3]
+	return (r0 + r2) + (r1 + r3)
 }
 
 // q6_KSBlock adds the products of the Q6_KS block b with the prepared
