@@ -202,30 +202,30 @@ func q6_KSBlock(acc *[8]float32, b *[210]byte, p *[q6_KSPrepBlock]uint64, fp16 *
 	d := math.Float32frombits(uint32(p[8*q6_KSPrepGroup])) * fp16[binary.LittleEndian.Uint16(b[208:])]
 	d64 := float64(d)
 	// Lane l's sum is the low half of sum[l], l+4's the high half (the
-	// low half taken as signed: q6_KSLanes).
-	if s := float64(int32(sum[0])); !q6_KSTry(&acc[0], s, d64) {
-		q6_KSRare(&acc[0], d, s)
+	// low half taken as signed: q6_KSSums).
+	if !q6_KSTry(&acc[0], float64(int32(sum[0])), d64) {
+		q6_KSRare(&acc[0], d, int32(sum[0]))
 	}
-	if s := float64(int32(sum[1])); !q6_KSTry(&acc[1], s, d64) {
-		q6_KSRare(&acc[1], d, s)
+	if !q6_KSTry(&acc[1], float64(int32(sum[1])), d64) {
+		q6_KSRare(&acc[1], d, int32(sum[1]))
 	}
-	if s := float64(int32(sum[2])); !q6_KSTry(&acc[2], s, d64) {
-		q6_KSRare(&acc[2], d, s)
+	if !q6_KSTry(&acc[2], float64(int32(sum[2])), d64) {
+		q6_KSRare(&acc[2], d, int32(sum[2]))
 	}
-	if s := float64(int32(sum[3])); !q6_KSTry(&acc[3], s, d64) {
-		q6_KSRare(&acc[3], d, s)
+	if !q6_KSTry(&acc[3], float64(int32(sum[3])), d64) {
+		q6_KSRare(&acc[3], d, int32(sum[3]))
 	}
-	if s := float64(int64(sum[0]+1<<31) >> 32); !q6_KSTry(&acc[4], s, d64) {
-		q6_KSRare(&acc[4], d, s)
+	if !q6_KSTry(&acc[4], float64(int64(sum[0]+1<<31)>>32), d64) {
+		q6_KSRare(&acc[4], d, int32(int64(sum[0]+1<<31)>>32))
 	}
-	if s := float64(int64(sum[1]+1<<31) >> 32); !q6_KSTry(&acc[5], s, d64) {
-		q6_KSRare(&acc[5], d, s)
+	if !q6_KSTry(&acc[5], float64(int64(sum[1]+1<<31)>>32), d64) {
+		q6_KSRare(&acc[5], d, int32(int64(sum[1]+1<<31)>>32))
 	}
-	if s := float64(int64(sum[2]+1<<31) >> 32); !q6_KSTry(&acc[6], s, d64) {
-		q6_KSRare(&acc[6], d, s)
+	if !q6_KSTry(&acc[6], float64(int64(sum[2]+1<<31)>>32), d64) {
+		q6_KSRare(&acc[6], d, int32(int64(sum[2]+1<<31)>>32))
 	}
-	if s := float64(int64(sum[3]+1<<31) >> 32); !q6_KSTry(&acc[7], s, d64) {
-		q6_KSRare(&acc[7], d, s)
+	if !q6_KSTry(&acc[7], float64(int64(sum[3]+1<<31)>>32), d64) {
+		q6_KSRare(&acc[7], d, int32(int64(sum[3]+1<<31)>>32))
 	}
 }
 
@@ -234,7 +234,7 @@ func q6_KSBlock(acc *[8]float32, b *[210]byte, p *[q6_KSPrepBlock]uint64, fp16 *
 // integer of at most 2²⁴ in magnitude, a float32); false leaves it to
 // q6_KSRare.
 func q6_KSTry(a *float32, s, d64 float64) bool {
-	if x := float64(float64(d64*s) + float64(*a)); fma32Fits(math.Float64bits(x)) {
+	if x := float64(float64(s*d64) + float64(*a)); fma32Fits(math.Float64bits(x)) {
 		*a = float32(x)
 		return true
 	}
@@ -244,4 +244,4 @@ func q6_KSTry(a *float32, s, d64 float64) bool {
 // q6_KSRare sets *a to fma(d, s, *a) (fma32Rare).
 //
 //go:noinline
-func q6_KSRare(a *float32, d float32, s float64) { *a = fma32Rare(d, float32(s), *a) }
+func q6_KSRare(a *float32, d float32, s int32) { *a = fma32Rare(d, float32(s), *a) }
