@@ -34,11 +34,12 @@ type Config struct {
 	// NoMmap reads the weights into memory instead of mapping the file.
 	NoMmap bool
 
-	// NoRepack keeps Q4_0, Q8_0 and (on CPUs with AVX-512 VBMI) QSF's
-	// rotated matrices in the file's layout, multiplied in place from the
-	// mapping. By default a resident model repacks them at load, as
-	// llama.cpp does, into layouts its kernels read faster
-	// (kernels.Q4_0x8, kernels.Q8_0x4, kernels.QSF_Q4Rx8, ...; see
+	// NoRepack keeps Q4_0, Q8_0, (on CPUs with AVX-512 VBMI) QSF's
+	// rotated and (on the generic kernel tier) Q6_K matrices in the file's
+	// layout, multiplied in place from the mapping. By default a resident
+	// model repacks them at load, as llama.cpp does, into layouts its
+	// kernels read faster (kernels.Q4_0x8, kernels.Q8_0x4,
+	// kernels.QSF_Q4Rx8, kernels.Q6_KS, ...; see
 	// kernels.RepackType):
 	// a pass over those weights at load, and their memory moves from the
 	// page cache, which processes mapping the same file share, into the

@@ -46,7 +46,7 @@
 // that a forward pass pays neither a goroutine start nor an allocation per
 // matrix. MatMul multiplies one matrix by several activations (a prompt's
 // tokens) reading the weights from memory once. Repack rearranges a Q4_0,
-// Q8_0 or rotated (QSF_Q2R, QSF_Q3R, QSF_Q4R) matrix at load time into a
-// layout with a faster kernel (Q4_0x8, Q8_0x4, QSF_Q2Rx8, QSF_Q3Rx8,
-// QSF_Q4Rx8), with the same results bit for bit.
+// Q8_0, rotated (QSF_Q2R, QSF_Q3R, QSF_Q4R) or Q6_K matrix at load time
+// into a layout with a faster kernel (Q4_0x8, Q8_0x4, QSF_Q2Rx8,
+// QSF_Q3Rx8, QSF_Q4Rx8, Q6_KS), with the same results bit for bit.
 package kernels

@@ -158,7 +158,7 @@ func q6_KSWAR(out []float32, w []byte, rowBytes, cols int, _, aux []byte) {
 				if v, ok := fma32Try(d, float32(s[k]), acc[k]); ok {
 					acc[k] = v
 				} else {
-					acc[k] = quant.FMA32(d, float32(s[k]), acc[k])
+					acc[k] = fma32Rare(d, float32(s[k]), acc[k])
 				}
 			}
 		}
@@ -238,7 +238,7 @@ func q4_KSWAR(out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
 				if v, ok := fma32Try(dmin, float32(m), accM[k]); ok {
 					accM[k] = v
 				} else {
-					accM[k] = quant.FMA32(dmin, float32(m), accM[k])
+					accM[k] = fma32Rare(dmin, float32(m), accM[k])
 				}
 			}
 			var s [8]int32
@@ -260,7 +260,7 @@ func q4_KSWAR(out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
 				if v, ok := fma32Try(d, float32(s[k]), acc[k]); ok {
 					acc[k] = v
 				} else {
-					acc[k] = quant.FMA32(d, float32(s[k]), acc[k])
+					acc[k] = fma32Rare(d, float32(s[k]), acc[k])
 				}
 			}
 		}

@@ -10,28 +10,41 @@ import (
 )
 
 // The generic tier's Q4_0x8 kernel multiplies two rows with one 64-bit
-// multiplication (signed SWAR). Load 8 bytes of a block's chunk c: bytes
-// 4c..4c+3 of row r's nibbles, then of row r+1's. Masking with
-// 0x000F000F000F000F keeps the low nibbles of bytes 0, 2, 4, 6 in the four
-// 16-bit lanes of X: x₀, x₁ of row r (elements 4c, 4c+2), x₂, x₃ of row r+1
-// (the same elements). Let U = y₁ + y₀·2¹⁶, the two activation quants of
-// those elements as a signed integer (modulo 2⁶⁴). The product X·U modulo
-// 2⁶⁴ is Σₖ cₖ·2¹⁶ᵏ with c₁ = x₀y₀ + x₁y₁ (row r's two products),
-// c₃ = x₂y₀ + x₃y₁ (row r+1's) and c₀, c₂ the cross terms. The products
-// of the low and high nibbles of the even and odd bytes of the four
-// chunks sum into two such accumulators (low nibbles, high nibbles), each
-// with |c₀| ≤ 8·15·128 < 2¹⁵ and |c₁|, |c₃| ≤ 16·15·128 < 2¹⁵, so
-// c₁ = int16((A + 2¹⁵) >> 16) and c₃ = (A + 2⁴⁷) >> 48 (arithmetic) are
-// exact. That gives Σq·y over the nibbles q; the kernel subtracts 8·Σy
-// (prepared once per activation) for Σ(q−8)·y. The integer sums are
-// exact, so the float arithmetic (one fma per row and block) is
+// multiplication (signed SWAR). Load 8 bytes v of a block's chunk c:
+// bytes 4c..4c+3 of row r's nibbles, then of row r+1's. Masking v with
+// m = 0x000F000F000F000F keeps the low nibbles of bytes 0, 2, 4, 6 in the
+// four 16-bit lanes of X: x₀, x₁ of row r (elements 4c, 4c+2), x₂, x₃ of
+// row r+1 (the same elements). Let U = y₁ + y₀·2¹⁶, the two activation
+// quants of those elements as a signed integer (modulo 2⁶⁴). The product
+// X·U modulo 2⁶⁴ is Σₖ cₖ·2¹⁶ᵏ with c₁ = x₀y₀ + x₁y₁ (row r's two
+// products), c₃ = x₂y₀ + x₃y₁ (row r+1's) and c₀, c₂ the cross terms.
+//
+// The four such products of a chunk (the low and the high nibbles, v&m
+// and v>>4&m, of the even bytes and, v>>8&m and v>>12&m, of the odd ones,
+// with multipliers U₀, U₂, U₁, U₃) take one mask less as
+// v·U₀ + (v>>4&m)·(U₂−2⁴U₀) + (v>>8&m)·(U₁−2⁸U₀) + (v>>12&m)·(U₃−2¹²U₀),
+// since v's lanes are v&m + 2⁴·(v>>4&m) + 2⁸·(v>>8&m) + 2¹²·(v>>12&m). The
+// products of all four chunks sum into one accumulator A per pair of rows,
+// whose lanes would overflow for the quants q: lanes 1 and 3 sum 32
+// products q·y of up to 15·128. For q−8 they do not: Σ(X−8J)·U, J the
+// word of four lanes of 1, has lanes of 32 products (q−8)·y in
+// [−1016, 1024], so in [−32512, 32768], and lane 0 half as many. A starts
+// at K − 8·J·ΣU (prepared once per activation: ΣU over the block's 16
+// multipliers, K = 32512·J), so it ends at Σ(X−8J)·U + K, whose four lanes
+// all lie in [0, 2¹⁶): they are its base-2¹⁶ digits, and lanes 1 and 3
+// minus 32512 are the two rows' Σ(q−8)·y. The integer sums are exact, so
+// the float arithmetic (one fma per row and block) is
 // quant.DotQ4_0Gemv's.
 
 // q4_0x8PrepBlock is the number of uint64 words of the generic tier's
-// prepared Q8_0 activation per block: the 16 multipliers U (chunk c,
-// then low-even, low-odd, high-even, high-odd), then da's float32 bits
-// and 8·Σy as int32 in one word.
-const q4_0x8PrepBlock = 17
+// prepared Q8_0 activation per block: per chunk c the multipliers W₀..W₃
+// of v, v>>4&m, v>>8&m and v>>12&m (U₀, U₂−2⁴U₀, U₁−2⁸U₀, U₃−2¹²U₀), the
+// accumulators' initial value K − 8·J·ΣU, then da's float32 bits.
+const q4_0x8PrepBlock = 18
+
+// q4_0x8Lane is the offset K of every 16-bit lane of a pair's
+// accumulator in the generic Q4_0x8 kernel.
+const q4_0x8Lane = 32512
 
 // prepQ4_0x8SWAR builds the generic Q4_0x8 kernel's prepared activation.
 func prepQ4_0x8SWAR(buf, act []byte, cols int) []byte {
@@ -46,19 +59,19 @@ func prepQ4_0x8SWAR(buf, act []byte, cols int) []byte {
 		a := (*[34]byte)(act[34*b:])
 		o := (*[q4_0x8PrepBlock]uint64)(u[q4_0x8PrepBlock*b:])
 		y := func(i int) uint64 { return uint64(int64(int8(a[2+i]))) }
+		var sum uint64
 		for c := 0; c < 4; c++ {
 			e := 4 * c
-			o[4*c] = y(e+2) + y(e)<<16
-			o[4*c+1] = y(e+3) + y(e+1)<<16
-			o[4*c+2] = y(16+e+2) + y(16+e)<<16
-			o[4*c+3] = y(16+e+3) + y(16+e+1)<<16
+			u0 := y(e+2) + y(e)<<16
+			u1 := y(e+3) + y(e+1)<<16
+			u2 := y(16+e+2) + y(16+e)<<16
+			u3 := y(16+e+3) + y(16+e+1)<<16
+			o[4*c], o[4*c+1], o[4*c+2], o[4*c+3] = u0, u2-u0<<4, u1-u0<<8, u3-u0<<12
+			sum += u0 + u1 + u2 + u3
 		}
-		var sy int32
-		for i := 0; i < 32; i++ {
-			sy += int32(int8(a[2+i]))
-		}
-		da := quant.FP16ToFP32(uint16(a[0]) | uint16(a[1])<<8)
-		o[16] = uint64(math.Float32bits(da)) | uint64(uint32(8*sy))<<32
+		const j = 0x0001000100010001
+		o[16] = q4_0x8Lane*j - 8*j*sum
+		o[17] = uint64(math.Float32bits(quant.FP16ToFP32(uint16(a[0]) | uint16(a[1])<<8)))
 	}
 	return buf
 }
@@ -77,96 +90,88 @@ func q4_0x8SWAR(out []float32, w []byte, rowBytes, cols int, _, aux []byte) {
 	u := words(aux)[:nb*q4_0x8PrepBlock]
 	fp16 := fp16Floats()
 	for g := 0; g < len(out)/8; g++ {
-		grp := w[g*8*rowBytes:][:nb*q4_0x8Block]
-		var a0, a1, a2, a3, a4, a5, a6, a7 float32
-		for b := 0; b < nb; b++ {
-			o := (*[q4_0x8Block]byte)(grp[b*q4_0x8Block:])
-			p := (*[q4_0x8PrepBlock]uint64)(u[q4_0x8PrepBlock*b:])
-			sy8 := int32(p[16] >> 32)
-			// Chunk by chunk: its four multipliers stay in registers for
-			// the four pairs of rows, whose sums of the low nibbles
-			// (even r) and of the high nibbles (odd r) gather in sum.
-			var sum [8]uint64
-			for c := 0; c < 4; c++ {
-				const m = 0x000F000F000F000F
-				u := (*[4]uint64)(p[4*c:])
-				u0, u1, u2, u3 := u[0], u[1], u[2], u[3]
-				q := (*[32]byte)(o[16+32*c:]) // 8 bytes per pair of rows
-				v := binary.LittleEndian.Uint64(q[0:])
-				sum[0] += v&m*u0 + v>>8&m*u1
-				sum[1] += v>>4&m*u2 + v>>12&m*u3
-				v = binary.LittleEndian.Uint64(q[8:])
-				sum[2] += v&m*u0 + v>>8&m*u1
-				sum[3] += v>>4&m*u2 + v>>12&m*u3
-				v = binary.LittleEndian.Uint64(q[16:])
-				sum[4] += v&m*u0 + v>>8&m*u1
-				sum[5] += v>>4&m*u2 + v>>12&m*u3
-				v = binary.LittleEndian.Uint64(q[24:])
-				sum[6] += v&m*u0 + v>>8&m*u1
-				sum[7] += v>>4&m*u2 + v>>12&m*u3
-			}
-			var s [8]int32
-			for r := 0; r < 8; r += 2 {
-				lo, hi := sum[r], sum[r+1]
-				s[r] = int32(int16((lo+1<<15)>>16)) + int32(int16((hi+1<<15)>>16)) - sy8
-				s[r+1] = int32(int64(lo+1<<47)>>48) + int32(int64(hi+1<<47)>>48) - sy8
-			}
-			// fma(float32(s), dw·da, acc) per row as quant.FMA32 computes
-			// it (fma32Try written out, so that the compiler branches on
-			// fma32Fits instead of making a bool); s converts
-			// exactly (|s| ≤ 2¹⁵). The eight rows are written out: a
-			// loop over them measured 5-10% slower.
-			da := math.Float32frombits(uint32(p[16]))
-			d0 := fp16[binary.LittleEndian.Uint16(o[0:])] * da
-			if x := float64(float64(float64(s[0])*float64(d0)) + float64(a0)); fma32Fits(math.Float64bits(x)) {
-				a0 = float32(x)
-			} else {
-				a0 = quant.FMA32(float32(s[0]), d0, a0)
-			}
-			d1 := fp16[binary.LittleEndian.Uint16(o[2:])] * da
-			if x := float64(float64(float64(s[1])*float64(d1)) + float64(a1)); fma32Fits(math.Float64bits(x)) {
-				a1 = float32(x)
-			} else {
-				a1 = quant.FMA32(float32(s[1]), d1, a1)
-			}
-			d2 := fp16[binary.LittleEndian.Uint16(o[4:])] * da
-			if x := float64(float64(float64(s[2])*float64(d2)) + float64(a2)); fma32Fits(math.Float64bits(x)) {
-				a2 = float32(x)
-			} else {
-				a2 = quant.FMA32(float32(s[2]), d2, a2)
-			}
-			d3 := fp16[binary.LittleEndian.Uint16(o[6:])] * da
-			if x := float64(float64(float64(s[3])*float64(d3)) + float64(a3)); fma32Fits(math.Float64bits(x)) {
-				a3 = float32(x)
-			} else {
-				a3 = quant.FMA32(float32(s[3]), d3, a3)
-			}
-			d4 := fp16[binary.LittleEndian.Uint16(o[8:])] * da
-			if x := float64(float64(float64(s[4])*float64(d4)) + float64(a4)); fma32Fits(math.Float64bits(x)) {
-				a4 = float32(x)
-			} else {
-				a4 = quant.FMA32(float32(s[4]), d4, a4)
-			}
-			d5 := fp16[binary.LittleEndian.Uint16(o[10:])] * da
-			if x := float64(float64(float64(s[5])*float64(d5)) + float64(a5)); fma32Fits(math.Float64bits(x)) {
-				a5 = float32(x)
-			} else {
-				a5 = quant.FMA32(float32(s[5]), d5, a5)
-			}
-			d6 := fp16[binary.LittleEndian.Uint16(o[12:])] * da
-			if x := float64(float64(float64(s[6])*float64(d6)) + float64(a6)); fma32Fits(math.Float64bits(x)) {
-				a6 = float32(x)
-			} else {
-				a6 = quant.FMA32(float32(s[6]), d6, a6)
-			}
-			d7 := fp16[binary.LittleEndian.Uint16(o[14:])] * da
-			if x := float64(float64(float64(s[7])*float64(d7)) + float64(a7)); fma32Fits(math.Float64bits(x)) {
-				a7 = float32(x)
-			} else {
-				a7 = quant.FMA32(float32(s[7]), d7, a7)
-			}
+		q4_0x8Group((*[8]float32)(out[8*g:]), w[g*8*rowBytes:][:nb*q4_0x8Block], u, fp16)
+	}
+}
+
+// q4_0x8Group computes the eight dot products acc of a group of rows grp
+// (Q4_0x8) with the prepared activation u, a block at a time.
+func q4_0x8Group(acc *[8]float32, grp []byte, u []uint64, fp16 *[1 << 16]float32) {
+	*acc = [8]float32{}
+	for len(grp) >= q4_0x8Block && len(u) >= q4_0x8PrepBlock {
+		q4_0x8Block8(acc, (*[q4_0x8Block]byte)(grp), (*[q4_0x8PrepBlock]uint64)(u), fp16)
+		grp, u = grp[q4_0x8Block:], u[q4_0x8PrepBlock:]
+	}
+}
+
+// q4_0x8Block8 adds the products of the Q4_0x8 block o of eight rows
+// with the prepared activation block p to the rows' sums acc.
+//
+//go:noinline
+func q4_0x8Block8(acc *[8]float32, o *[q4_0x8Block]byte, p *[q4_0x8PrepBlock]uint64, fp16 *[1 << 16]float32) {
+	var sum [4]uint64
+	q4_0x8Sums(&sum, o, p)
+	da := math.Float32frombits(uint32(p[17]))
+	for i := 0; i < 4; i++ {
+		a, r := sum[i], 2*i
+		s0, s1 := int32(uint16(a>>16))-q4_0x8Lane, int32(a>>48)-q4_0x8Lane
+		// fma(float32(s), dw·da, acc) per row as quant.FMA32 computes
+		// it; s converts exactly (|s| ≤ 2¹⁵). The scales dw and da are
+		// fp16s, multiples of 2⁻²⁴, so dw·da (exact in float32) and the
+		// float32 sums acc are multiples of 2⁻⁴⁸: a float64 sum below 2⁵
+		// in magnitude is exact (fewer than 53 bits), and its one
+		// rounding to float32 the fma's. Only larger sums need
+		// fma32Fits. (The tests are written out, so that the compiler
+		// branches on them instead of making a bool.)
+		sc := (*[4]byte)(o[2*r:])
+		d0 := fp16[binary.LittleEndian.Uint16(sc[0:])] * da
+		if x := float64(float64(float64(s0)*float64(d0)) + float64(acc[r])); math.Float64bits(x)<<1 < q4_0x8Exact {
+			acc[r] = float32(x)
+		} else if fma32Fits(math.Float64bits(x)) {
+			acc[r] = float32(x)
+		} else {
+			acc[r] = fma32Rare(float32(s0), d0, acc[r])
 		}
-		*(*[8]float32)(out[8*g:]) = [8]float32{a0, a1, a2, a3, a4, a5, a6, a7}
+		d1 := fp16[binary.LittleEndian.Uint16(sc[2:])] * da
+		if x := float64(float64(float64(s1)*float64(d1)) + float64(acc[r+1])); math.Float64bits(x)<<1 < q4_0x8Exact {
+			acc[r+1] = float32(x)
+		} else if fma32Fits(math.Float64bits(x)) {
+			acc[r+1] = float32(x)
+		} else {
+			acc[r+1] = fma32Rare(float32(s1), d1, acc[r+1])
+		}
+	}
+}
+
+// q4_0x8Exact bounds the bits of a float64 shifted left by one (its
+// magnitude): below it, it is under 2⁵.
+const q4_0x8Exact = (1023 + 5) << 53
+
+// q4_0x8Sums writes the four pairs of rows' accumulators of the Q4_0x8
+// block o with the prepared activation block p to sum. Chunk by chunk,
+// the chunk's four multipliers stay in registers for the four pairs. It
+// is a function of its own, with few arguments, and the chunks a loop, so
+// that the compiler keeps the multipliers and the mask in registers:
+// inlined, the values of the caller crowd them out, and unrolled, the
+// compiler loads all sixteen multipliers first and spills them.
+//
+//go:noinline
+func q4_0x8Sums(sum *[4]uint64, o *[q4_0x8Block]byte, p *[q4_0x8PrepBlock]uint64) {
+	k := p[16]
+	*sum = [4]uint64{k, k, k, k}
+	for c := 0; c < 4; c++ {
+		const m = 0x000F000F000F000F
+		w := (*[4]uint64)(p[4*c:])
+		w0, w1, w2, w3 := w[0], w[1], w[2], w[3]
+		q := (*[32]byte)(o[16+32*c:]) // 8 bytes per pair of rows
+		v := binary.LittleEndian.Uint64(q[0:])
+		sum[0] += v*w0 + v>>4&m*w1 + v>>8&m*w2 + v>>12&m*w3
+		v = binary.LittleEndian.Uint64(q[8:])
+		sum[1] += v*w0 + v>>4&m*w1 + v>>8&m*w2 + v>>12&m*w3
+		v = binary.LittleEndian.Uint64(q[16:])
+		sum[2] += v*w0 + v>>4&m*w1 + v>>8&m*w2 + v>>12&m*w3
+		v = binary.LittleEndian.Uint64(q[24:])
+		sum[3] += v*w0 + v>>4&m*w1 + v>>8&m*w2 + v>>12&m*w3
 	}
 }
 

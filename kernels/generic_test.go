@@ -160,12 +160,13 @@ func TestGenericSWAR(t *testing.T) {
 // TestFMA32Try checks fma32Try's fast path against quant.FMA32 on
 // random operands, on sums that are float32 rounding midpoints (where the
 // float64 sum may round the wrong way for float32), among them subnormal
-// ones, and on zeros, subnormals, infinities and NaNs.
+// ones, and on zeros, subnormals, infinities and NaNs; and fma32Rare, the
+// kernels' slow path, against quant.FMA32 on all of them.
 func TestFMA32Try(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 33))
 	specials := []float32{0, float32(math.Copysign(0, -1)), 1e-45, -1e-45, 1e-38, math.MaxFloat32,
 		float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN()), 1, -1}
-	slow := 0
+	slow, exact := 0, 0
 	for i := 0; i < 1_000_000; i++ {
 		a := float32(r.NormFloat64() * math.Ldexp(1, r.IntN(40)-20))
 		b := float32(r.NormFloat64() * math.Ldexp(1, r.IntN(40)-20))
@@ -219,19 +220,26 @@ func TestFMA32Try(t *testing.T) {
 				a, c = -a, -c
 			}
 		}
+		w := quant.FMA32(a, b, c)
+		if v := fma32Rare(a, b, c); math.Float32bits(v) != math.Float32bits(w) && !(v != v && w != w) {
+			t.Fatalf("fma32Rare(%g, %g, %g) = %g (%#x), quant.FMA32 %g (%#x)", a, b, c, v, math.Float32bits(v), w, math.Float32bits(w))
+		}
 		v, ok := fma32Try(a, b, c)
 		if !ok {
 			slow++
+			if p := float64(a) * float64(b); float64(p+float64(c))-p == float64(c) {
+				exact++
+			}
 			continue
 		}
-		if w := quant.FMA32(a, b, c); math.Float32bits(v) != math.Float32bits(w) && !(v != v && w != w) {
+		if math.Float32bits(v) != math.Float32bits(w) && !(v != v && w != w) {
 			t.Fatalf("fma(%g, %g, %g) = %g (%#x), quant.FMA32 %g (%#x)", a, b, c, v, math.Float32bits(v), w, math.Float32bits(w))
 		}
 	}
-	if slow < 1000 {
-		t.Errorf("only %d of the cases took the slow path", slow)
+	if slow < 1000 || exact < 100 || slow-exact < 1000 {
+		t.Errorf("only %d of the cases took the slow path, %d of them with an exact float64 sum", slow, exact)
 	}
-	t.Logf("%d slow paths", slow)
+	t.Logf("%d slow paths, %d with an exact float64 sum", slow, exact)
 }
 
 // TestBareTierFallsBack checks that a tier without kernels of its own (as
@@ -256,6 +264,80 @@ func TestBareTierFallsBack(t *testing.T) {
 			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
 				t.Fatalf("%v row %d: bare tier %g, generic %g", typeName(c.typ), i, got[i], want[i])
 			}
+		}
+	}
+}
+
+// TestQ4_0x8GenericRounding checks the generic Q4_0x8 kernel's shortcut
+// for float64 sums below 2⁵ (taken as exact) against a sum just above it
+// that the float64 addition rounds onto a float32 midpoint: row 0's first
+// block leaves acc = 9455625·2⁻¹⁸ (about 36.07, an odd float32), its
+// second adds 2⁻¹⁴ + 2⁻¹⁹ − 2⁻⁴⁸ (s = 9671 with fp16 scales 1115·2⁻²⁴ and
+// 1643·2⁻²⁴), whose float64 sum ties onto the midpoint above acc + 2⁻¹⁴,
+// which float32 ties up to even, where the fma rounds down. It fails if
+// the kernel takes larger sums than 2⁵ as exact.
+func TestQ4_0x8GenericRounding(t *testing.T) {
+	const rows, cols = 8, 64
+	rb, _ := quant.RowBytes(quant.Q4_0, cols)
+	w := make([]byte, rows*rb)
+	r := rand.New(rand.NewPCG(9, 10))
+	for i := range w {
+		w[i] = byte(r.Uint32())
+	}
+	for i := 0; i < rows; i++ {
+		for b := 0; b < 2; b++ {
+			binary.LittleEndian.PutUint16(w[i*rb+18*b:], 0x3c00) // 1
+		}
+	}
+	// Row 0: block 0 has q−8 = 1 at element 0 and 0 elsewhere; block 1
+	// has q−8 = 7 at elements 0..9, 6 at 10 and 1 at 31, 0 elsewhere.
+	row := w[:rb]
+	binary.LittleEndian.PutUint16(row[0:], 0x4001)  // 1025·2⁻⁹
+	binary.LittleEndian.PutUint16(row[18:], 0x045b) // 1115·2⁻²⁴
+	// q sets element e of block b to q = v+8.
+	q := func(b, e, v int) {
+		p := &row[18*b+2+e%16]
+		if e < 16 {
+			*p = *p&0xf0 | byte(v+8)
+		} else {
+			*p = *p&0x0f | byte(v+8)<<4
+		}
+	}
+	for e := 0; e < 32; e++ {
+		q(0, e, 0)
+		q(1, e, 0)
+	}
+	q(0, 0, 1)
+	for e := 0; e < 10; e++ {
+		q(1, e, 7)
+	}
+	q(1, 10, 6)
+	q(1, 31, 1)
+	act := make([]byte, 2*34)
+	binary.LittleEndian.PutUint16(act[0:], 0x4001)  // 1025·2⁻⁹
+	binary.LittleEndian.PutUint16(act[34:], 0x066b) // 1643·2⁻²⁴
+	for e := 0; e < 32; e++ {
+		act[2+e] = byte(int8(r.IntN(256) - 128))
+		act[36+e] = 127
+	}
+	act[2] = 9
+	act[36+31] = 19
+	// The case is the one described: s·d + acc rounds wrongly through
+	// float64.
+	acc := float32(9 * 1025 * 1025 * math.Ldexp(1, -18))
+	d := float32(1115*1643) * float32(math.Ldexp(1, -48))
+	if x := float64(9671)*float64(d) + float64(acc); float32(x) == quant.FMA32(9671, d, acc) {
+		t.Fatalf("the float64 sum %v rounds correctly to float32: no test", x)
+	}
+	m := make([]byte, len(w))
+	if _, err := Repack(quant.Q4_0, m, w, rows, cols); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]float32, rows)
+	genericTier.MatVec(Q4_0x8, got, m, cols, act)
+	for i := range got {
+		if want := quant.DotQ4_0Gemv(cols, w[i*rb:(i+1)*rb], act); math.Float32bits(got[i]) != math.Float32bits(want) {
+			t.Errorf("row %d: got %g (%#x), want %g (%#x)", i, got[i], math.Float32bits(got[i]), want, math.Float32bits(want))
 		}
 	}
 }

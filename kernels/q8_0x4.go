@@ -67,7 +67,7 @@ func q8_0x4Generic(out []float32, w []byte, rowBytes, cols int, act []byte) {
 					if v, ok := fma32Try(d, float32(s[k]), acc[k]); ok {
 						acc[k] = v
 					} else {
-						acc[k] = quant.FMA32(d, float32(s[k]), acc[k])
+						acc[k] = fma32Rare(d, float32(s[k]), acc[k])
 					}
 				}
 			}

@@ -61,6 +61,7 @@ var repacked = map[quant.Type]*repackKind{
 	QSF_Q2Rx8: {file: quant.QSF_Q2R, group: 8, cols: 64, traits: repackedTraits(quant.QSF_Q2R, QSF_Q2Rx8), packBlock: packRotX8Block(2), native: rotX8Native(QSF_Q2Rx8)},
 	QSF_Q3Rx8: {file: quant.QSF_Q3R, group: 8, cols: 64, traits: repackedTraits(quant.QSF_Q3R, QSF_Q3Rx8), packBlock: packRotX8Block(3), native: rotX8Native(QSF_Q3Rx8)},
 	QSF_Q4Rx8: {file: quant.QSF_Q4R, group: 8, cols: 64, traits: repackedTraits(quant.QSF_Q4R, QSF_Q4Rx8), packBlock: packRotX8Block(4), native: rotX8Native(QSF_Q4Rx8)},
+	Q6_KS:     {file: quant.Q6_K, group: 1, cols: 256, traits: repackedTraits(quant.Q6_K, Q6_KS), packBlock: packQ6_KSBlock, native: q6_KSNative},
 }
 
 // rotX8Native reports whether a tier has a kernel of its own for the x8
@@ -124,15 +125,16 @@ var ErrRepack = errors.New("kernels: cannot repack matrix")
 // for Q4_0 of a multiple of 8 rows, Q8_0x4 for Q8_0 of a multiple of 4
 // rows, cols a positive multiple of 32; QSF_Q2Rx8, QSF_Q3Rx8 and
 // QSF_Q4Rx8 for QSF_Q2R, QSF_Q3R and QSF_Q4R of a multiple of 8 rows when
-// DefaultTier has a kernel for them (the avx512 tier with VBMI). It is
-// DefaultTier().RepackType.
+// DefaultTier has a kernel for them (the avx512 tier with VBMI); Q6_KS for
+// Q6_K (cols a multiple of 256) when DefaultTier's Q6_K kernel is the
+// generic tier's. It is DefaultTier().RepackType.
 func RepackType(t quant.Type, rows, cols int) (quant.Type, bool) {
 	return DefaultTier().RepackType(t, rows, cols)
 }
 
 // RepackType is the package's RepackType for a model that runs on tier tr:
 // the rotated types' x8 layouts only where tr has kernels of its own for
-// them.
+// them, Q6_KS only where tr runs the generic Q6_K kernel.
 func (tr *Tier) RepackType(t quant.Type, rows, cols int) (quant.Type, bool) {
 	pt, ok := repackLayout(t, rows, cols)
 	if ok && repacked[pt].native != nil && !repacked[pt].native(tr) {
@@ -202,6 +204,24 @@ func packQ4_0x8Block(o, grp []byte, rb, b int) {
 func fma32Try(a, b, c float32) (float32, bool) {
 	s := float64(float64(float64(a)*float64(b)) + float64(c))
 	return float32(s), fma32Fits(math.Float64bits(s))
+}
+
+// fma32Rare is quant.FMA32 for the kernels' slow branches, where the
+// float64 sum s = a·b+c (the product is exact) failed fma32Fits: when s is
+// exact (TwoSum's error is zero, as on a first block, whose c is zero),
+// converting it is the one rounding an fma makes, and only otherwise does
+// it call quant.FMA32. Most of the midpoints the kernels meet are exact
+// sums of few bits, which this returns in a few operations.
+//
+//go:noinline
+func fma32Rare(a, b, c float32) float32 {
+	p := float64(float64(a) * float64(b))
+	s := float64(p + float64(c))
+	bb := float64(s - p)
+	if e := float64(float64(p-float64(s-bb)) + float64(float64(c)-bb)); e == 0 {
+		return float32(s)
+	}
+	return quant.FMA32(a, b, c)
 }
 
 // fma32Fits reports whether the float64 s with bits b, the sum of an

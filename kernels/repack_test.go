@@ -246,6 +246,9 @@ func BenchmarkRepacked(b *testing.B) {
 }
 
 func typeName(t quant.Type) string {
+	if t == Q6_KS {
+		return "q6_KS"
+	}
 	switch t {
 	case Q4_0x8:
 		return "Q4_0x8"

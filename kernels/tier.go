@@ -186,6 +186,7 @@ func init() {
 	genericTier.register([]kernelRow{
 		{key: Q4_0x8, rows: q4_0x8SWAR, prep: prepQ4_0x8SWAR},
 		{key: Q8_0x4, rows: q8_0x4GenericRows},
+		{key: Q6_KS, rows: q6_KSRows, prep: prepQ6_KS},
 		{key: QSF_Q2Rx8, rows: rotX8Generic(QSF_Q2Rx8)},
 		{key: QSF_Q3Rx8, rows: rotX8Generic(QSF_Q3Rx8)},
 		{key: QSF_Q4Rx8, rows: rotX8Generic(QSF_Q4Rx8)},

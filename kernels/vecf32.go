@@ -206,12 +206,13 @@ func (tr *Tier) AxpyF32(y, x []float32, a float32) {
 	if tr != genericTier && axpyF32Asm(y, x, a) {
 		return
 	}
+	a64 := float64(a)
 	for i := range y {
 		// fma32Try written out; the slow path loads x[i] and y[i]
 		// again, so that the conversions above write the registers they
 		// load into (a conversion into another register would wait for
 		// that register's last value).
-		s := float64(float64(float64(x[i])*float64(a)) + float64(y[i]))
+		s := float64(float64(float64(x[i])*a64) + float64(y[i]))
 		if fma32Fits(math.Float64bits(s)) {
 			y[i] = float32(s)
 		} else {
