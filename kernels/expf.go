@@ -85,7 +85,46 @@ func hsumF32x8(v *[8]float32) float32 {
 // two-part ln 2, a degree-5 polynomial j ≈ exp(b)-1, 2ⁿ built in the
 // exponent bits, and for |n| > 126 the scaling through two factors s1, s2
 // (or s1² for |n| > 192, the overflow or underflow result).
+//
+// Its fused multiply-adds are quant.FMA32's fast path inlined (fma32Try);
+// if any of them misses it, expf8Exact computes the whole again.
 func expf8(x float32) float32 {
+	const r = 0x1.8p23
+	z, ok := fma32Try(x, 0x1.715476p+0, r)
+	n := z - r
+	b0, ok0 := fma32Try(-n, 0x1.62e4p-1, x)
+	b, ok1 := fma32Try(-n, 0x1.7f7d1cp-20, b0)
+	e := math.Float32bits(z) << 23
+	k := math.Float32frombits(e + math.Float32bits(1))
+	u := b * b
+	p0, ok2 := fma32Try(0x1.0e4020p-7, b, 0x1.573e2ep-5)
+	p1, ok3 := fma32Try(0x1.555e66p-3, b, 0x1.fffdb6p-2)
+	p2, ok4 := fma32Try(p0, u, p1)
+	j, ok5 := fma32Try(p2, u, 0x1.ffffecp-1*b)
+	if !(ok && ok0 && ok1 && ok2 && ok3 && ok4 && ok5) {
+		return expf8Exact(x)
+	}
+	if !(abs32(n) > 126) {
+		if v, ok := fma32Try(k, j, k); ok {
+			return v
+		}
+		return fma32Rare(k, j, k)
+	}
+	var g uint32
+	if n <= 0 {
+		g = 0x82000000
+	}
+	s1 := math.Float32frombits(g + 0x7f000000)
+	s2 := math.Float32frombits(e - g)
+	if abs32(n) > 192 {
+		return s1 * s1
+	}
+	return quant.FMA32(s2, j, s2) * s1
+}
+
+// expf8Exact is expf8 with every fused multiply-add a call of quant.FMA32,
+// for the rare arguments where one of them misses its fast path.
+func expf8Exact(x float32) float32 {
 	fma := quant.FMA32
 	const r = 0x1.8p23
 	z := fma(x, 0x1.715476p+0, r)

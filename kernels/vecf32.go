@@ -46,29 +46,40 @@ func (tr *Tier) DotF32Rows(out, w []float32, stride int, x []float32) {
 // dotF32Lanes is quant's F32 dot product (ggml_vec_dot_f32 on AVX2) on
 // float32 slices: 32 FMA lanes over each 32 elements with quant.FMA32's
 // fast path inlined, the GGML_F32x8_REDUCE tree, then the tail added in
-// float32 without fusing.
+// float32 without fusing. The first 32 elements start the lanes from +0,
+// where the float64 sum p+0 of the exact product is exact (and +0 for a
+// product of -0), so that rounding it once is the FMA with no test.
 func dotF32Lanes(w, x []float32) float32 {
 	w = w[:len(x)]
 	np := len(x) &^ 31
+	if np == 0 {
+		var sum float32
+		for i := range x {
+			sum += float32(w[i] * x[i])
+		}
+		return sum
+	}
 	var acc [32]float32
-	for i := 0; i < np; i += 32 {
+	a, b := (*[32]float32)(w), (*[32]float32)(x)
+	for l := range acc {
+		acc[l] = float32(float64(float64(float64(a[l])*float64(b[l])) + 0))
+	}
+	for i := 32; i < np; i += 32 {
 		a, b := (*[32]float32)(w[i:]), (*[32]float32)(x[i:])
 		for l := range acc {
-			if v, ok := fma32Try(a[l], b[l], acc[l]); ok {
-				acc[l] = v
+			s := float64(float64(float64(a[l])*float64(b[l])) + float64(acc[l]))
+			if fma32Fits32(math.Float64bits(s)) {
+				acc[l] = float32(s)
 			} else {
-				acc[l] = quant.FMA32(a[l], b[l], acc[l])
+				acc[l] = fma32Rare(a[l], b[l], acc[l])
 			}
 		}
 	}
-	var sum float32
-	if np > 0 {
-		var t [8]float32
-		for l := range t {
-			t[l] = (acc[l] + acc[16+l]) + (acc[8+l] + acc[24+l])
-		}
-		sum = ((t[0] + t[4]) + (t[1] + t[5])) + ((t[2] + t[6]) + (t[3] + t[7]))
+	var t [8]float32
+	for l := range t {
+		t[l] = (acc[l] + acc[16+l]) + (acc[8+l] + acc[24+l])
 	}
+	sum := ((t[0] + t[4]) + (t[1] + t[5])) + ((t[2] + t[6]) + (t[3] + t[7]))
 	for i := np; i < len(x); i++ {
 		sum += float32(w[i] * x[i])
 	}
@@ -213,12 +224,22 @@ func (tr *Tier) AxpyF32(y, x []float32, a float32) {
 		// load into (a conversion into another register would wait for
 		// that register's last value).
 		s := float64(float64(float64(x[i])*a64) + float64(y[i]))
-		if fma32Fits(math.Float64bits(s)) {
+		if fma32Fits32(math.Float64bits(s)) {
 			y[i] = float32(s)
 		} else {
-			y[i] = quant.FMA32(x[i], a, y[i])
+			y[i] = fma32Rare(x[i], a, y[i])
 		}
 	}
+}
+
+// fma32Fits32 is fma32Fits in 32-bit operations, whose constants are
+// immediates: the low word holds the 29 bits below a float32's
+// mantissa, the high word the sign, exponent and mantissa's top bits.
+// The high word is zero only for a zero s: a sum of an exact product of
+// float32s and a float32 that is not zero is a multiple of 2⁻²⁹⁸, a
+// float64 of exponent at least -298.
+func fma32Fits32(b uint64) bool {
+	return uint32(b)<<3 != 1<<31 && uint32(b>>32)<<1-1 >= (1023-126)<<21-1
 }
 
 // f32Bytes views a float32 slice as its little-endian bytes.
@@ -258,10 +279,21 @@ func (tr *Tier) LanesF32(lanes []float32, width int, x []float32, stride int, p 
 	if tr != genericTier && lanesF32Asm(lanes, width, cols, x, stride, p) {
 		return
 	}
-	clear(lanes)
-	for t, a := range p {
+	// The first width rows start their lanes from +0, where the float64
+	// sum p+0 of the exact product is exact (+0 for a product of -0), so
+	// that rounding it once is the fused multiply-add.
+	first := min(len(p), width)
+	for t, a := range p[:first] {
+		a64 := float64(a)
+		row := lanes[t*cols : (t+1)*cols]
+		for c, v := range x[t*stride : t*stride+cols] {
+			row[c] = float32(float64(float64(float64(v)*a64) + 0))
+		}
+	}
+	clear(lanes[first*cols:])
+	for t := width; t < len(p); t++ {
 		l := t % width
-		tr.AxpyF32(lanes[l*cols:(l+1)*cols], x[t*stride:t*stride+cols], a)
+		tr.AxpyF32(lanes[l*cols:(l+1)*cols], x[t*stride:t*stride+cols], p[t])
 	}
 }
 
