@@ -60,12 +60,19 @@ func (tr *Tier) ExpSubF32(dst, x []float32, max float32) (sum float64) {
 			return s
 		}
 	}
-	var lanes [8]float32
-	for i := 0; i < len(x); i += 8 {
-		lanes = [8]float32{}
-		for l := 0; l < 8 && i+l < len(x); l++ {
-			e := expf8(x[i+l] - max)
-			dst[i+l] = e
+	n8 := len(x) &^ 7
+	for i := 0; i < n8; i += 8 {
+		g, d := (*[8]float32)(x[i:]), (*[8]float32)(dst[i:])
+		for l, v := range g {
+			d[l] = expf8(v - max)
+		}
+		sum += float64(hsumF32x8(d))
+	}
+	if n8 < len(x) {
+		var lanes [8]float32
+		for l, v := range x[n8:] {
+			e := expf8(v - max)
+			dst[n8+l] = e
 			lanes[l] = e
 		}
 		sum += float64(hsumF32x8(&lanes))

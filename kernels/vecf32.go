@@ -66,12 +66,29 @@ func dotF32Lanes(w, x []float32) float32 {
 	}
 	for i := 32; i < np; i += 32 {
 		a, b := (*[32]float32)(w[i:]), (*[32]float32)(x[i:])
-		for l := range acc {
-			s := float64(float64(float64(a[l])*float64(b[l])) + float64(acc[l]))
-			if fma32Fits32(math.Float64bits(s)) {
-				acc[l] = float32(s)
+		// Four lanes a step, written out, each finished before the next
+		// (a sum live across the slow path's call would be spilled).
+		for l := 0; l < 32; l += 4 {
+			a, b, c := (*[4]float32)(a[l:]), (*[4]float32)(b[l:]), (*[4]float32)(acc[l:])
+			if s := float64(float64(float64(a[0])*float64(b[0])) + float64(c[0])); fma32Fits32(math.Float64bits(s)) {
+				c[0] = float32(s)
 			} else {
-				acc[l] = fma32Rare(a[l], b[l], acc[l])
+				c[0] = fma32Rare(a[0], b[0], c[0])
+			}
+			if s := float64(float64(float64(a[1])*float64(b[1])) + float64(c[1])); fma32Fits32(math.Float64bits(s)) {
+				c[1] = float32(s)
+			} else {
+				c[1] = fma32Rare(a[1], b[1], c[1])
+			}
+			if s := float64(float64(float64(a[2])*float64(b[2])) + float64(c[2])); fma32Fits32(math.Float64bits(s)) {
+				c[2] = float32(s)
+			} else {
+				c[2] = fma32Rare(a[2], b[2], c[2])
+			}
+			if s := float64(float64(float64(a[3])*float64(b[3])) + float64(c[3])); fma32Fits32(math.Float64bits(s)) {
+				c[3] = float32(s)
+			} else {
+				c[3] = fma32Rare(a[3], b[3], c[3])
 			}
 		}
 	}
@@ -218,13 +235,34 @@ func (tr *Tier) AxpyF32(y, x []float32, a float32) {
 		return
 	}
 	a64 := float64(a)
-	for i := range y {
-		// fma32Try written out; the slow path loads x[i] and y[i]
-		// again, so that the conversions above write the registers they
-		// load into (a conversion into another register would wait for
-		// that register's last value).
-		s := float64(float64(float64(x[i])*a64) + float64(y[i]))
-		if fma32Fits32(math.Float64bits(s)) {
+	// fma32Try written out, four elements a step, each finished before
+	// the next (a sum live across the slow path's call would be spilled).
+	n4 := len(y) &^ 3
+	for i := 0; i < n4; i += 4 {
+		y, x := (*[4]float32)(y[i:]), (*[4]float32)(x[i:])
+		if s := float64(float64(float64(x[0])*a64) + float64(y[0])); fma32Fits32(math.Float64bits(s)) {
+			y[0] = float32(s)
+		} else {
+			y[0] = fma32Rare(x[0], a, y[0])
+		}
+		if s := float64(float64(float64(x[1])*a64) + float64(y[1])); fma32Fits32(math.Float64bits(s)) {
+			y[1] = float32(s)
+		} else {
+			y[1] = fma32Rare(x[1], a, y[1])
+		}
+		if s := float64(float64(float64(x[2])*a64) + float64(y[2])); fma32Fits32(math.Float64bits(s)) {
+			y[2] = float32(s)
+		} else {
+			y[2] = fma32Rare(x[2], a, y[2])
+		}
+		if s := float64(float64(float64(x[3])*a64) + float64(y[3])); fma32Fits32(math.Float64bits(s)) {
+			y[3] = float32(s)
+		} else {
+			y[3] = fma32Rare(x[3], a, y[3])
+		}
+	}
+	for i := n4; i < len(y); i++ {
+		if s := float64(float64(float64(x[i])*a64) + float64(y[i])); fma32Fits32(math.Float64bits(s)) {
 			y[i] = float32(s)
 		} else {
 			y[i] = fma32Rare(x[i], a, y[i])
