@@ -282,3 +282,27 @@ func TestGenericFMAEdges(t *testing.T) {
 		}
 	}
 }
+
+// TestReduceLanes32Generic checks the generic ReduceLanes32F32 against
+// GGML_F32x8_REDUCE written per column, over widths around its chunks of
+// 64 columns.
+func TestReduceLanes32Generic(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	for _, cols := range []int{1, 7, 63, 64, 65, 128, 130, 200} {
+		for range 20 {
+			lanes := hardVec(r, 32*cols)
+			out := hardVec(r, cols)
+			genericTier.ReduceLanes32F32(out, lanes)
+			for c := range out {
+				var x [8]float32
+				for l := range 8 {
+					x[l] = (lanes[l*cols+c] + lanes[(16+l)*cols+c]) + (lanes[(8+l)*cols+c] + lanes[(24+l)*cols+c])
+				}
+				want := ((x[0] + x[4]) + (x[1] + x[5])) + ((x[2] + x[6]) + (x[3] + x[7]))
+				if !sameBits(out[c], want) {
+					t.Fatalf("ReduceLanes32F32 cols %d column %d = %g, want %g", cols, c, out[c], want)
+				}
+			}
+		}
+	}
+}

@@ -354,13 +354,25 @@ func (tr *Tier) ReduceLanes32F32(out, lanes []float32) {
 	if tr != genericTier && reduceLanes32Asm(out, lanes) {
 		return
 	}
-	for c := range out {
-		var x [8]float32
+	// Chunks of up to 64 columns: the eight sums of four rows of each
+	// into t, a row at a time, then the tree over t.
+	var t [8][64]float32
+	for c0 := 0; c0 < cols; c0 += 64 {
+		o := out[c0:min(c0+64, cols)]
+		m := len(o)
 		for l := range 8 {
-			x[l] = (lanes[l*cols+c] + lanes[(16+l)*cols+c]) + (lanes[(8+l)*cols+c] + lanes[(24+l)*cols+c])
+			a, b := lanes[l*cols+c0:][:m], lanes[(16+l)*cols+c0:][:m]
+			c, d := lanes[(8+l)*cols+c0:][:m], lanes[(24+l)*cols+c0:][:m]
+			tl := t[l][:m]
+			for i := range tl {
+				tl[i] = (a[i] + b[i]) + (c[i] + d[i])
+			}
 		}
-		t0, t1, t2, t3 := x[0]+x[4], x[1]+x[5], x[2]+x[6], x[3]+x[7]
-		out[c] = (t0 + t1) + (t2 + t3)
+		t0, t1, t2, t3 := t[0][:m], t[1][:m], t[2][:m], t[3][:m]
+		t4, t5, t6, t7 := t[4][:m], t[5][:m], t[6][:m], t[7][:m]
+		for i := range o {
+			o[i] = ((t0[i] + t4[i]) + (t1[i] + t5[i])) + ((t2[i] + t6[i]) + (t3[i] + t7[i]))
+		}
 	}
 }
 
