@@ -323,8 +323,9 @@ func (tr *Tier) LanesF32(lanes []float32, width int, x []float32, stride int, p 
 	first := min(len(p), width)
 	for t, a := range p[:first] {
 		a64 := float64(a)
-		row := lanes[t*cols : (t+1)*cols]
-		for c, v := range x[t*stride : t*stride+cols] {
+		xr := x[t*stride : t*stride+cols]
+		row := lanes[t*cols:][:len(xr)]
+		for c, v := range xr {
 			row[c] = float32(float64(float64(float64(v)*a64) + 0))
 		}
 	}
