@@ -93,29 +93,47 @@ func hsumF32x8(v *[8]float32) float32 {
 // exponent bits, and for |n| > 126 the scaling through two factors s1, s2
 // (or s1² for |n| > 192, the overflow or underflow result).
 //
-// Its fused multiply-adds are quant.FMA32's fast path inlined (fma32Try);
-// if any of them misses it, expf8Exact computes the whole again.
+// Its fused multiply-adds are quant.FMA32's fast path written out (the
+// float64 sum of the exact product, tested by fma32Fits32); if any of
+// them misses it, expf8Exact computes the whole again.
 func expf8(x float32) float32 {
 	const r = 0x1.8p23
-	z, ok := fma32Try(x, 0x1.715476p+0, r)
+	s := float64(float64(x)*0x1.715476p+0) + r
+	if !fma32Fits32(math.Float64bits(s)) {
+		return expf8Exact(x)
+	}
+	z := float32(s)
 	n := z - r
-	b0, ok0 := fma32Try(-n, 0x1.62e4p-1, x)
-	b, ok1 := fma32Try(-n, 0x1.7f7d1cp-20, b0)
+	if s = float64(float64(-n)*0x1.62e4p-1) + float64(x); !fma32Fits32(math.Float64bits(s)) {
+		return expf8Exact(x)
+	}
+	if s = float64(float64(-n)*0x1.7f7d1cp-20) + float64(float32(s)); !fma32Fits32(math.Float64bits(s)) {
+		return expf8Exact(x)
+	}
+	b := float32(s)
 	e := math.Float32bits(z) << 23
 	k := math.Float32frombits(e + math.Float32bits(1))
 	u := b * b
-	p0, ok2 := fma32Try(0x1.0e4020p-7, b, 0x1.573e2ep-5)
-	p1, ok3 := fma32Try(0x1.555e66p-3, b, 0x1.fffdb6p-2)
-	p2, ok4 := fma32Try(p0, u, p1)
-	j, ok5 := fma32Try(p2, u, 0x1.ffffecp-1*b)
-	if !(ok && ok0 && ok1 && ok2 && ok3 && ok4 && ok5) {
+	if s = float64(float64(b)*0x1.0e4020p-7) + 0x1.573e2ep-5; !fma32Fits32(math.Float64bits(s)) {
 		return expf8Exact(x)
 	}
+	p0 := float32(s)
+	if s = float64(float64(b)*0x1.555e66p-3) + 0x1.fffdb6p-2; !fma32Fits32(math.Float64bits(s)) {
+		return expf8Exact(x)
+	}
+	p1 := float32(s)
+	if s = float64(float64(p0)*float64(u)) + float64(p1); !fma32Fits32(math.Float64bits(s)) {
+		return expf8Exact(x)
+	}
+	if s = float64(float64(float32(s))*float64(u)) + float64(0x1.ffffecp-1*b); !fma32Fits32(math.Float64bits(s)) {
+		return expf8Exact(x)
+	}
+	j := float32(s)
 	if !(abs32(n) > 126) {
-		if v, ok := fma32Try(k, j, k); ok {
-			return v
+		if s = float64(float64(k)*float64(j)) + float64(k); !fma32Fits32(math.Float64bits(s)) {
+			return expf8Exact(x)
 		}
-		return fma32Rare(k, j, k)
+		return float32(s)
 	}
 	var g uint32
 	if n <= 0 {
