@@ -130,8 +130,9 @@ func expf8(x float32) float32 {
 	}
 	j := float32(s)
 	if !(abs32(n) > 126) {
+		// k·(1+j), often a midpoint and then mostly exact: fma32Rare.
 		if s = float64(float64(k)*float64(j)) + float64(k); !fma32Fits32(math.Float64bits(s)) {
-			return expf8Exact(x)
+			return fma32Rare(k, j, k)
 		}
 		return float32(s)
 	}
