@@ -60,12 +60,19 @@ func (tr *Tier) ExpSubF32(dst, x []float32, max float32) (sum float64) {
 			return s
 		}
 	}
-	var lanes [8]float32
-	for i := 0; i < len(x); i += 8 {
-		lanes = [8]float32{}
-		for l := 0; l < 8 && i+l < len(x); l++ {
-			e := expf8(x[i+l] - max)
-			dst[i+l] = e
+	n8 := len(x) &^ 7
+	for i := 0; i < n8; i += 8 {
+		g, d := (*[8]float32)(x[i:]), (*[8]float32)(dst[i:])
+		for l, v := range g {
+			d[l] = expf8(v - max)
+		}
+		sum += float64(hsumF32x8(d))
+	}
+	if n8 < len(x) {
+		var lanes [8]float32
+		for l, v := range x[n8:] {
+			e := expf8(v - max)
+			dst[n8+l] = e
 			lanes[l] = e
 		}
 		sum += float64(hsumF32x8(&lanes))
@@ -85,7 +92,65 @@ func hsumF32x8(v *[8]float32) float32 {
 // two-part ln 2, a degree-5 polynomial j ≈ exp(b)-1, 2ⁿ built in the
 // exponent bits, and for |n| > 126 the scaling through two factors s1, s2
 // (or s1² for |n| > 192, the overflow or underflow result).
+//
+// Its fused multiply-adds are quant.FMA32's fast path written out (the
+// float64 sum of the exact product, tested by fma32Fits32); if any of
+// them misses it, expf8Exact computes the whole again.
 func expf8(x float32) float32 {
+	const r = 0x1.8p23
+	s := float64(float64(x)*0x1.715476p+0) + r
+	if !fma32Fits32(math.Float64bits(s)) {
+		return expf8Exact(x)
+	}
+	z := float32(s)
+	n := z - r
+	if s = float64(float64(-n)*0x1.62e4p-1) + float64(x); !fma32Fits32(math.Float64bits(s)) {
+		return expf8Exact(x)
+	}
+	if s = float64(float64(-n)*0x1.7f7d1cp-20) + float64(float32(s)); !fma32Fits32(math.Float64bits(s)) {
+		return expf8Exact(x)
+	}
+	b := float32(s)
+	e := math.Float32bits(z) << 23
+	k := math.Float32frombits(e + math.Float32bits(1))
+	u := b * b
+	if s = float64(float64(b)*0x1.0e4020p-7) + 0x1.573e2ep-5; !fma32Fits32(math.Float64bits(s)) {
+		return expf8Exact(x)
+	}
+	p0 := float32(s)
+	if s = float64(float64(b)*0x1.555e66p-3) + 0x1.fffdb6p-2; !fma32Fits32(math.Float64bits(s)) {
+		return expf8Exact(x)
+	}
+	p1 := float32(s)
+	if s = float64(float64(p0)*float64(u)) + float64(p1); !fma32Fits32(math.Float64bits(s)) {
+		return expf8Exact(x)
+	}
+	if s = float64(float64(float32(s))*float64(u)) + float64(0x1.ffffecp-1*b); !fma32Fits32(math.Float64bits(s)) {
+		return expf8Exact(x)
+	}
+	j := float32(s)
+	if !(abs32(n) > 126) {
+		// k·(1+j), often a midpoint and then mostly exact: fma32Rare.
+		if s = float64(float64(k)*float64(j)) + float64(k); !fma32Fits32(math.Float64bits(s)) {
+			return fma32Rare(k, j, k)
+		}
+		return float32(s)
+	}
+	var g uint32
+	if n <= 0 {
+		g = 0x82000000
+	}
+	s1 := math.Float32frombits(g + 0x7f000000)
+	s2 := math.Float32frombits(e - g)
+	if abs32(n) > 192 {
+		return s1 * s1
+	}
+	return quant.FMA32(s2, j, s2) * s1
+}
+
+// expf8Exact is expf8 with every fused multiply-add a call of quant.FMA32,
+// for the rare arguments where one of them misses its fast path.
+func expf8Exact(x float32) float32 {
 	fma := quant.FMA32
 	const r = 0x1.8p23
 	z := fma(x, 0x1.715476p+0, r)

@@ -46,29 +46,57 @@ func (tr *Tier) DotF32Rows(out, w []float32, stride int, x []float32) {
 // dotF32Lanes is quant's F32 dot product (ggml_vec_dot_f32 on AVX2) on
 // float32 slices: 32 FMA lanes over each 32 elements with quant.FMA32's
 // fast path inlined, the GGML_F32x8_REDUCE tree, then the tail added in
-// float32 without fusing.
+// float32 without fusing. The first 32 elements start the lanes from +0,
+// where the float64 sum p+0 of the exact product is exact (and +0 for a
+// product of -0), so that rounding it once is the FMA with no test.
 func dotF32Lanes(w, x []float32) float32 {
 	w = w[:len(x)]
 	np := len(x) &^ 31
+	if np == 0 {
+		var sum float32
+		for i := range x {
+			sum += float32(w[i] * x[i])
+		}
+		return sum
+	}
 	var acc [32]float32
-	for i := 0; i < np; i += 32 {
+	a, b := (*[32]float32)(w), (*[32]float32)(x)
+	for l := range acc {
+		acc[l] = float32(float64(float64(float64(a[l])*float64(b[l])) + 0))
+	}
+	for i := 32; i < np; i += 32 {
 		a, b := (*[32]float32)(w[i:]), (*[32]float32)(x[i:])
-		for l := range acc {
-			if v, ok := fma32Try(a[l], b[l], acc[l]); ok {
-				acc[l] = v
+		// Four lanes a step, written out, each finished before the next
+		// (a sum live across the slow path's call would be spilled).
+		for l := 0; l < 32; l += 4 {
+			a, b, c := (*[4]float32)(a[l:]), (*[4]float32)(b[l:]), (*[4]float32)(acc[l:])
+			if s := float64(float64(float64(a[0])*float64(b[0])) + float64(c[0])); fma32Fits32(math.Float64bits(s)) {
+				c[0] = float32(s)
 			} else {
-				acc[l] = quant.FMA32(a[l], b[l], acc[l])
+				c[0] = fma32Rare(a[0], b[0], c[0])
+			}
+			if s := float64(float64(float64(a[1])*float64(b[1])) + float64(c[1])); fma32Fits32(math.Float64bits(s)) {
+				c[1] = float32(s)
+			} else {
+				c[1] = fma32Rare(a[1], b[1], c[1])
+			}
+			if s := float64(float64(float64(a[2])*float64(b[2])) + float64(c[2])); fma32Fits32(math.Float64bits(s)) {
+				c[2] = float32(s)
+			} else {
+				c[2] = fma32Rare(a[2], b[2], c[2])
+			}
+			if s := float64(float64(float64(a[3])*float64(b[3])) + float64(c[3])); fma32Fits32(math.Float64bits(s)) {
+				c[3] = float32(s)
+			} else {
+				c[3] = fma32Rare(a[3], b[3], c[3])
 			}
 		}
 	}
-	var sum float32
-	if np > 0 {
-		var t [8]float32
-		for l := range t {
-			t[l] = (acc[l] + acc[16+l]) + (acc[8+l] + acc[24+l])
-		}
-		sum = ((t[0] + t[4]) + (t[1] + t[5])) + ((t[2] + t[6]) + (t[3] + t[7]))
+	var t [8]float32
+	for l := range t {
+		t[l] = (acc[l] + acc[16+l]) + (acc[8+l] + acc[24+l])
 	}
+	sum := ((t[0] + t[4]) + (t[1] + t[5])) + ((t[2] + t[6]) + (t[3] + t[7]))
 	for i := np; i < len(x); i++ {
 		sum += float32(w[i] * x[i])
 	}
@@ -207,18 +235,49 @@ func (tr *Tier) AxpyF32(y, x []float32, a float32) {
 		return
 	}
 	a64 := float64(a)
-	for i := range y {
-		// fma32Try written out; the slow path loads x[i] and y[i]
-		// again, so that the conversions above write the registers they
-		// load into (a conversion into another register would wait for
-		// that register's last value).
-		s := float64(float64(float64(x[i])*a64) + float64(y[i]))
-		if fma32Fits(math.Float64bits(s)) {
-			y[i] = float32(s)
+	// fma32Try written out, four elements a step, each finished before
+	// the next (a sum live across the slow path's call would be spilled).
+	n4 := len(y) &^ 3
+	for i := 0; i < n4; i += 4 {
+		y, x := (*[4]float32)(y[i:]), (*[4]float32)(x[i:])
+		if s := float64(float64(float64(x[0])*a64) + float64(y[0])); fma32Fits32(math.Float64bits(s)) {
+			y[0] = float32(s)
 		} else {
-			y[i] = quant.FMA32(x[i], a, y[i])
+			y[0] = fma32Rare(x[0], a, y[0])
+		}
+		if s := float64(float64(float64(x[1])*a64) + float64(y[1])); fma32Fits32(math.Float64bits(s)) {
+			y[1] = float32(s)
+		} else {
+			y[1] = fma32Rare(x[1], a, y[1])
+		}
+		if s := float64(float64(float64(x[2])*a64) + float64(y[2])); fma32Fits32(math.Float64bits(s)) {
+			y[2] = float32(s)
+		} else {
+			y[2] = fma32Rare(x[2], a, y[2])
+		}
+		if s := float64(float64(float64(x[3])*a64) + float64(y[3])); fma32Fits32(math.Float64bits(s)) {
+			y[3] = float32(s)
+		} else {
+			y[3] = fma32Rare(x[3], a, y[3])
 		}
 	}
+	for i := n4; i < len(y); i++ {
+		if s := float64(float64(float64(x[i])*a64) + float64(y[i])); fma32Fits32(math.Float64bits(s)) {
+			y[i] = float32(s)
+		} else {
+			y[i] = fma32Rare(x[i], a, y[i])
+		}
+	}
+}
+
+// fma32Fits32 is fma32Fits in 32-bit operations, whose constants are
+// immediates: the low word holds the 29 bits below a float32's
+// mantissa, the high word the sign, exponent and mantissa's top bits.
+// The high word is zero only for a zero s: a sum of an exact product of
+// float32s and a float32 that is not zero is a multiple of 2⁻²⁹⁸, a
+// float64 of exponent at least -298.
+func fma32Fits32(b uint64) bool {
+	return uint32(b)<<3 != 1<<31 && uint32(b>>32)<<1-1 >= (1023-126)<<21-1
 }
 
 // f32Bytes views a float32 slice as its little-endian bytes.
@@ -258,10 +317,22 @@ func (tr *Tier) LanesF32(lanes []float32, width int, x []float32, stride int, p 
 	if tr != genericTier && lanesF32Asm(lanes, width, cols, x, stride, p) {
 		return
 	}
-	clear(lanes)
-	for t, a := range p {
+	// The first width rows start their lanes from +0, where the float64
+	// sum p+0 of the exact product is exact (+0 for a product of -0), so
+	// that rounding it once is the fused multiply-add.
+	first := min(len(p), width)
+	for t, a := range p[:first] {
+		a64 := float64(a)
+		xr := x[t*stride : t*stride+cols]
+		row := lanes[t*cols:][:len(xr)]
+		for c, v := range xr {
+			row[c] = float32(float64(float64(float64(v)*a64) + 0))
+		}
+	}
+	clear(lanes[first*cols:])
+	for t := width; t < len(p); t++ {
 		l := t % width
-		tr.AxpyF32(lanes[l*cols:(l+1)*cols], x[t*stride:t*stride+cols], a)
+		tr.AxpyF32(lanes[l*cols:(l+1)*cols], x[t*stride:t*stride+cols], p[t])
 	}
 }
 
@@ -284,13 +355,25 @@ func (tr *Tier) ReduceLanes32F32(out, lanes []float32) {
 	if tr != genericTier && reduceLanes32Asm(out, lanes) {
 		return
 	}
-	for c := range out {
-		var x [8]float32
+	// Chunks of up to 64 columns: the eight sums of four rows of each
+	// into t, a row at a time, then the tree over t.
+	var t [8][64]float32
+	for c0 := 0; c0 < cols; c0 += 64 {
+		o := out[c0:min(c0+64, cols)]
+		m := len(o)
 		for l := range 8 {
-			x[l] = (lanes[l*cols+c] + lanes[(16+l)*cols+c]) + (lanes[(8+l)*cols+c] + lanes[(24+l)*cols+c])
+			a, b := lanes[l*cols+c0:][:m], lanes[(16+l)*cols+c0:][:m]
+			c, d := lanes[(8+l)*cols+c0:][:m], lanes[(24+l)*cols+c0:][:m]
+			tl := t[l][:m]
+			for i := range tl {
+				tl[i] = (a[i] + b[i]) + (c[i] + d[i])
+			}
 		}
-		t0, t1, t2, t3 := x[0]+x[4], x[1]+x[5], x[2]+x[6], x[3]+x[7]
-		out[c] = (t0 + t1) + (t2 + t3)
+		t0, t1, t2, t3 := t[0][:m], t[1][:m], t[2][:m], t[3][:m]
+		t4, t5, t6, t7 := t[4][:m], t[5][:m], t[6][:m], t[7][:m]
+		for i := range o {
+			o[i] = ((t0[i] + t4[i]) + (t1[i] + t5[i])) + ((t2[i] + t6[i]) + (t3[i] + t7[i]))
+		}
 	}
 }
 

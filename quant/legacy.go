@@ -285,6 +285,36 @@ func QuantizeQ8_0Ref(dst []byte, src []float32) {
 // with wrap-around: that only shows when 127/maxAbs overflows (a block of
 // subnormals), where every quant becomes -128 while d rounds to fp16 zero.
 func actQ8(qs []byte, x []float32) (d float32, sum int) {
+	// The largest |x| as the largest of the bits without sign, which
+	// orders finite floats and infinities as their values do; NaN and
+	// infinities, and a 127/maxAbs that overflows, take actQ8Slow.
+	var mb uint32
+	for _, v := range x {
+		mb = max(mb, math.Float32bits(v)&^(1<<31))
+	}
+	maxAbs := math.Float32frombits(mb)
+	var id float32
+	if mb != 0 {
+		id = 127 / maxAbs
+	}
+	if mb >= 0x7f800000 || id > math.MaxFloat32 {
+		return actQ8Slow(qs, x)
+	}
+	// Every x·id is now within ±127.00002: adding 1.5·2²³ rounds it to
+	// an integer, ties to even, in the low mantissa bits.
+	qs = qs[:len(x)]
+	var s int32
+	for j, v := range x {
+		q := int32(math.Float32bits(float32(v*id)+0x1.8p23)) - 0x4b400000
+		qs[j] = uint8(int8(q))
+		s += q
+	}
+	return maxAbs / 127, int(s)
+}
+
+// actQ8Slow is actQ8 for every block, with the conversion's NaN and
+// overflow semantics.
+func actQ8Slow(qs []byte, x []float32) (d float32, sum int) {
 	var maxAbs float32
 	for _, v := range x {
 		maxAbs = max(maxAbs, abs32(v))
