@@ -1,0 +1,255 @@
+package kernels
+
+import (
+	"encoding/binary"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/qsf-llm/qsf/quant"
+)
+
+// F32H is the element type of an F32 matrix that PackF32H has stored
+// losslessly in 28 bits a weight at load time, for tiers that read it
+// faster than the 32 bits of F32 because they read fewer bytes (decode of
+// a large F32 model is bound by memory bandwidth). It is never stored in
+// a file: its value lies outside ggml's type ids. MatVec, Pool.MatVec,
+// Pool.MatVecs, MatMul and Pool.MatMul accept it like any other type,
+// with F32 activations, and give the same results, bit for bit, as for
+// the F32 matrix it was packed from: every weight decodes to the file's
+// bits, and the kernels multiply them in F32's order.
+//
+// A row of cols weights (cols a multiple of 32) is F32HRowBytes(cols)
+// bytes: a 32-byte header, then one 112-byte chunk for each 32 columns.
+// The header's first 16 bytes are the row's table of high bytes (a
+// float's sign and its exponent's top 7 bits); byte 16 is the number n of
+// escapes (0..5), and bytes 17+3i..19+3i escape i: the column (uint16,
+// little-endian) and high byte of a weight whose high byte is not in the
+// table (its code is 0); the rest is zero. In a chunk, bytes 0..47 are the
+// low three bytes of its columns 0..15 (column j at 3j), bytes 48..95
+// those of columns 16..31, and bytes 96..103 and 104..111 the 4-bit table
+// codes of columns 0..15 and 16..31, as a little-endian uint64 whose
+// nibble k is column 2k's code for k < 8 and column 2(k−8)+1's for k ≥ 8
+// (the order a VPSRLVD of the broadcast qword by 4·⌊i/2⌋ in dword lane i
+// puts lane i's code in its low four bits).
+//
+// Weights of a Gaussian-like distribution, as trained and synthetic
+// models have, span fewer than 16 high bytes in almost every row (two
+// binades each for either sign); a 12L-768 synthetic model has 30 escapes
+// in 159232 rows. PackF32H refuses a matrix with a row of more escapes.
+const F32H = quant.Type(1<<16 | uint32(quant.F32))
+
+const (
+	f32hHeader   = 32  // bytes of a row's header
+	f32hChunk    = 112 // bytes of 32 columns
+	f32hEscapes  = 5   // escapes a row's header holds
+	f32hEscBytes = 3   // bytes of an escape
+)
+
+// f32hTraits is the traits row of F32H: F32's, with no functions.
+var f32hTraits = repackedTraits(quant.F32, F32H)
+
+// F32HRowBytes returns the size of an F32H row of cols weights, and false
+// when cols is not a positive multiple of 32.
+func F32HRowBytes(cols int) (int, bool) {
+	if cols <= 0 || cols%32 != 0 {
+		return 0, false
+	}
+	return f32hHeader + cols/32*f32hChunk, true
+}
+
+// PacksF32H reports whether tr reads an F32 matrix of cols columns faster
+// packed as F32H (PackF32H) than as it is: whether it has a kernel of its
+// own for F32H (the avx512 tier with VBMI) and cols is a multiple of 32.
+func (tr *Tier) PacksF32H(cols int) bool {
+	_, ok := F32HRowBytes(cols)
+	k, native := tr.table[F32H]
+	return ok && native && k.rows != nil && k.rowsTier != genericTier.name
+}
+
+// PackF32H writes the F32H form of the rows×cols F32 matrix src (as
+// stored in a GGUF file) to dst, which must be rows·F32HRowBytes(cols)
+// bytes and must not overlap src. It returns an error wrapping ErrRepack
+// when cols is not a multiple of 32, the lengths are wrong, or a row has
+// weights of more high bytes than its table and escapes hold (dst is then
+// partly written). F32HFits tells the last case beforehand.
+func PackF32H(dst, src []byte, rows, cols int) error {
+	rb, ok := F32HRowBytes(cols)
+	if !ok {
+		return fmt.Errorf("%w: F32H needs a multiple of 32 columns, not %d", ErrRepack, cols)
+	}
+	if rows < 0 || len(src) != rows*4*cols || len(dst) != rows*rb {
+		return fmt.Errorf("%w: F32 %d×%d needs %d bytes and %d packed, got %d and %d", ErrRepack, rows, cols, rows*4*cols, rows*rb, len(src), len(dst))
+	}
+	for r := 0; r < rows; r++ {
+		if !packF32HRow(dst[r*rb:(r+1)*rb], src[r*4*cols:(r+1)*4*cols], cols) {
+			return fmt.Errorf("%w: F32 row %d has weights of more than %d high bytes", ErrRepack, r, 16+f32hEscapes)
+		}
+	}
+	return nil
+}
+
+// F32HFits reports whether PackF32H can pack the rows×cols F32 matrix src:
+// whether cols is a multiple of 32 and the weights of each row have at
+// most 16 high bytes but f32hEscapes weights.
+func F32HFits(src []byte, rows, cols int) bool {
+	if _, ok := F32HRowBytes(cols); !ok || len(src) != rows*4*cols {
+		return false
+	}
+	for r := 0; r < rows; r++ {
+		var table [16]byte
+		if _, esc := f32hTable(&table, src[r*4*cols:(r+1)*4*cols]); esc > f32hEscapes {
+			return false
+		}
+	}
+	return true
+}
+
+// f32hTable fills table with the 16 most frequent high bytes of the F32
+// row src (ties to the smaller byte; bytes that do not occur last, zero),
+// sorted, and returns the code of each high byte (0 for the rest) and the
+// number of weights whose high byte is not in the table.
+func f32hTable(table *[16]byte, src []byte) (code [256]byte, escapes int) {
+	var count [256]int
+	for i := 3; i < len(src); i += 4 {
+		count[src[i]]++
+	}
+	order := make([]int, 0, 256)
+	for b := range 256 {
+		order = append(order, b)
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return count[b] - count[a] })
+	top := order[:16]
+	slices.Sort(top)
+	in := [256]bool{}
+	for i, b := range top {
+		table[i] = byte(b)
+		code[b] = byte(i)
+		in[b] = true
+	}
+	for b := range 256 {
+		if !in[b] {
+			escapes += count[b]
+		}
+	}
+	return code, escapes
+}
+
+// f32hLane returns the nibble of a chunk half's code qword that holds the
+// code of column i (0..15) of the half.
+func f32hLane(i int) int { return i/2 + 8*(i%2) }
+
+// packF32HRow writes the F32H form of the F32 row src of cols weights to
+// dst, and reports whether it fits (at most f32hEscapes escapes).
+func packF32HRow(dst, src []byte, cols int) bool {
+	var table [16]byte
+	code, esc := f32hTable(&table, src)
+	if esc > f32hEscapes {
+		return false
+	}
+	clear(dst[:f32hHeader])
+	copy(dst, table[:])
+	var inTable [256]bool
+	for _, b := range table {
+		inTable[b] = true
+	}
+	n := 0
+	for c := 0; c < cols/32; c++ {
+		o := dst[f32hHeader+c*f32hChunk:][:f32hChunk]
+		for h := 0; h < 2; h++ {
+			var codes uint64
+			for i := 0; i < 16; i++ {
+				col := 32*c + 16*h + i
+				v := src[4*col : 4*col+4]
+				copy(o[48*h+3*i:48*h+3*i+3], v[:3])
+				hb := v[3]
+				if !inTable[hb] {
+					e := dst[17+f32hEscBytes*n:]
+					binary.LittleEndian.PutUint16(e, uint16(col))
+					e[2] = hb
+					n++
+					continue
+				}
+				codes |= uint64(code[hb]) << (4 * f32hLane(i))
+			}
+			binary.LittleEndian.PutUint64(o[96+8*h:], codes)
+		}
+	}
+	dst[16] = byte(n)
+	return true
+}
+
+// decodeF32HRow writes the F32 form of the F32H row src of cols weights
+// to dst (4·cols bytes): the portable decoder, and the reference of the
+// avx512 tier's.
+func decodeF32HRow(dst, src []byte, cols int) {
+	for c := 0; c < cols/32; c++ {
+		o := src[f32hHeader+c*f32hChunk:][:f32hChunk]
+		for h := 0; h < 2; h++ {
+			codes := binary.LittleEndian.Uint64(o[96+8*h:])
+			for i := 0; i < 16; i++ {
+				col := 32*c + 16*h + i
+				d := dst[4*col : 4*col+4]
+				copy(d, o[48*h+3*i:48*h+3*i+3])
+				d[3] = src[codes>>(4*f32hLane(i))&15]
+			}
+		}
+	}
+	patchF32HRow(dst, src)
+}
+
+// patchF32HRow writes the escapes of the F32H row src into its F32 form
+// dst, decoded as if their codes were right.
+func patchF32HRow(dst, src []byte) {
+	for i := 0; i < int(src[16]); i++ {
+		e := src[17+f32hEscBytes*i:]
+		dst[4*int(binary.LittleEndian.Uint16(e))+3] = e[2]
+	}
+}
+
+// f32hScratchPool recycles the F32 rows the F32H kernels decode into.
+var f32hScratchPool = sync.Pool{New: func() any { return new([]byte) }}
+
+// f32hScratch returns a buffer of n bytes from f32hScratchPool; put it
+// back with f32hScratchPool.Put(p).
+func f32hScratch(n int) (*[]byte, []byte) {
+	p := f32hScratchPool.Get().(*[]byte)
+	if cap(*p) < n {
+		*p = make([]byte, n)
+	}
+	return p, (*p)[:n]
+}
+
+// f32hGeneric is the generic tier's F32H kernel: each row decoded, then
+// F32's dot product.
+func f32hGeneric(out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
+	p, row := f32hScratch(4 * cols)
+	for r := range out {
+		decodeF32HRow(row, w[r*rowBytes:(r+1)*rowBytes], cols)
+		out[r] = f32Traits.Dot(cols, row, act)
+	}
+	f32hScratchPool.Put(p)
+}
+
+// f32Traits is F32's traits row.
+var f32Traits = func() *quant.Traits {
+	tr, err := quant.Lookup(quant.F32)
+	if err != nil {
+		panic(err)
+	}
+	return tr
+}()
+
+// DecodeF32H writes the F32 form of the rows×cols F32H matrix src to dst
+// (rows·4·cols bytes), the bits PackF32H packed. It returns an error
+// wrapping ErrRepack when the lengths are wrong.
+func DecodeF32H(dst, src []byte, rows, cols int) error {
+	rb, ok := F32HRowBytes(cols)
+	if !ok || rows < 0 || len(src) != rows*rb || len(dst) != rows*4*cols {
+		return fmt.Errorf("%w: F32H %d×%d: lengths %d and %d", ErrRepack, rows, cols, len(src), len(dst))
+	}
+	for r := 0; r < rows; r++ {
+		decodeF32HRow(dst[r*4*cols:(r+1)*4*cols], src[r*rb:(r+1)*rb], cols)
+	}
+	return nil
+}
