@@ -19,19 +19,24 @@ import (
 // the F32 matrix it was packed from: every weight decodes to the file's
 // bits, and the kernels multiply them in F32's order.
 //
-// A row of cols weights (cols a multiple of 32) is F32HRowBytes(cols)
-// bytes: a 32-byte header, then one 112-byte chunk for each 32 columns.
-// The header's first 16 bytes are the row's table of high bytes (a
-// float's sign and its exponent's top 7 bits); byte 16 is the number n of
-// escapes (0..5), and bytes 17+3i..19+3i escape i: the column (uint16,
-// little-endian) and high byte of a weight whose high byte is not in the
-// table (its code is 0); the rest is zero. In a chunk, bytes 0..47 are the
-// low three bytes of its columns 0..15 (column j at 3j), bytes 48..95
-// those of columns 16..31, and bytes 96..103 and 104..111 the 4-bit table
-// codes of columns 0..15 and 16..31, as a little-endian uint64 whose
-// nibble k is column 2k's code for k < 8 and column 2(k−8)+1's for k ≥ 8
-// (the order a VPSRLVD of the broadcast qword by 4·⌊i/2⌋ in dword lane i
-// puts lane i's code in its low four bits).
+// A row of cols weights (cols a multiple of 128) is F32HRowBytes(cols)
+// bytes, a multiple of 64: a 64-byte header, then one 448-byte superchunk
+// for each 128 columns. The header's first 16 bytes are the row's table of
+// high bytes (a float's sign and its exponent's top 7 bits); byte 16 is
+// the number n of escapes (0..15), and bytes 17+3i..19+3i escape i: the
+// column (uint16, little-endian) and high byte of a weight whose high
+// byte is not in the table (its code is 0); the rest is zero. A
+// superchunk holds three planes, in the order the kernel reads them:
+// bytes 0..63 the 4-bit table codes of its 128 weights (byte k holds the
+// code of the weight of third byte k in its low nibble, of third byte
+// 64+k in its high one), bytes 64..191 their third bytes, and bytes
+// 192..447 their low 16 bits (32 words a 64-byte line). The weights lie
+// in the planes in the order that makes the avx512 kernel's in-lane
+// unpacks (VPUNPCK{L,H}BW of third and high bytes, then VPUNPCK{L,H}WD
+// with the low words) put them in column order: column 16g+d, g = 2x+h,
+// d = 4l+i, is word 32x+8l+4h+i and third byte 64⌊x/2⌋+16l+8(x mod 2)+4h+i
+// (f32hPos). Every load of the kernel is then
+// one aligned 64-byte line, and its shuffles stay within 128-bit lanes.
 //
 // Weights of a Gaussian-like distribution, as trained and synthetic
 // models have, span fewer than 16 high bytes in almost every row (two
@@ -40,9 +45,10 @@ import (
 const F32H = quant.Type(1<<16 | uint32(quant.F32))
 
 const (
-	f32hHeader   = 32  // bytes of a row's header
-	f32hChunk    = 112 // bytes of 32 columns
-	f32hEscapes  = 5   // escapes a row's header holds
+	f32hHeader   = 64  // bytes of a row's header
+	f32hCols     = 128 // columns of a superchunk
+	f32hChunk    = 448 // bytes of a superchunk
+	f32hEscapes  = 15  // escapes a row's header holds
 	f32hEscBytes = 3   // bytes of an escape
 )
 
@@ -50,17 +56,17 @@ const (
 var f32hTraits = repackedTraits(quant.F32, F32H)
 
 // F32HRowBytes returns the size of an F32H row of cols weights, and false
-// when cols is not a positive multiple of 32.
+// when cols is not a positive multiple of 128.
 func F32HRowBytes(cols int) (int, bool) {
-	if cols <= 0 || cols%32 != 0 {
+	if cols <= 0 || cols%f32hCols != 0 {
 		return 0, false
 	}
-	return f32hHeader + cols/32*f32hChunk, true
+	return f32hHeader + cols/f32hCols*f32hChunk, true
 }
 
 // PacksF32H reports whether tr reads an F32 matrix of cols columns faster
 // packed as F32H (PackF32H) than as it is: whether it has a kernel of its
-// own for F32H (the avx512 tier with VBMI) and cols is a multiple of 32.
+// own for F32H (the avx512 tier) and cols is a multiple of 128.
 func (tr *Tier) PacksF32H(cols int) bool {
 	_, ok := F32HRowBytes(cols)
 	k, native := tr.table[F32H]
@@ -70,27 +76,27 @@ func (tr *Tier) PacksF32H(cols int) bool {
 // PackF32H writes the F32H form of the rows×cols F32 matrix src (as
 // stored in a GGUF file) to dst, which must be rows·F32HRowBytes(cols)
 // bytes and must not overlap src. It returns an error wrapping ErrRepack
-// when cols is not a multiple of 32, the lengths are wrong, or a row has
+// when cols is not a multiple of 128, the lengths are wrong, or a row has
 // weights of more high bytes than its table and escapes hold (dst is then
 // partly written). F32HFits tells the last case beforehand.
 func PackF32H(dst, src []byte, rows, cols int) error {
 	rb, ok := F32HRowBytes(cols)
 	if !ok {
-		return fmt.Errorf("%w: F32H needs a multiple of 32 columns, not %d", ErrRepack, cols)
+		return fmt.Errorf("%w: F32H needs a multiple of 128 columns, not %d", ErrRepack, cols)
 	}
 	if rows < 0 || len(src) != rows*4*cols || len(dst) != rows*rb {
 		return fmt.Errorf("%w: F32 %d×%d needs %d bytes and %d packed, got %d and %d", ErrRepack, rows, cols, rows*4*cols, rows*rb, len(src), len(dst))
 	}
 	for r := 0; r < rows; r++ {
 		if !packF32HRow(dst[r*rb:(r+1)*rb], src[r*4*cols:(r+1)*4*cols], cols) {
-			return fmt.Errorf("%w: F32 row %d has weights of more than %d high bytes", ErrRepack, r, 16+f32hEscapes)
+			return fmt.Errorf("%w: F32 row %d has more than %d weights of high bytes outside its 16 most frequent", ErrRepack, r, f32hEscapes)
 		}
 	}
 	return nil
 }
 
 // F32HFits reports whether PackF32H can pack the rows×cols F32 matrix src:
-// whether cols is a multiple of 32 and the weights of each row have at
+// whether cols is a multiple of 128 and the weights of each row have at
 // most 16 high bytes but f32hEscapes weights.
 func F32HFits(src []byte, rows, cols int) bool {
 	if _, ok := F32HRowBytes(cols); !ok || len(src) != rows*4*cols {
@@ -110,34 +116,56 @@ func F32HFits(src []byte, rows, cols int) bool {
 // sorted, and returns the code of each high byte (0 for the rest) and the
 // number of weights whose high byte is not in the table.
 func f32hTable(table *[16]byte, src []byte) (code [256]byte, escapes int) {
-	var count [256]int
+	var count [256]int32
 	for i := 3; i < len(src); i += 4 {
 		count[src[i]]++
 	}
-	order := make([]int, 0, 256)
+	var buf [256]byte
+	order := buf[:0]
 	for b := range 256 {
-		order = append(order, b)
-	}
-	slices.SortStableFunc(order, func(a, b int) int { return count[b] - count[a] })
-	top := order[:16]
-	slices.Sort(top)
-	in := [256]bool{}
-	for i, b := range top {
-		table[i] = byte(b)
-		code[b] = byte(i)
-		in[b] = true
-	}
-	for b := range 256 {
-		if !in[b] {
-			escapes += count[b]
+		if count[b] > 0 {
+			order = append(order, byte(b))
 		}
+	}
+	if len(order) > 16 {
+		slices.SortStableFunc(order, func(a, b byte) int { return int(count[b]) - int(count[a]) })
+		for _, b := range order[16:] {
+			escapes += int(count[b])
+		}
+		order = order[:16]
+	}
+	for b := 0; len(order) < 16; b++ {
+		if count[b] == 0 {
+			order = append(order, byte(b))
+		}
+	}
+	slices.Sort(order)
+	for i, b := range order {
+		table[i] = b
+		code[b] = byte(i)
 	}
 	return code, escapes
 }
 
-// f32hLane returns the nibble of a chunk half's code qword that holds the
-// code of column i (0..15) of the half.
-func f32hLane(i int) int { return i/2 + 8*(i%2) }
+// f32hPos returns where column i (0..127) of a superchunk lies in its
+// planes: its low word at 192+2·word, its third byte at 64+third, its
+// code in the nibble of byte third%64 at bit 4·⌊third/64⌋.
+func f32hPos(i int) (word, third int) {
+	g, d := i/16, i%16
+	x, h, l, j := g/2, g%2, d/4, d%4
+	return 32*x + 8*l + 4*h + j, 64*(x/2) + 16*l + 8*(x%2) + 4*h + j
+}
+
+// f32hPlanes is f32hPos of every column of a superchunk: the offsets of
+// its low word, third byte and code byte in the superchunk, and its code's
+// shift.
+var f32hPlanes = func() (p [f32hCols]struct{ word, third, code, shift uint16 }) {
+	for i := range p {
+		w, t := f32hPos(i)
+		p[i].word, p[i].third, p[i].code, p[i].shift = uint16(192+2*w), uint16(64+t), uint16(t%64), uint16(4*(t/64))
+	}
+	return p
+}()
 
 // packF32HRow writes the F32H form of the F32 row src of cols weights to
 // dst, and reports whether it fits (at most f32hEscapes escapes).
@@ -154,25 +182,23 @@ func packF32HRow(dst, src []byte, cols int) bool {
 		inTable[b] = true
 	}
 	n := 0
-	for c := 0; c < cols/32; c++ {
+	for c := 0; c < cols/f32hCols; c++ {
 		o := dst[f32hHeader+c*f32hChunk:][:f32hChunk]
-		for h := 0; h < 2; h++ {
-			var codes uint64
-			for i := 0; i < 16; i++ {
-				col := 32*c + 16*h + i
-				v := src[4*col : 4*col+4]
-				copy(o[48*h+3*i:48*h+3*i+3], v[:3])
-				hb := v[3]
-				if !inTable[hb] {
-					e := dst[17+f32hEscBytes*n:]
-					binary.LittleEndian.PutUint16(e, uint16(col))
-					e[2] = hb
-					n++
-					continue
-				}
-				codes |= uint64(code[hb]) << (4 * f32hLane(i))
+		clear(o[:64])
+		for i := 0; i < f32hCols; i++ {
+			col := f32hCols*c + i
+			v := src[4*col : 4*col+4]
+			at := &f32hPlanes[i]
+			o[at.word], o[at.word+1], o[at.third] = v[0], v[1], v[2]
+			hb := v[3]
+			if !inTable[hb] {
+				e := dst[17+f32hEscBytes*n:]
+				binary.LittleEndian.PutUint16(e, uint16(col))
+				e[2] = hb
+				n++
+				continue
 			}
-			binary.LittleEndian.PutUint64(o[96+8*h:], codes)
+			o[at.code] |= code[hb] << at.shift
 		}
 	}
 	dst[16] = byte(n)
@@ -183,16 +209,14 @@ func packF32HRow(dst, src []byte, cols int) bool {
 // to dst (4·cols bytes): the portable decoder, and the reference of the
 // avx512 tier's.
 func decodeF32HRow(dst, src []byte, cols int) {
-	for c := 0; c < cols/32; c++ {
+	for c := 0; c < cols/f32hCols; c++ {
 		o := src[f32hHeader+c*f32hChunk:][:f32hChunk]
-		for h := 0; h < 2; h++ {
-			codes := binary.LittleEndian.Uint64(o[96+8*h:])
-			for i := 0; i < 16; i++ {
-				col := 32*c + 16*h + i
-				d := dst[4*col : 4*col+4]
-				copy(d, o[48*h+3*i:48*h+3*i+3])
-				d[3] = src[codes>>(4*f32hLane(i))&15]
-			}
+		for i := 0; i < f32hCols; i++ {
+			col := f32hCols*c + i
+			at := &f32hPlanes[i]
+			d := dst[4*col : 4*col+4]
+			d[0], d[1], d[2] = o[at.word], o[at.word+1], o[at.third]
+			d[3] = src[o[at.code]>>at.shift&15]
 		}
 	}
 	patchF32HRow(dst, src)

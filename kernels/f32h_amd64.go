@@ -2,21 +2,15 @@
 
 package kernels
 
-import "github.com/klauspost/cpuid/v2"
-
 //go:noescape
 func dotF32HAVX512(out *float32, rows int, w *byte, chunks, rowBytes int, act *byte) int
 
 //go:noescape
 func decodeF32HAVX512(dst *byte, rows int, w *byte, chunks, rowBytes int)
 
-// initF32HAVX512 registers the avx512 tier's F32H kernels, which need
-// VBMI (VPERMB); without it F32H matrices run the generic kernel, and
-// Tier.PacksF32H says no.
+// initF32HAVX512 registers the avx512 tier's F32H kernels (AVX-512 F and
+// BW).
 func initF32HAVX512() {
-	if !cpuid.CPU.Supports(cpuid.AVX512VBMI) {
-		return
-	}
 	tileF32HAVX512 = tileF32AVX512
 	tileF32HAVX512.expand = expandF32HAVX512
 	tileF32HT8AVX512 = tileF32T8AVX512
@@ -38,7 +32,7 @@ var tileF32HT8AVX512, tileF32HAVX512 tileKernel
 func f32hAVX512(out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
 	_ = w[len(out)*rowBytes-1]
 	_ = act[4*cols-1]
-	chunks := cols / 32
+	chunks := cols / f32hCols
 	for r := 0; r < len(out); {
 		r += dotF32HAVX512(&out[r], len(out)-r, &w[r*rowBytes], chunks, rowBytes, &act[0])
 		if r == len(out) {
@@ -48,7 +42,7 @@ func f32hAVX512(out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
 		src := w[r*rowBytes : (r+1)*rowBytes]
 		decodeF32HAVX512(&row[0], 1, &src[0], chunks, rowBytes)
 		patchF32HRow(row, src)
-		dotF32AVX512(&out[r], 1, &row[0], chunks, 4*cols, &act[0])
+		dotF32AVX512(&out[r], 1, &row[0], cols/32, 4*cols, &act[0])
 		f32hScratchPool.Put(p)
 		r++
 	}
@@ -58,7 +52,7 @@ func f32hAVX512(out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
 func expandF32HAVX512(dst, w []byte, rowBytes, cols, rows int) {
 	_ = w[rows*rowBytes-1]
 	_ = dst[rows*4*cols-1]
-	decodeF32HAVX512(&dst[0], rows, &w[0], cols/32, rowBytes)
+	decodeF32HAVX512(&dst[0], rows, &w[0], cols/f32hCols, rowBytes)
 	for r := 0; r < rows; r++ {
 		if w[r*rowBytes+16] != 0 {
 			patchF32HRow(dst[r*4*cols:(r+1)*4*cols], w[r*rowBytes:(r+1)*rowBytes])

@@ -25,7 +25,7 @@ func f32hRows(r *rand.Rand, rows, cols int, specials bool) []byte {
 	}
 	for row := 0; row < rows; row++ {
 		o := b[4*row*cols : 4*(row+1)*cols]
-		if row%3 != 1 || cols < 32+5 {
+		if row%3 != 1 {
 			for i := 0; i < cols; i++ {
 				binary.LittleEndian.PutUint32(o[4*i:], math.Float32bits(float32(r.NormFloat64()*0.02)))
 			}
@@ -52,7 +52,7 @@ func f32hRows(r *rand.Rand, rows, cols int, specials bool) []byte {
 // that a row of too many high bytes is refused and F32HFits says so.
 func TestF32HRoundTrip(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
-	for _, cols := range []int{32, 64, 96, 768, 2048} {
+	for _, cols := range []int{128, 256, 384, 768, 2048} {
 		rows := 19
 		src := f32hRows(r, rows, cols, true)
 		if !F32HFits(src, rows, cols) {
@@ -69,7 +69,7 @@ func TestF32HRoundTrip(t *testing.T) {
 				escRows++
 			}
 		}
-		if cols >= 64 && escRows < 4 {
+		if escRows < 4 {
 			t.Errorf("%d columns: %d rows with escapes; the test means more", cols, escRows)
 		}
 		got := make([]byte, len(src))
@@ -88,18 +88,18 @@ func TestF32HRoundTrip(t *testing.T) {
 		}
 	}
 	// 22 high bytes in one row: 6 escapes.
-	src := make([]byte, 4*64)
-	for i := 0; i < 64; i++ {
+	src := make([]byte, 4*128)
+	for i := 0; i < 128; i++ {
 		binary.LittleEndian.PutUint32(src[4*i:], uint32(0x20+i%22)<<24|uint32(i))
 	}
-	if F32HFits(src, 1, 64) {
+	if F32HFits(src, 1, 128) {
 		t.Error("F32HFits takes a row of 22 high bytes")
 	}
-	if err := PackF32H(make([]byte, 32+2*112), src, 1, 64); !errors.Is(err, ErrRepack) {
+	if err := PackF32H(make([]byte, 32+448), src, 1, 128); !errors.Is(err, ErrRepack) {
 		t.Errorf("PackF32H of a row of 22 high bytes: %v", err)
 	}
-	if err := PackF32H(nil, make([]byte, 4*40), 1, 40); !errors.Is(err, ErrRepack) {
-		t.Errorf("PackF32H of 40 columns: %v", err)
+	if err := PackF32H(nil, make([]byte, 4*96), 1, 96); !errors.Is(err, ErrRepack) {
+		t.Errorf("PackF32H of 96 columns: %v", err)
 	}
 }
 
@@ -112,8 +112,8 @@ func TestF32HKernels(t *testing.T) {
 	defer SetTier(DefaultTier().Name())
 	type shape struct{ rows, cols, n int }
 	shapes := []shape{
-		{1, 32, 1}, {7, 32, 3}, {19, 64, 4}, {20, 96, 9}, {37, 768, 8},
-		{41, 768, 13}, {9, 2048, 17}, {160, 768, 11}, {3, 4096, 8},
+		{1, 128, 1}, {7, 128, 3}, {19, 256, 4}, {20, 384, 9}, {37, 768, 8},
+		{41, 768, 13}, {9, 2048, 17}, {160, 768, 11}, {3, 4096, 8}, {5, 640, 12},
 	}
 	r := rand.New(rand.NewPCG(5, 6))
 	for _, sh := range shapes {
@@ -164,7 +164,7 @@ func compareBits(t *testing.T, where string, got, want []float32) {
 }
 
 // TestPacksF32H checks which tiers take F32H: those with a kernel of their
-// own (the avx512 one, with VBMI), for multiples of 32 columns.
+// own (the avx512 one), for multiples of 128 columns.
 func TestPacksF32H(t *testing.T) {
 	for _, name := range Tiers() {
 		tr, err := TierNamed(name)
@@ -175,8 +175,8 @@ func TestPacksF32H(t *testing.T) {
 		if got := tr.PacksF32H(768); got != want {
 			t.Errorf("%s.PacksF32H(768) = %v, want %v", name, got, want)
 		}
-		if tr.PacksF32H(770) || tr.PacksF32H(0) {
-			t.Errorf("%s.PacksF32H takes 770 or 0 columns", name)
+		if tr.PacksF32H(800) || tr.PacksF32H(0) {
+			t.Errorf("%s.PacksF32H takes 800 or 0 columns", name)
 		}
 		if rows, _ := tr.KernelTiers(F32H, 8); want && rows != "avx512" || !want && rows != "generic" {
 			t.Errorf("%s: F32H rows run %s's kernel", name, rows)
@@ -203,10 +203,13 @@ func testExpandF32H() func(dst, w []byte, rowBytes, cols, rows int) {
 func BenchmarkF32HMatVec(b *testing.B) {
 	rows, cols := 32000, 768
 	if testing.Short() {
-		rows = 64
+		rows = 256
 	}
 	r := rand.New(rand.NewPCG(7, 8))
-	src := f32hRows(r, rows, cols, false)
+	src := make([]byte, 4*rows*cols) // Gaussian, as models' weights: no escapes
+	for i := 0; i < rows*cols; i++ {
+		binary.LittleEndian.PutUint32(src[4*i:], math.Float32bits(float32(r.NormFloat64()*0.02)))
+	}
 	rb, _ := F32HRowBytes(cols)
 	w := make([]byte, rows*rb)
 	if err := PackF32H(w, src, rows, cols); err != nil {
