@@ -230,3 +230,33 @@ func BenchmarkF32HMatVec(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkF32HMatMul compares one-thread MatMul (prefill) of F32 and F32H
+// matrices of 2048×768 against 128 activations: F32H decodes each tile of
+// rows once for all of them.
+func BenchmarkF32HMatMul(b *testing.B) {
+	const rows, cols, n = 2048, 768, 128
+	r := rand.New(rand.NewPCG(9, 10))
+	src := make([]byte, 4*rows*cols)
+	for i := 0; i < rows*cols; i++ {
+		binary.LittleEndian.PutUint32(src[4*i:], math.Float32bits(float32(r.NormFloat64()*0.02)))
+	}
+	rb, _ := F32HRowBytes(cols)
+	w := make([]byte, rows*rb)
+	if err := PackF32H(w, src, rows, cols); err != nil {
+		b.Fatal(err)
+	}
+	acts := randomRows(r, quant.F32, n, cols)
+	out := make([]float32, rows*n)
+	for _, c := range []struct {
+		name string
+		t    quant.Type
+		w    []byte
+	}{{"F32", quant.F32, src}, {"F32H", F32H, w}} {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				MatMul(c.t, out, c.w, cols, acts, n)
+			}
+		})
+	}
+}

@@ -30,14 +30,20 @@ import (
 // The arena, nil when no matrix needed one, is the caller's to close after
 // the weights' last use.
 //
-// huge asks for transparent huge pages for the arena (arena.HugePages).
-// With them, mapped F32 matrices go into the arena too, copied as they
-// are: they have no faster layout, but a decode step reads each of them
-// whole, and in the file's mapping of 4 KiB pages (the page cache keeps
-// a file in huge pages only as its reads happened to allocate them, and
-// Linux collapses none on request without CONFIG_READ_ONLY_THP_FOR_FS)
-// each page is a TLB miss (12L-768 F32 on Zen 5: about 3% less CPU per
-// decoded token at 1 and 2 threads).
+// huge says the model is resident without a RAM budget: the arena is
+// then advised for transparent huge pages (where arena.HugePages), and
+// mapped F32 matrices go into it too. Where the tier has an F32H kernel
+// (kernels.Tier.PacksF32H: avx512, rows of a multiple of 128 columns) and
+// every row fits (kernels.F32HFits, tested in runs whose pages are handed
+// back after), a matrix is packed as kernels.F32H, losslessly in 28 bits
+// a weight: a decode step reads each F32 weight once, and 1-thread decode
+// of 12L-768 F32 is bound by memory bandwidth, so 0.9 of the bytes is
+// about that much less time (and resident memory). Otherwise, with huge
+// pages, it is copied as it is: in the file's mapping of 4 KiB pages (the
+// page cache keeps a file in huge pages only as its reads happened to
+// allocate them, and Linux collapses none on request without
+// CONFIG_READ_ONLY_THP_FOR_FS) each page is a TLB miss (12L-768 F32 on
+// Zen 5: about 3% less CPU per decoded token at 1 and 2 threads).
 //
 // tier is the tier the model runs on: QSF's rotated types are repacked
 // only where it has kernels for their x8 layouts (kernels.Tier.RepackType).
