@@ -116,9 +116,22 @@ func F32HFits(src []byte, rows, cols int) bool {
 // sorted, and returns the code of each high byte (0 for the rest) and the
 // number of weights whose high byte is not in the table.
 func f32hTable(table *[16]byte, src []byte) (code [256]byte, escapes int) {
+	// Four histograms, summed after: runs of equal bytes then update
+	// four counters in turn instead of waiting on one.
+	var counts [4][256]int32
+	i := 3
+	for ; i+12 < len(src); i += 16 {
+		counts[0][src[i]]++
+		counts[1][src[i+4]]++
+		counts[2][src[i+8]]++
+		counts[3][src[i+12]]++
+	}
+	for ; i < len(src); i += 4 {
+		counts[0][src[i]]++
+	}
 	var count [256]int32
-	for i := 3; i < len(src); i += 4 {
-		count[src[i]]++
+	for b := range count {
+		count[b] = counts[0][b] + counts[1][b] + counts[2][b] + counts[3][b]
 	}
 	var buf [256]byte
 	order := buf[:0]
@@ -185,20 +198,19 @@ func packF32HRow(dst, src []byte, cols int) bool {
 	for c := 0; c < cols/f32hCols; c++ {
 		o := dst[f32hHeader+c*f32hChunk:][:f32hChunk]
 		clear(o[:64])
-		for i := 0; i < f32hCols; i++ {
-			col := f32hCols*c + i
-			v := src[4*col : 4*col+4]
+		s := src[4*f32hCols*c:][:4*f32hCols]
+		for i := range f32hPlanes {
 			at := &f32hPlanes[i]
+			v := s[4*i : 4*i+4]
 			o[at.word], o[at.word+1], o[at.third] = v[0], v[1], v[2]
-			hb := v[3]
-			if !inTable[hb] {
-				e := dst[17+f32hEscBytes*n:]
-				binary.LittleEndian.PutUint16(e, uint16(col))
-				e[2] = hb
-				n++
+			if hb := v[3]; inTable[hb] {
+				o[at.code] |= code[hb] << at.shift
 				continue
 			}
-			o[at.code] |= code[hb] << at.shift
+			e := dst[17+f32hEscBytes*n:]
+			binary.LittleEndian.PutUint16(e, uint16(f32hCols*c+i))
+			e[2] = v[3]
+			n++
 		}
 	}
 	dst[16] = byte(n)

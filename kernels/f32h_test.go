@@ -260,3 +260,32 @@ func BenchmarkF32HMatMul(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkPackF32H measures PackF32H and F32HFits (the load-time cost
+// of F32H) on a 2048×768 Gaussian matrix.
+func BenchmarkPackF32H(b *testing.B) {
+	const rows, cols = 2048, 768
+	r := rand.New(rand.NewPCG(11, 12))
+	src := make([]byte, 4*rows*cols)
+	for i := 0; i < rows*cols; i++ {
+		binary.LittleEndian.PutUint32(src[4*i:], math.Float32bits(float32(r.NormFloat64()*0.02)))
+	}
+	rb, _ := F32HRowBytes(cols)
+	w := make([]byte, rows*rb)
+	b.Run("Fits", func(b *testing.B) {
+		b.SetBytes(int64(len(src)))
+		for b.Loop() {
+			if !F32HFits(src, rows, cols) {
+				b.Fatal("does not fit")
+			}
+		}
+	})
+	b.Run("Pack", func(b *testing.B) {
+		b.SetBytes(int64(len(src)))
+		for b.Loop() {
+			if err := PackF32H(w, src, rows, cols); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
