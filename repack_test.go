@@ -139,12 +139,14 @@ func TestF32HugeCopy(t *testing.T) {
 	path := testfiles.Path(t, "models/synthetic/synth-llama-f32.gguf")
 	prompt := []int{1, 20, 300, 41, 7, 99, 250, 3, 60, 12}
 	type counts struct{ copied, packed, mapped int }
+	var tier *kernels.Tier // the models' tier
 	run := func(cfg Config) (logits []float32, c counts) {
 		m, err := Load(path, cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer m.Close()
+		tier = m.tier
 		for _, b := range m.net.Blocks {
 			for _, w := range b.Matrices() {
 				switch {
@@ -180,10 +182,6 @@ func TestF32HugeCopy(t *testing.T) {
 	}
 	if _, c := run(Config{Threads: 1, ContextLength: 64, RAMBudget: 1 << 30}); c.copied != 0 || c.packed != 0 {
 		t.Errorf("a RAM budget copied %d F32 matrices, packed %d", c.copied, c.packed)
-	}
-	tier, err := kernels.TierNamed("")
-	if err != nil {
-		t.Fatal(err)
 	}
 	got, c := run(Config{Threads: 1, ContextLength: 64})
 	packs := tier.PacksF32H(256) && tier.PacksF32H(512) // the model's rows
