@@ -43,11 +43,13 @@ type Config struct {
 	// kernels.RepackType):
 	// a pass over those weights at load, and their memory moves from the
 	// page cache, which processes mapping the same file share, into the
-	// process's own. Results are the same bit for bit. On Linux, without a
-	// RAMBudget, the repacked weights are advised for transparent huge
-	// pages, and mapped F32 matrices are copied into them too, as they are
-	// (a decode step reads them whole, with fewer TLB misses in huge
-	// pages); NoRepack leaves those mapped as well. A streaming model
+	// process's own. Results are the same bit for bit. Without a
+	// RAMBudget, mapped F32 matrices go there too, as a decode step reads
+	// them whole: on the avx512 tier packed losslessly in 28 bits a weight
+	// (kernels.F32H: less to read, the same bits), elsewhere (on Linux)
+	// copied as they are, and on Linux the repacked weights are advised
+	// for transparent huge pages (fewer TLB misses); NoRepack leaves those
+	// mapped as well. A streaming model
 	// (RAMBudget too small to hold the weights) never repacks, nor do QSF
 	// records read into memory (LZ4-compressed, or with NoMmap).
 	NoRepack bool

@@ -130,27 +130,36 @@ func TestRepackSameLogits(t *testing.T) {
 }
 
 // TestF32HugeCopy checks that a resident model's mapped F32 matrices go
-// into the huge-page arena where the system has huge pages on request
-// (left in the mapping with NoRepack or under a RAM budget), the token
-// embedding stays mapped, and the logits are the same bit for bit.
+// into the arena where the tier reads them faster there, packed as
+// kernels.F32H (the avx512 tier with VBMI) or, with huge pages on
+// request, copied as they are (left in the mapping with NoRepack or under
+// a RAM budget), that the token embedding stays mapped, and that the
+// logits are the same bit for bit.
 func TestF32HugeCopy(t *testing.T) {
 	path := testfiles.Path(t, "models/synthetic/synth-llama-f32.gguf")
 	prompt := []int{1, 20, 300, 41, 7, 99, 250, 3, 60, 12}
-	run := func(cfg Config) (logits []float32, copied, mapped int) {
+	type counts struct{ copied, packed, mapped int }
+	var tier *kernels.Tier // the models' tier
+	run := func(cfg Config) (logits []float32, c counts) {
 		m, err := Load(path, cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer m.Close()
+		tier = m.tier
 		for _, b := range m.net.Blocks {
 			for _, w := range b.Matrices() {
-				if w.Type != quant.F32 || len(w.Data) == 0 {
-					continue
-				}
-				if m.file.IsMapped(w.Data) {
-					mapped++
-				} else {
-					copied++
+				switch {
+				case w.Type == kernels.F32H:
+					c.packed++
+					if m.file.IsMapped(w.Data) {
+						t.Errorf("%+v: %s is F32H in the mapping", cfg, w.Name)
+					}
+				case w.Type != quant.F32 || len(w.Data) == 0:
+				case m.file.IsMapped(w.Data):
+					c.mapped++
+				default:
+					c.copied++
 				}
 			}
 		}
@@ -165,25 +174,28 @@ func TestF32HugeCopy(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return l, copied, mapped
+		return l, c
 	}
-	want, copied, _ := run(Config{Threads: 1, ContextLength: 64, NoRepack: true})
-	if copied != 0 {
-		t.Fatalf("NoRepack copied %d F32 matrices", copied)
+	want, c := run(Config{Threads: 1, ContextLength: 64, NoRepack: true})
+	if c.copied != 0 || c.packed != 0 {
+		t.Fatalf("NoRepack copied %d F32 matrices, packed %d", c.copied, c.packed)
 	}
-	if _, copied, _ := run(Config{Threads: 1, ContextLength: 64, RAMBudget: 1 << 30}); copied != 0 {
-		t.Errorf("a RAM budget copied %d F32 matrices", copied)
+	if _, c := run(Config{Threads: 1, ContextLength: 64, RAMBudget: 1 << 30}); c.copied != 0 || c.packed != 0 {
+		t.Errorf("a RAM budget copied %d F32 matrices, packed %d", c.copied, c.packed)
 	}
-	got, copied, mapped := run(Config{Threads: 1, ContextLength: 64})
+	got, c := run(Config{Threads: 1, ContextLength: 64})
+	packs := tier.PacksF32H(256) && tier.PacksF32H(512) // the model's rows
 	switch {
-	case arena.HugePages && (copied == 0 || mapped != 0):
-		t.Errorf("%d F32 matrices copied, %d left mapped; want all copied", copied, mapped)
-	case !arena.HugePages && copied != 0:
-		t.Errorf("%d F32 matrices copied without huge pages", copied)
+	case packs && (c.packed == 0 || c.copied+c.mapped != 0):
+		t.Errorf("%+v: want all F32 matrices packed as F32H", c)
+	case !packs && arena.HugePages && (c.copied == 0 || c.mapped != 0):
+		t.Errorf("%+v: want all F32 matrices copied", c)
+	case !packs && !arena.HugePages && c.copied+c.packed != 0:
+		t.Errorf("%+v: F32 matrices copied without huge pages", c)
 	}
 	for i := range got {
 		if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-			t.Fatalf("logit %d is %g copied, %g mapped", i, got[i], want[i])
+			t.Fatalf("logit %d is %g in the arena, %g mapped", i, got[i], want[i])
 		}
 	}
 }

@@ -43,6 +43,7 @@ func initAVX512Tier() {
 	tileF32T8AVX512.tileBytes = f32T8TileBytes(cpuid.CPU.Cache.L2)
 	initTernaryAVX512()
 	initOwnAVX512()
+	initF32HAVX512()
 }
 
 // f32T8TileBytes returns the size of the row tiles of the F32 tile of

@@ -48,5 +48,7 @@
 // tokens) reading the weights from memory once. Repack rearranges a Q4_0,
 // Q8_0, rotated (QSF_Q2R, QSF_Q3R, QSF_Q4R) or Q6_K matrix at load time
 // into a layout with a faster kernel (Q4_0x8, Q8_0x4, QSF_Q2Rx8,
-// QSF_Q3Rx8, QSF_Q4Rx8, Q6_KS), with the same results bit for bit.
+// QSF_Q3Rx8, QSF_Q4Rx8, Q6_KS), with the same results bit for bit;
+// PackF32H stores an F32 matrix losslessly in 28 bits a weight (F32H) for
+// the avx512 tier, whose decode reads it faster than F32 for reading less.
 package kernels

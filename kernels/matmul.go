@@ -229,14 +229,32 @@ func (j *matmulJob) run(lo, hi, after int) {
 	if j.tile != nil && j.tile.tileBytes > 0 {
 		size = j.tile.tileBytes
 	}
-	tile := max(rowAlign, size/max(j.rowBytes, 1)/rowAlign*rowAlign)
+	var expand func(dst, w []byte, rowBytes, cols, rows int)
+	if j.tile != nil {
+		expand = j.tile.expand
+	}
+	rb, traits := j.rowBytes, j.traits // of the rows the kernels read
+	if expand != nil {
+		rb, traits = 4*j.cols, f32Traits
+	}
+	tile := max(rowAlign, size/max(rb, 1)/rowAlign*rowAlign)
 	if j.tile != nil && j.tile.rowBlock > 0 {
 		b := j.tile.rowBlock
-		tile = max(b, size/max(j.rowBytes, 1)/b*b)
+		tile = max(b, size/max(rb, 1)/b*b)
+	}
+	var scratch *[]byte
+	if expand != nil {
+		scratch, _ = f32hScratch(min(tile, hi-lo) * rb)
+		defer f32hScratchPool.Put(scratch)
 	}
 	for t0 := lo; t0 < hi; t0 += tile {
 		t1 := min(t0+tile, hi)
 		w := j.w[t0*j.rowBytes : t1*j.rowBytes]
+		if expand != nil {
+			buf := (*scratch)[:(t1-t0)*rb]
+			expand(buf, w, j.rowBytes, j.cols, t1-t0)
+			w = buf
+		}
 		i := 0
 		if j.tile != nil {
 			wt := j.tile.width()
@@ -252,23 +270,23 @@ func (j *matmulJob) run(lo, hi, after int) {
 				g := i / wt
 				if j.tile.runAhead != nil {
 					ahead := next[min(g*part, len(next)):min((g+1)*part, len(next))]
-					j.tile.runAhead(j.out[i*j.rows+t0:], j.rows, w, j.rowBytes, j.cols, t1-t0,
+					j.tile.runAhead(j.out[i*j.rows+t0:], j.rows, w, rb, j.cols, t1-t0,
 						j.packed[g*j.packSize:(g+1)*j.packSize], ahead)
 					continue
 				}
-				j.tile.run(j.out[i*j.rows+t0:], j.rows, w, j.rowBytes, j.cols, t1-t0,
+				j.tile.run(j.out[i*j.rows+t0:], j.rows, w, rb, j.cols, t1-t0,
 					j.packed[g*j.packSize:(g+1)*j.packSize])
 			}
 			if j.rest != nil {
 				wr, off := j.rest.width(), j.tileEnd/wt*j.packSize
 				for ; i < j.restEnd; i += wr {
-					j.rest.run(j.out[i*j.rows+t0:], j.rows, w, j.rowBytes, j.cols, t1-t0, j.packed[off:off+j.restSize])
+					j.rest.run(j.out[i*j.rows+t0:], j.rows, w, rb, j.cols, t1-t0, j.packed[off:off+j.restSize])
 					off += j.restSize
 				}
 			}
 		}
 		for ; i < j.n; i++ {
-			j.tier.run(j.traits, j.out[i*j.rows+t0:i*j.rows+t1], w, j.rowBytes, j.cols, j.act(i), j.auxes[i])
+			j.tier.run(traits, j.out[i*j.rows+t0:i*j.rows+t1], w, rb, j.cols, j.act(i), j.auxes[i])
 		}
 	}
 }

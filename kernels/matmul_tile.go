@@ -55,6 +55,13 @@ type tileKernel struct {
 	// pack writes the packed form of the width() activations of
 	// actBytes bytes each, back to back in acts, into dst.
 	pack func(dst, acts []byte, actBytes, cols int)
+	// expand, if not nil, writes the F32 form of rows rows of a
+	// matrix (rowBytes bytes each) to dst: MatMul then decodes each
+	// tile of rows once, into a buffer of 4·cols bytes a row, and runs
+	// the kernel (run, runAhead, rest, and the tier's F32 rows kernel
+	// for the activations left over) on that, as on an F32 matrix. The
+	// tile is then tileBytes of the decoded rows.
+	expand func(dst, w []byte, rowBytes, cols, rows int)
 }
 
 // width returns how many activations k multiplies at once.

@@ -100,8 +100,12 @@ func repackOf(t quant.Type) *repackKind {
 // Lookup returns the traits of t as the kernels see them: quant.Lookup's
 // for file types, and for a repacked type (Q4_0x8, Q8_0x4) the row of its
 // file type with Type set to it and no functions (its rows are
-// interleaved in groups, so no row can be decoded or multiplied alone).
+// interleaved in groups, so no row can be decoded or multiplied alone);
+// for F32H, F32's row with no functions.
 func Lookup(t quant.Type) (*quant.Traits, error) {
+	if t == F32H {
+		return f32hTraits, nil
+	}
 	if k := repackOf(t); k != nil {
 		return k.traits, nil
 	}
@@ -111,6 +115,12 @@ func Lookup(t quant.Type) (*quant.Traits, error) {
 // rowBytes is quant.RowBytes extended to the repacked types (which keep
 // their file type's size).
 func rowBytes(t quant.Type, cols int) (int, error) {
+	if t == F32H {
+		if rb, ok := F32HRowBytes(cols); ok {
+			return rb, nil
+		}
+		return 0, fmt.Errorf("%w: F32H needs a multiple of 32 columns, not %d", ErrRepack, cols)
+	}
 	if k := repackOf(t); k != nil {
 		t = k.file
 	}

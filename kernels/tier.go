@@ -190,6 +190,7 @@ func init() {
 		{key: QSF_Q2Rx8, rows: rotX8Generic(QSF_Q2Rx8)},
 		{key: QSF_Q3Rx8, rows: rotX8Generic(QSF_Q3Rx8)},
 		{key: QSF_Q4Rx8, rows: rotX8Generic(QSF_Q4Rx8)},
+		{key: F32H, rows: f32hGeneric},
 	})
 	registerArch()
 	current.Store(BestTier())

@@ -7,25 +7,29 @@ import (
 	"github.com/qsf-llm/qsf/internal/testfiles"
 	"github.com/qsf-llm/qsf/kernels"
 	"github.com/qsf-llm/qsf/model"
+	"github.com/qsf-llm/qsf/quant"
 )
 
 // TestForwardAllocatesNothing checks that a warm decode step (one token
 // through every layer, logits included) allocates nothing, with one and
 // two threads, for a float and quantized models, the Q4_0 and Q8_0 ones
-// also with their matrices repacked as a resident qsf.Model holds them.
+// also with their matrices repacked as a resident qsf.Model holds them, and
+// an F32 one with its matrices packed as kernels.F32H.
 func TestForwardAllocatesNothing(t *testing.T) {
 	for _, c := range []struct {
 		file   string
 		repack bool
+		f32h   bool // F32 matrices packed as kernels.F32H
 	}{
-		{"stories260K-f32.gguf", false}, {"stories260K-Q4_0.gguf", false}, {"stories260K-pad256-Q4_K_M.gguf", false},
-		{"stories260K-Q4_0.gguf", true}, {"stories260K-Q8_0.gguf", true},
-		{"ternary/synth-bitnet-TQ2_0.gguf", false}, // sub-norms and scales
-		{"ternary/synth-bitnet-TQ1_0.gguf", false},
+		{file: "stories260K-f32.gguf"}, {file: "stories260K-Q4_0.gguf"}, {file: "stories260K-pad256-Q4_K_M.gguf"},
+		{file: "stories260K-Q4_0.gguf", repack: true}, {file: "stories260K-Q8_0.gguf", repack: true},
+		{file: "ternary/synth-bitnet-TQ2_0.gguf"}, // sub-norms and scales
+		{file: "ternary/synth-bitnet-TQ1_0.gguf"},
+		{file: "synthetic/synth-llama-f32.gguf", f32h: true},
 	} {
 		file := c.file
 		rel := "gguf/" + file
-		if strings.HasPrefix(file, "ternary/") {
+		if strings.HasPrefix(file, "ternary/") || strings.HasPrefix(file, "synthetic/") {
 			rel = file
 		}
 		path := testfiles.Path(t, "models", rel)
@@ -49,6 +53,27 @@ func TestForwardAllocatesNothing(t *testing.T) {
 				t.Fatalf("%s: no matrix to repack", file)
 			}
 			file += " repacked"
+		}
+		if c.f32h {
+			n := 0
+			for i := range m.Blocks {
+				for _, w := range m.Blocks[i].Matrices() {
+					rb, ok := kernels.F32HRowBytes(w.Cols)
+					if w.Type != quant.F32 || !ok {
+						continue
+					}
+					dst := make([]byte, w.Rows*rb)
+					if err := kernels.PackF32H(dst, w.Data, w.Rows, w.Cols); err != nil {
+						t.Fatal(err)
+					}
+					w.Type, w.Data = kernels.F32H, dst
+					n++
+				}
+			}
+			if n == 0 {
+				t.Fatalf("%s: no matrix to pack", file)
+			}
+			file += " F32H"
 		}
 		for _, threads := range []int{1, 2} {
 			pool := kernels.NewPool(threads)

@@ -30,14 +30,20 @@ import (
 // The arena, nil when no matrix needed one, is the caller's to close after
 // the weights' last use.
 //
-// huge asks for transparent huge pages for the arena (arena.HugePages).
-// With them, mapped F32 matrices go into the arena too, copied as they
-// are: they have no faster layout, but a decode step reads each of them
-// whole, and in the file's mapping of 4 KiB pages (the page cache keeps
-// a file in huge pages only as its reads happened to allocate them, and
-// Linux collapses none on request without CONFIG_READ_ONLY_THP_FOR_FS)
-// each page is a TLB miss (12L-768 F32 on Zen 5: about 3% less CPU per
-// decoded token at 1 and 2 threads).
+// huge says the model is resident without a RAM budget: the arena is
+// then advised for transparent huge pages (where arena.HugePages), and
+// mapped F32 matrices go into it too. Where the tier has an F32H kernel
+// (kernels.Tier.PacksF32H: avx512, rows of a multiple of 128 columns) and
+// every row fits (kernels.F32HFits, tested in runs whose pages are handed
+// back after), a matrix is packed as kernels.F32H, losslessly in 28 bits
+// a weight: a decode step reads each F32 weight once, and 1-thread decode
+// of 12L-768 F32 is bound by memory bandwidth, so 0.9 of the bytes is
+// about that much less time (and resident memory). Otherwise, with huge
+// pages, it is copied as it is: in the file's mapping of 4 KiB pages (the
+// page cache keeps a file in huge pages only as its reads happened to
+// allocate them, and Linux collapses none on request without
+// CONFIG_READ_ONLY_THP_FOR_FS) each page is a TLB miss (12L-768 F32 on
+// Zen 5: about 3% less CPU per decoded token at 1 and 2 threads).
 //
 // tier is the tier the model runs on: QSF's rotated types are repacked
 // only where it has kernels for their x8 layouts (kernels.Tier.RepackType).
@@ -57,20 +63,30 @@ func repackWeights(w *model.Weights, f *format.File, tier *kernels.Tier, experts
 	if !w.TiedOutput {
 		todo = append(todo, &w.Output)
 	}
-	huge = huge && arena.HugePages
 	n := 0
 	var size int
+	packF32H := map[*model.Tensor]bool{}
 	for _, t := range todo {
 		_, ok := tier.RepackType(t.Type, t.Rows, t.Cols)
-		if ok && (f.IsMapped(t.Data) || f.QSF() == nil) || huge && t.Type == quant.F32 && f.IsMapped(t.Data) {
+		mapped := f.IsMapped(t.Data)
+		if huge && t.Type == quant.F32 && mapped && tier.PacksF32H(t.Cols) && f32hFits(t, f) {
+			packF32H[t] = true
+			rb, _ := kernels.F32HRowBytes(t.Cols)
+			size += (t.Rows*rb + arena.Align - 1) &^ (arena.Align - 1)
 			todo[n] = t
 			n++
-			if f.IsMapped(t.Data) {
+			continue
+		}
+		if ok && (mapped || f.QSF() == nil) || huge && arena.HugePages && t.Type == quant.F32 && mapped {
+			todo[n] = t
+			n++
+			if mapped {
 				size += (len(t.Data) + arena.Align - 1) &^ (arena.Align - 1)
 			}
 		}
 	}
 	todo = todo[:n]
+	huge = huge && arena.HugePages
 	var done, total int64
 	for _, t := range todo {
 		total += int64(len(t.Data))
@@ -88,13 +104,18 @@ func repackWeights(w *model.Weights, f *format.File, tier *kernels.Tier, experts
 	for _, t := range todo {
 		dst := t.Data
 		if f.IsMapped(t.Data) {
+			n := len(t.Data)
+			if packF32H[t] {
+				rb, _ := kernels.F32HRowBytes(t.Cols)
+				n = t.Rows * rb
+			}
 			var err error
-			if dst, err = a.Alloc(t.Name, len(t.Data)); err != nil {
+			if dst, err = a.Alloc(t.Name, n); err != nil {
 				a.Close()
 				return nil, err
 			}
 		}
-		typ, err := repackRows(t, dst, f)
+		typ, err := repackRows(t, dst, f, packF32H[t])
 		if err != nil {
 			if a != nil {
 				a.Close()
@@ -117,14 +138,24 @@ const repackChunk = 4 << 20
 // repackRows repacks t into dst in runs of whole 8-row groups (a multiple
 // of every repacked type's group) of about repackChunk bytes, releasing
 // each run's mapped source pages once it is copied, and returns the new
-// type. F32 rows are copied as they are.
-func repackRows(t *model.Tensor, dst []byte, f *format.File) (quant.Type, error) {
+// type. F32 rows are packed as kernels.F32H with f32h, else copied as they
+// are.
+func repackRows(t *model.Tensor, dst []byte, f *format.File, f32h bool) (quant.Type, error) {
 	rb := t.RowBytes()
 	step := max(8, repackChunk/rb/8*8)
 	typ := t.Type
 	for lo := 0; lo < t.Rows; lo += step {
 		hi := min(lo+step, t.Rows)
 		src := t.Data[lo*rb : hi*rb]
+		if f32h {
+			prb, _ := kernels.F32HRowBytes(t.Cols)
+			if err := kernels.PackF32H(dst[lo*prb:hi*prb], src, hi-lo, t.Cols); err != nil {
+				return t.Type, fmt.Errorf("qsf: pack %s: %w", t.Name, err)
+			}
+			f.Release(src)
+			typ = kernels.F32H
+			continue
+		}
 		if t.Type == quant.F32 {
 			copy(dst[lo*rb:hi*rb], src)
 			f.Release(src)
@@ -137,4 +168,23 @@ func repackRows(t *model.Tensor, dst []byte, f *format.File) (quant.Type, error)
 		f.Release(src)
 	}
 	return typ, nil
+}
+
+// f32hFits reports whether the F32 matrix t packs as kernels.F32H
+// (kernels.F32HFits), reading it in runs of about repackChunk bytes and
+// releasing each run's mapped pages after, so that the test does not make
+// the whole matrix resident before it is packed.
+func f32hFits(t *model.Tensor, f *format.File) bool {
+	rb := t.RowBytes()
+	step := max(1, repackChunk/rb)
+	for lo := 0; lo < t.Rows; lo += step {
+		hi := min(lo+step, t.Rows)
+		src := t.Data[lo*rb : hi*rb]
+		ok := kernels.F32HFits(src, hi-lo, t.Cols)
+		f.Release(src)
+		if !ok {
+			return false
+		}
+	}
+	return true
 }
