@@ -48,7 +48,7 @@ func (mf *modelFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&mf.ctx, "ctx", 0, "context length in tokens (0 = the model's, at most 4096)")
 	fs.StringVar(&mf.kernel, "kernel", "", "kernel tier: generic, avx2, avx512, neon or neon-dotprod (default: best available; qsf kernels lists them)")
 	fs.BoolVar(&mf.noMmap, "no-mmap", false, "read the weights into memory instead of mapping the file")
-	fs.BoolVar(&mf.noRepack, "no-repack", false, "keep Q4_0 and Q8_0 weights (and Q6_K on the generic kernel tier) in the file's layout (mapped in place) instead of repacking them at load for the faster kernels")
+	fs.BoolVar(&mf.noRepack, "no-repack", false, "keep Q4_0, Q8_0, QSF rotated and F32 weights (and Q6_K on the generic kernel tier) in the file's layout (mapped in place) instead of repacking them at load for the faster kernels")
 	fs.StringVar(&mf.budget, "ram-budget", "", "peak memory budget, e.g. 200MB or 1.5GiB (streams the layers when the model does not fit)")
 	fs.StringVar(&mf.kvType, "kv-type", "", "KV cache type: f32, f16, q8, q4 or q2 (default f32, less under a tight budget)")
 	fs.StringVar(&mf.kvEvict, "kv-evict", "", "run past the context: window (sliding) or h2o (heavy hitters + recent)")
