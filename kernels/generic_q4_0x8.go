@@ -94,91 +94,120 @@ func q4_0x8SWAR(out []float32, w []byte, rowBytes, cols int, _, aux []byte) {
 	}
 }
 
-// q4_0x8Span is the number of blocks whose products q4_0x8Group
-// computes before it adds them up.
+// q4_0x8Span is the number of blocks whose integer sums q4_0x8Group
+// computes before it adds up their products.
 const q4_0x8Span = 32
 
 // q4_0x8Group computes the eight dot products acc of a group of rows grp
 // (Q4_0x8) with the prepared activation u in two passes per span of up to
-// q4_0x8Span blocks: the first computes each row's exact products s·d
-// (q4_0x8Span8), the second adds them to each row's sum in block order,
-// one row at a time, the sum in a register (q4_0x8Add). Each row's float
-// arithmetic is that of a block at a time, so the sums are the same bits.
+// q4_0x8Span blocks: the first computes the blocks' integer sums
+// (q4_0x8Sums, into a stack array), the second the rows' fmas block by
+// block, in order, without calls, so that the eight sums stay in
+// registers (as float64s holding float32 values). The float arithmetic
+// is that of a block at a time, so the sums are the same bits.
 func q4_0x8Group(acc *[8]float32, grp []byte, u []uint64, fp16 *[1 << 16]float32) {
-	*acc = [8]float32{}
-	var t [8][q4_0x8Span]float64
+	var sums [q4_0x8Span][4]uint64
+	var a0, a1, a2, a3, a4, a5, a6, a7 float64
 	for len(grp) >= q4_0x8Block && len(u) >= q4_0x8PrepBlock {
 		n := min(len(grp)/q4_0x8Block, len(u)/q4_0x8PrepBlock, q4_0x8Span)
-		q4_0x8Span8(&t, n, grp, u, fp16)
-		for r := range acc {
-			acc[r] = q4_0x8Add(acc[r], t[r][:n], r, grp, u, fp16)
+		q4_0x8SpanSums(&sums, grp[:n*q4_0x8Block], u)
+		for b := 0; b < n; b++ {
+			s := &sums[b]
+			o := (*[16]byte)(grp[b*q4_0x8Block:])
+			da := math.Float32frombits(uint32(u[b*q4_0x8PrepBlock+17]))
+			s0, d0 := int32(uint16(s[0]>>16))-q4_0x8Lane, fp16[binary.LittleEndian.Uint16(o[0:])]*da
+			if x := float64(float64(float64(s0)*float64(d0)) + a0); math.Float64bits(x)<<1 < q4_0x8Exact {
+				a0 = float64(float32(x))
+			} else if fma32Fits(math.Float64bits(x)) {
+				a0 = float64(float32(x))
+			} else {
+				a0 = float64(fma32Rare(float32(s0), d0, float32(a0)))
+			}
+			s1, d1 := int32(s[0]>>48)-q4_0x8Lane, fp16[binary.LittleEndian.Uint16(o[2:])]*da
+			if x := float64(float64(float64(s1)*float64(d1)) + a1); math.Float64bits(x)<<1 < q4_0x8Exact {
+				a1 = float64(float32(x))
+			} else if fma32Fits(math.Float64bits(x)) {
+				a1 = float64(float32(x))
+			} else {
+				a1 = float64(fma32Rare(float32(s1), d1, float32(a1)))
+			}
+			s2, d2 := int32(uint16(s[1]>>16))-q4_0x8Lane, fp16[binary.LittleEndian.Uint16(o[4:])]*da
+			if x := float64(float64(float64(s2)*float64(d2)) + a2); math.Float64bits(x)<<1 < q4_0x8Exact {
+				a2 = float64(float32(x))
+			} else if fma32Fits(math.Float64bits(x)) {
+				a2 = float64(float32(x))
+			} else {
+				a2 = float64(fma32Rare(float32(s2), d2, float32(a2)))
+			}
+			s3, d3 := int32(s[1]>>48)-q4_0x8Lane, fp16[binary.LittleEndian.Uint16(o[6:])]*da
+			if x := float64(float64(float64(s3)*float64(d3)) + a3); math.Float64bits(x)<<1 < q4_0x8Exact {
+				a3 = float64(float32(x))
+			} else if fma32Fits(math.Float64bits(x)) {
+				a3 = float64(float32(x))
+			} else {
+				a3 = float64(fma32Rare(float32(s3), d3, float32(a3)))
+			}
+			s4, d4 := int32(uint16(s[2]>>16))-q4_0x8Lane, fp16[binary.LittleEndian.Uint16(o[8:])]*da
+			if x := float64(float64(float64(s4)*float64(d4)) + a4); math.Float64bits(x)<<1 < q4_0x8Exact {
+				a4 = float64(float32(x))
+			} else if fma32Fits(math.Float64bits(x)) {
+				a4 = float64(float32(x))
+			} else {
+				a4 = float64(fma32Rare(float32(s4), d4, float32(a4)))
+			}
+			s5, d5 := int32(s[2]>>48)-q4_0x8Lane, fp16[binary.LittleEndian.Uint16(o[10:])]*da
+			if x := float64(float64(float64(s5)*float64(d5)) + a5); math.Float64bits(x)<<1 < q4_0x8Exact {
+				a5 = float64(float32(x))
+			} else if fma32Fits(math.Float64bits(x)) {
+				a5 = float64(float32(x))
+			} else {
+				a5 = float64(fma32Rare(float32(s5), d5, float32(a5)))
+			}
+			s6, d6 := int32(uint16(s[3]>>16))-q4_0x8Lane, fp16[binary.LittleEndian.Uint16(o[12:])]*da
+			if x := float64(float64(float64(s6)*float64(d6)) + a6); math.Float64bits(x)<<1 < q4_0x8Exact {
+				a6 = float64(float32(x))
+			} else if fma32Fits(math.Float64bits(x)) {
+				a6 = float64(float32(x))
+			} else {
+				a6 = float64(fma32Rare(float32(s6), d6, float32(a6)))
+			}
+			s7, d7 := int32(s[3]>>48)-q4_0x8Lane, fp16[binary.LittleEndian.Uint16(o[14:])]*da
+			if x := float64(float64(float64(s7)*float64(d7)) + a7); math.Float64bits(x)<<1 < q4_0x8Exact {
+				a7 = float64(float32(x))
+			} else if fma32Fits(math.Float64bits(x)) {
+				a7 = float64(float32(x))
+			} else {
+				a7 = float64(fma32Rare(float32(s7), d7, float32(a7)))
+			}
 		}
 		grp, u = grp[n*q4_0x8Block:], u[n*q4_0x8PrepBlock:]
 	}
+	*acc = [8]float32{float32(a0), float32(a1), float32(a2), float32(a3), float32(a4), float32(a5), float32(a6), float32(a7)}
 }
 
-// q4_0x8Span8 sets t[r][b], for the n blocks b of grp and u, to row r's
-// product float32(s)·dw·da of block b: its integer sum s with the
-// activation and the scales. The product is exact in float64 (|s| ≤ 2¹⁵,
-// dw·da is exact in float32).
+// q4_0x8SpanSums sets sums[b] to q4_0x8Sums's sums of block b of grp and
+// u, for the blocks of grp (at most q4_0x8Span). It is a function of its
+// own so that q4_0x8Group's float sums need not be kept across its calls.
 //
 //go:noinline
-func q4_0x8Span8(t *[8][q4_0x8Span]float64, n int, grp []byte, u []uint64, fp16 *[1 << 16]float32) {
-	var sum [4]uint64
-	for b := 0; b < n && b < q4_0x8Span; b++ {
-		o := (*[q4_0x8Block]byte)(grp[b*q4_0x8Block:])
-		p := (*[q4_0x8PrepBlock]uint64)(u[b*q4_0x8PrepBlock:])
-		q4_0x8Sums(&sum, o, p)
-		da := math.Float32frombits(uint32(p[17]))
-		for i := 0; i < 4; i++ {
-			a, r := sum[i], 2*i
-			s0, s1 := int32(uint16(a>>16))-q4_0x8Lane, int32(a>>48)-q4_0x8Lane
-			sc := (*[4]byte)(o[2*r:])
-			t[r][b] = float64(s0) * float64(fp16[binary.LittleEndian.Uint16(sc[0:])]*da)
-			t[r+1][b] = float64(s1) * float64(fp16[binary.LittleEndian.Uint16(sc[2:])]*da)
+func q4_0x8SpanSums(sums *[q4_0x8Span][4]uint64, grp []byte, u []uint64) {
+	for b := range sums {
+		if len(grp) < q4_0x8Block || len(u) < q4_0x8PrepBlock {
+			return
 		}
+		q4_0x8Sums(&sums[b], (*[q4_0x8Block]byte)(grp), (*[q4_0x8PrepBlock]uint64)(u))
+		grp, u = grp[q4_0x8Block:], u[q4_0x8PrepBlock:]
 	}
 }
 
-// q4_0x8Add returns the sum acc of row r after the fmas
-// fma(float32(s), dw·da, acc) of the blocks of t (q4_0x8Span8's products
-// s·dw·da), in order, as quant.FMA32 computes them. The scales dw and da
-// are fp16s, multiples of 2⁻²⁴, so the products and the float32 sums acc
-// are multiples of 2⁻⁴⁸: a float64 sum below 2⁵ in magnitude is exact
-// (fewer than 53 bits), and its one rounding to float32 the fma's. Only
-// larger sums need fma32Fits, and only sums that fail it the block's
-// scales (from grp and u) for fma32Rare. (The tests are written out, so
-// that the compiler branches on them instead of making a bool.)
-func q4_0x8Add(acc float32, t []float64, r int, grp []byte, u []uint64, fp16 *[1 << 16]float32) float32 {
-	a := float64(acc)
-	for b, p := range t {
-		if x := float64(p + a); math.Float64bits(x)<<1 < q4_0x8Exact {
-			a = float64(float32(x))
-		} else if fma32Fits(math.Float64bits(x)) {
-			a = float64(float32(x))
-		} else {
-			a = float64(q4_0x8Rare(float32(a), r, grp[b*q4_0x8Block:], u[b*q4_0x8PrepBlock:], fp16))
-		}
-	}
-	return float32(a)
-}
-
-// q4_0x8Rare returns fma32Rare(float32(s), dw·da, acc) for row r of the
-// first block of grp and u, recomputing its sum s and scales.
-//
-//go:noinline
-func q4_0x8Rare(acc float32, r int, grp []byte, u []uint64, fp16 *[1 << 16]float32) float32 {
-	var sum [4]uint64
-	o := (*[q4_0x8Block]byte)(grp)
-	p := (*[q4_0x8PrepBlock]uint64)(u)
-	q4_0x8Sums(&sum, o, p)
-	s := int32(uint16(sum[r/2]>>16)) - q4_0x8Lane
-	if r%2 == 1 {
-		s = int32(sum[r/2]>>48) - q4_0x8Lane
-	}
-	d := fp16[binary.LittleEndian.Uint16(o[2*r:])] * math.Float32frombits(uint32(p[17]))
-	return fma32Rare(float32(s), d, acc)
-}
+// The fmas of q4_0x8Group are fma(float32(s), dw·da, a) as quant.FMA32
+// computes them, a a float64 holding a float32: s converts exactly
+// (|s| ≤ 2¹⁵). The scales dw and da are fp16s, multiples of 2⁻²⁴, so dw·da
+// (exact in float32) and the float32 sums are multiples of 2⁻⁴⁸: a
+// float64 sum below 2⁵ in magnitude is exact (fewer than 53 bits), and
+// its one rounding to float32 the fma's. Only larger sums need
+// fma32Fits, and only sums that fail it fma32Rare. (The tests are written
+// out, so that the compiler branches on them instead of making a bool.)
 
 // q4_0x8Exact bounds the bits of a float64 shifted left by one (its
 // magnitude): below it, it is under 2⁵.
