@@ -101,10 +101,12 @@ const q4_0x8Span = 32
 // q4_0x8Group computes the eight dot products acc of a group of rows grp
 // (Q4_0x8) with the prepared activation u in two passes per span of up to
 // q4_0x8Span blocks: the first computes the blocks' integer sums
-// (q4_0x8Sums, into a stack array), the second the rows' fmas block by
-// block, in order, without calls, so that the eight sums stay in
-// registers (as float64s holding float32 values). The float arithmetic
-// is that of a block at a time, so the sums are the same bits.
+// (q4_0x8SpanSums, into a stack array), the second the rows' fmas block
+// by block, in order, the eight float32 sums held as float64s in
+// registers. Its loop makes no calls: a block where some row's fma needs
+// fma32Rare leaves it, and those rows' fmas are done (q4_0x8RareRows)
+// before the next block. The float arithmetic is that of a block at a
+// time, so the sums are the same bits.
 func q4_0x8Group(acc *[8]float32, grp []byte, u []uint64, fp16 *[1 << 16]float32) {
 	var sums [q4_0x8Span][4]uint64
 	var a0, a1, a2, a3, a4, a5, a6, a7 float64
@@ -112,77 +114,99 @@ func q4_0x8Group(acc *[8]float32, grp []byte, u []uint64, fp16 *[1 << 16]float32
 		n := min(len(grp)/q4_0x8Block, len(u)/q4_0x8PrepBlock, q4_0x8Span)
 		q4_0x8SpanSums(&sums, grp[:n*q4_0x8Block], u)
 		for b := 0; b < n; b++ {
-			s := &sums[b]
-			o := (*[16]byte)(grp[b*q4_0x8Block:])
-			da := math.Float32frombits(uint32(u[b*q4_0x8PrepBlock+17]))
-			s0, d0 := int32(uint16(s[0]>>16))-q4_0x8Lane, fp16[binary.LittleEndian.Uint16(o[0:])]*da
-			if x := float64(float64(float64(s0)*float64(d0)) + a0); math.Float64bits(x)<<1 < q4_0x8Exact {
-				a0 = float64(float32(x))
-			} else if fma32Fits(math.Float64bits(x)) {
-				a0 = float64(float32(x))
-			} else {
-				a0 = float64(fma32Rare(float32(s0), d0, float32(a0)))
+			var rare uint
+			for ; b < n; b++ {
+				s := &sums[b]
+				o := (*[16]byte)(grp[b*q4_0x8Block:])
+				da := math.Float32frombits(uint32(u[b*q4_0x8PrepBlock+17]))
+				if x := float64(float64(float64(int32(uint16(s[0]>>16))-q4_0x8Lane)*float64(fp16[binary.LittleEndian.Uint16(o[0:])]*da)) + a0); math.Float64bits(x)<<1 < q4_0x8Exact {
+					a0 = float64(float32(x))
+				} else if fma32Fits(math.Float64bits(x)) {
+					a0 = float64(float32(x))
+				} else {
+					rare |= 1
+				}
+				if x := float64(float64(float64(int32(s[0]>>48)-q4_0x8Lane)*float64(fp16[binary.LittleEndian.Uint16(o[2:])]*da)) + a1); math.Float64bits(x)<<1 < q4_0x8Exact {
+					a1 = float64(float32(x))
+				} else if fma32Fits(math.Float64bits(x)) {
+					a1 = float64(float32(x))
+				} else {
+					rare |= 2
+				}
+				if x := float64(float64(float64(int32(uint16(s[1]>>16))-q4_0x8Lane)*float64(fp16[binary.LittleEndian.Uint16(o[4:])]*da)) + a2); math.Float64bits(x)<<1 < q4_0x8Exact {
+					a2 = float64(float32(x))
+				} else if fma32Fits(math.Float64bits(x)) {
+					a2 = float64(float32(x))
+				} else {
+					rare |= 4
+				}
+				if x := float64(float64(float64(int32(s[1]>>48)-q4_0x8Lane)*float64(fp16[binary.LittleEndian.Uint16(o[6:])]*da)) + a3); math.Float64bits(x)<<1 < q4_0x8Exact {
+					a3 = float64(float32(x))
+				} else if fma32Fits(math.Float64bits(x)) {
+					a3 = float64(float32(x))
+				} else {
+					rare |= 8
+				}
+				if x := float64(float64(float64(int32(uint16(s[2]>>16))-q4_0x8Lane)*float64(fp16[binary.LittleEndian.Uint16(o[8:])]*da)) + a4); math.Float64bits(x)<<1 < q4_0x8Exact {
+					a4 = float64(float32(x))
+				} else if fma32Fits(math.Float64bits(x)) {
+					a4 = float64(float32(x))
+				} else {
+					rare |= 16
+				}
+				if x := float64(float64(float64(int32(s[2]>>48)-q4_0x8Lane)*float64(fp16[binary.LittleEndian.Uint16(o[10:])]*da)) + a5); math.Float64bits(x)<<1 < q4_0x8Exact {
+					a5 = float64(float32(x))
+				} else if fma32Fits(math.Float64bits(x)) {
+					a5 = float64(float32(x))
+				} else {
+					rare |= 32
+				}
+				if x := float64(float64(float64(int32(uint16(s[3]>>16))-q4_0x8Lane)*float64(fp16[binary.LittleEndian.Uint16(o[12:])]*da)) + a6); math.Float64bits(x)<<1 < q4_0x8Exact {
+					a6 = float64(float32(x))
+				} else if fma32Fits(math.Float64bits(x)) {
+					a6 = float64(float32(x))
+				} else {
+					rare |= 64
+				}
+				if x := float64(float64(float64(int32(s[3]>>48)-q4_0x8Lane)*float64(fp16[binary.LittleEndian.Uint16(o[14:])]*da)) + a7); math.Float64bits(x)<<1 < q4_0x8Exact {
+					a7 = float64(float32(x))
+				} else if fma32Fits(math.Float64bits(x)) {
+					a7 = float64(float32(x))
+				} else {
+					rare |= 128
+				}
+				if rare != 0 {
+					break
+				}
 			}
-			s1, d1 := int32(s[0]>>48)-q4_0x8Lane, fp16[binary.LittleEndian.Uint16(o[2:])]*da
-			if x := float64(float64(float64(s1)*float64(d1)) + a1); math.Float64bits(x)<<1 < q4_0x8Exact {
-				a1 = float64(float32(x))
-			} else if fma32Fits(math.Float64bits(x)) {
-				a1 = float64(float32(x))
-			} else {
-				a1 = float64(fma32Rare(float32(s1), d1, float32(a1)))
-			}
-			s2, d2 := int32(uint16(s[1]>>16))-q4_0x8Lane, fp16[binary.LittleEndian.Uint16(o[4:])]*da
-			if x := float64(float64(float64(s2)*float64(d2)) + a2); math.Float64bits(x)<<1 < q4_0x8Exact {
-				a2 = float64(float32(x))
-			} else if fma32Fits(math.Float64bits(x)) {
-				a2 = float64(float32(x))
-			} else {
-				a2 = float64(fma32Rare(float32(s2), d2, float32(a2)))
-			}
-			s3, d3 := int32(s[1]>>48)-q4_0x8Lane, fp16[binary.LittleEndian.Uint16(o[6:])]*da
-			if x := float64(float64(float64(s3)*float64(d3)) + a3); math.Float64bits(x)<<1 < q4_0x8Exact {
-				a3 = float64(float32(x))
-			} else if fma32Fits(math.Float64bits(x)) {
-				a3 = float64(float32(x))
-			} else {
-				a3 = float64(fma32Rare(float32(s3), d3, float32(a3)))
-			}
-			s4, d4 := int32(uint16(s[2]>>16))-q4_0x8Lane, fp16[binary.LittleEndian.Uint16(o[8:])]*da
-			if x := float64(float64(float64(s4)*float64(d4)) + a4); math.Float64bits(x)<<1 < q4_0x8Exact {
-				a4 = float64(float32(x))
-			} else if fma32Fits(math.Float64bits(x)) {
-				a4 = float64(float32(x))
-			} else {
-				a4 = float64(fma32Rare(float32(s4), d4, float32(a4)))
-			}
-			s5, d5 := int32(s[2]>>48)-q4_0x8Lane, fp16[binary.LittleEndian.Uint16(o[10:])]*da
-			if x := float64(float64(float64(s5)*float64(d5)) + a5); math.Float64bits(x)<<1 < q4_0x8Exact {
-				a5 = float64(float32(x))
-			} else if fma32Fits(math.Float64bits(x)) {
-				a5 = float64(float32(x))
-			} else {
-				a5 = float64(fma32Rare(float32(s5), d5, float32(a5)))
-			}
-			s6, d6 := int32(uint16(s[3]>>16))-q4_0x8Lane, fp16[binary.LittleEndian.Uint16(o[12:])]*da
-			if x := float64(float64(float64(s6)*float64(d6)) + a6); math.Float64bits(x)<<1 < q4_0x8Exact {
-				a6 = float64(float32(x))
-			} else if fma32Fits(math.Float64bits(x)) {
-				a6 = float64(float32(x))
-			} else {
-				a6 = float64(fma32Rare(float32(s6), d6, float32(a6)))
-			}
-			s7, d7 := int32(s[3]>>48)-q4_0x8Lane, fp16[binary.LittleEndian.Uint16(o[14:])]*da
-			if x := float64(float64(float64(s7)*float64(d7)) + a7); math.Float64bits(x)<<1 < q4_0x8Exact {
-				a7 = float64(float32(x))
-			} else if fma32Fits(math.Float64bits(x)) {
-				a7 = float64(float32(x))
-			} else {
-				a7 = float64(fma32Rare(float32(s7), d7, float32(a7)))
+			if rare != 0 {
+				a := [8]float64{a0, a1, a2, a3, a4, a5, a6, a7}
+				q4_0x8RareRows(&a, rare, &sums[b], (*[16]byte)(grp[b*q4_0x8Block:]), u[b*q4_0x8PrepBlock+17], fp16)
+				a0, a1, a2, a3, a4, a5, a6, a7 = a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]
 			}
 		}
 		grp, u = grp[n*q4_0x8Block:], u[n*q4_0x8PrepBlock:]
 	}
 	*acc = [8]float32{float32(a0), float32(a1), float32(a2), float32(a3), float32(a4), float32(a5), float32(a6), float32(a7)}
+}
+
+// q4_0x8RareRows does the fmas of the rows r in the set rare (bit r) of
+// a block with sums s, row scales o and the activation's scale bits da
+// with fma32Rare, on the sums a.
+//
+//go:noinline
+func q4_0x8RareRows(a *[8]float64, rare uint, s *[4]uint64, o *[16]byte, da uint64, fp16 *[1 << 16]float32) {
+	for r := range a {
+		if rare>>r&1 == 0 {
+			continue
+		}
+		v := int32(uint16(s[r/2]>>16)) - q4_0x8Lane
+		if r%2 == 1 {
+			v = int32(s[r/2]>>48) - q4_0x8Lane
+		}
+		d := fp16[binary.LittleEndian.Uint16(o[2*r:])] * math.Float32frombits(uint32(da))
+		a[r] = float64(fma32Rare(float32(v), d, float32(a[r])))
+	}
 }
 
 // q4_0x8SpanSums sets sums[b] to q4_0x8Sums's sums of block b of grp and
