@@ -113,12 +113,16 @@ func q4_0x8Group(acc *[8]float32, grp []byte, u []uint64, fp16 *[1 << 16]float32
 	for len(grp) >= q4_0x8Block && len(u) >= q4_0x8PrepBlock {
 		n := min(len(grp)/q4_0x8Block, len(u)/q4_0x8PrepBlock, q4_0x8Span)
 		q4_0x8SpanSums(&sums, grp[:n*q4_0x8Block], u)
+		// Block b < n of the span is in bounds: its sums are 32·b
+		// bytes into sums, its scales b·q4_0x8Block into grp, and
+		// its da at word b·q4_0x8PrepBlock + 17 of u.
+		gs, gw, gu := unsafe.Pointer(&sums), unsafe.Pointer(unsafe.SliceData(grp)), unsafe.Pointer(unsafe.SliceData(u))
 		for b := 0; b < n; b++ {
 			var rare uint
 			for ; b < n; b++ {
-				s := &sums[b]
-				o := (*[16]byte)(grp[b*q4_0x8Block:])
-				da := math.Float32frombits(uint32(u[b*q4_0x8PrepBlock+17]))
+				s := (*[4]uint64)(unsafe.Add(gs, 32*b))
+				o := (*[16]byte)(unsafe.Add(gw, q4_0x8Block*b))
+				da := math.Float32frombits(uint32(*(*uint64)(unsafe.Add(gu, 8*(q4_0x8PrepBlock*b+17)))))
 				if x := float64(float64(float64(int32(uint16(s[0]>>16))-q4_0x8Lane)*float64(fp16[binary.LittleEndian.Uint16(o[0:])]*da)) + a0); math.Float64bits(x)<<1 < q4_0x8Exact {
 					a0 = float64(float32(x))
 				} else if fma32Fits(math.Float64bits(x)) {
