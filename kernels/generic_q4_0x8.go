@@ -89,8 +89,9 @@ func q4_0x8SWAR(out []float32, w []byte, rowBytes, cols int, _, aux []byte) {
 	nb := cols / 32
 	u := words(aux)[:nb*q4_0x8PrepBlock]
 	fp16 := fp16Floats()
+	var sums [q4_0x8Span][4]uint64
 	for g := 0; g < len(out)/8; g++ {
-		q4_0x8Group((*[8]float32)(out[8*g:]), w[g*8*rowBytes:][:nb*q4_0x8Block], u, fp16)
+		q4_0x8Group((*[8]float32)(out[8*g:]), w[g*8*rowBytes:][:nb*q4_0x8Block], u, fp16, &sums)
 	}
 }
 
@@ -101,22 +102,21 @@ const q4_0x8Span = 32
 // q4_0x8Group computes the eight dot products acc of a group of rows grp
 // (Q4_0x8) with the prepared activation u in two passes per span of up to
 // q4_0x8Span blocks: the first computes the blocks' integer sums
-// (q4_0x8SpanSums, into a stack array), the second the rows' fmas block
+// (q4_0x8SpanSums, into sums), the second the rows' fmas block
 // by block, in order, the eight float32 sums held as float64s in
 // registers. Its loop makes no calls: a block where some row's fma needs
 // fma32Rare leaves it, and those rows' fmas are done (q4_0x8RareRows)
 // before the next block. The float arithmetic is that of a block at a
 // time, so the sums are the same bits.
-func q4_0x8Group(acc *[8]float32, grp []byte, u []uint64, fp16 *[1 << 16]float32) {
-	var sums [q4_0x8Span][4]uint64
+func q4_0x8Group(acc *[8]float32, grp []byte, u []uint64, fp16 *[1 << 16]float32, sums *[q4_0x8Span][4]uint64) {
 	var a0, a1, a2, a3, a4, a5, a6, a7 float64
 	for len(grp) >= q4_0x8Block && len(u) >= q4_0x8PrepBlock {
 		n := min(len(grp)/q4_0x8Block, len(u)/q4_0x8PrepBlock, q4_0x8Span)
-		q4_0x8SpanSums(&sums, grp[:n*q4_0x8Block], u)
+		q4_0x8SpanSums(sums, grp[:n*q4_0x8Block], u)
 		// Block b < n of the span is in bounds: its sums are 32·b
 		// bytes into sums, its scales b·q4_0x8Block into grp, and
 		// its da at word b·q4_0x8PrepBlock + 17 of u.
-		gs, gw, gu := unsafe.Pointer(&sums), unsafe.Pointer(unsafe.SliceData(grp)), unsafe.Pointer(unsafe.SliceData(u))
+		gs, gw, gu := unsafe.Pointer(sums), unsafe.Pointer(unsafe.SliceData(grp)), unsafe.Pointer(unsafe.SliceData(u))
 		for b := 0; b < n; b++ {
 			var rare uint
 			for ; b < n; b++ {
