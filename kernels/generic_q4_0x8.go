@@ -219,12 +219,10 @@ func q4_0x8RareRows(a *[8]float64, rare uint, s *[4]uint64, o *[16]byte, da uint
 //
 //go:noinline
 func q4_0x8SpanSums(sums *[q4_0x8Span][4]uint64, grp []byte, u []uint64) {
-	for b := range sums {
-		if len(grp) < q4_0x8Block || len(u) < q4_0x8PrepBlock {
-			return
-		}
-		q4_0x8Sums(&sums[b], (*[q4_0x8Block]byte)(grp), (*[q4_0x8PrepBlock]uint64)(u))
-		grp, u = grp[q4_0x8Block:], u[q4_0x8PrepBlock:]
+	n := min(len(grp)/q4_0x8Block, len(u)/q4_0x8PrepBlock, q4_0x8Span)
+	gs, gw, gu := unsafe.Pointer(sums), unsafe.Pointer(unsafe.SliceData(grp)), unsafe.Pointer(unsafe.SliceData(u))
+	for b := 0; b < n; b++ {
+		q4_0x8Sums((*[4]uint64)(unsafe.Add(gs, 32*b)), (*[q4_0x8Block]byte)(unsafe.Add(gw, q4_0x8Block*b)), (*[q4_0x8PrepBlock]uint64)(unsafe.Add(gu, 8*q4_0x8PrepBlock*b)))
 	}
 }
 
