@@ -89,59 +89,151 @@ func q4_0x8SWAR(out []float32, w []byte, rowBytes, cols int, _, aux []byte) {
 	nb := cols / 32
 	u := words(aux)[:nb*q4_0x8PrepBlock]
 	fp16 := fp16Floats()
+	var sums [q4_0x8Span][4]uint64
 	for g := 0; g < len(out)/8; g++ {
-		q4_0x8Group((*[8]float32)(out[8*g:]), w[g*8*rowBytes:][:nb*q4_0x8Block], u, fp16)
+		q4_0x8Group((*[8]float32)(out[8*g:]), w[g*8*rowBytes:][:nb*q4_0x8Block], u, fp16, &sums)
 	}
 }
+
+// q4_0x8Span is the number of blocks whose integer sums q4_0x8Group
+// computes before it adds up their products.
+const q4_0x8Span = 32
 
 // q4_0x8Group computes the eight dot products acc of a group of rows grp
-// (Q4_0x8) with the prepared activation u, a block at a time.
-func q4_0x8Group(acc *[8]float32, grp []byte, u []uint64, fp16 *[1 << 16]float32) {
-	*acc = [8]float32{}
+// (Q4_0x8) with the prepared activation u in two passes per span of up to
+// q4_0x8Span blocks: the first computes the blocks' integer sums
+// (q4_0x8SpanSums, into sums), the second the rows' fmas block
+// by block, in order, the eight float32 sums held as float64s in
+// registers. Its loop makes no calls: a block where some row's fma needs
+// fma32Rare leaves it, and those rows' fmas are done (q4_0x8RareRows)
+// before the next block. The float arithmetic is that of a block at a
+// time, so the sums are the same bits.
+func q4_0x8Group(acc *[8]float32, grp []byte, u []uint64, fp16 *[1 << 16]float32, sums *[q4_0x8Span][4]uint64) {
+	var a0, a1, a2, a3, a4, a5, a6, a7 float64
 	for len(grp) >= q4_0x8Block && len(u) >= q4_0x8PrepBlock {
-		q4_0x8Block8(acc, (*[q4_0x8Block]byte)(grp), (*[q4_0x8PrepBlock]uint64)(u), fp16)
-		grp, u = grp[q4_0x8Block:], u[q4_0x8PrepBlock:]
+		n := min(len(grp)/q4_0x8Block, len(u)/q4_0x8PrepBlock, q4_0x8Span)
+		q4_0x8SpanSums(sums, grp[:n*q4_0x8Block], u)
+		// Block b < n of the span is in bounds: its sums are 32·b
+		// bytes into sums, its scales b·q4_0x8Block into grp, and
+		// its da at word b·q4_0x8PrepBlock + 17 of u.
+		gs, gw, gu := unsafe.Pointer(sums), unsafe.Pointer(unsafe.SliceData(grp)), unsafe.Pointer(unsafe.SliceData(u))
+		for b := 0; b < n; b++ {
+			var rare uint
+			for ; b < n; b++ {
+				s := (*[4]uint64)(unsafe.Add(gs, 32*b))
+				o := (*[16]byte)(unsafe.Add(gw, q4_0x8Block*b))
+				da := math.Float32frombits(uint32(*(*uint64)(unsafe.Add(gu, 8*(q4_0x8PrepBlock*b+17)))))
+				if x := float64(float64(float64(int32(uint16(s[0]>>16))-q4_0x8Lane)*float64(fp16[binary.LittleEndian.Uint16(o[0:])]*da)) + a0); math.Float64bits(x)<<1 < q4_0x8Exact {
+					a0 = float64(float32(x))
+				} else if fma32Fits(math.Float64bits(x)) {
+					a0 = float64(float32(x))
+				} else {
+					rare |= 1
+				}
+				if x := float64(float64(float64(int32(s[0]>>48)-q4_0x8Lane)*float64(fp16[binary.LittleEndian.Uint16(o[2:])]*da)) + a1); math.Float64bits(x)<<1 < q4_0x8Exact {
+					a1 = float64(float32(x))
+				} else if fma32Fits(math.Float64bits(x)) {
+					a1 = float64(float32(x))
+				} else {
+					rare |= 2
+				}
+				if x := float64(float64(float64(int32(uint16(s[1]>>16))-q4_0x8Lane)*float64(fp16[binary.LittleEndian.Uint16(o[4:])]*da)) + a2); math.Float64bits(x)<<1 < q4_0x8Exact {
+					a2 = float64(float32(x))
+				} else if fma32Fits(math.Float64bits(x)) {
+					a2 = float64(float32(x))
+				} else {
+					rare |= 4
+				}
+				if x := float64(float64(float64(int32(s[1]>>48)-q4_0x8Lane)*float64(fp16[binary.LittleEndian.Uint16(o[6:])]*da)) + a3); math.Float64bits(x)<<1 < q4_0x8Exact {
+					a3 = float64(float32(x))
+				} else if fma32Fits(math.Float64bits(x)) {
+					a3 = float64(float32(x))
+				} else {
+					rare |= 8
+				}
+				if x := float64(float64(float64(int32(uint16(s[2]>>16))-q4_0x8Lane)*float64(fp16[binary.LittleEndian.Uint16(o[8:])]*da)) + a4); math.Float64bits(x)<<1 < q4_0x8Exact {
+					a4 = float64(float32(x))
+				} else if fma32Fits(math.Float64bits(x)) {
+					a4 = float64(float32(x))
+				} else {
+					rare |= 16
+				}
+				if x := float64(float64(float64(int32(s[2]>>48)-q4_0x8Lane)*float64(fp16[binary.LittleEndian.Uint16(o[10:])]*da)) + a5); math.Float64bits(x)<<1 < q4_0x8Exact {
+					a5 = float64(float32(x))
+				} else if fma32Fits(math.Float64bits(x)) {
+					a5 = float64(float32(x))
+				} else {
+					rare |= 32
+				}
+				if x := float64(float64(float64(int32(uint16(s[3]>>16))-q4_0x8Lane)*float64(fp16[binary.LittleEndian.Uint16(o[12:])]*da)) + a6); math.Float64bits(x)<<1 < q4_0x8Exact {
+					a6 = float64(float32(x))
+				} else if fma32Fits(math.Float64bits(x)) {
+					a6 = float64(float32(x))
+				} else {
+					rare |= 64
+				}
+				if x := float64(float64(float64(int32(s[3]>>48)-q4_0x8Lane)*float64(fp16[binary.LittleEndian.Uint16(o[14:])]*da)) + a7); math.Float64bits(x)<<1 < q4_0x8Exact {
+					a7 = float64(float32(x))
+				} else if fma32Fits(math.Float64bits(x)) {
+					a7 = float64(float32(x))
+				} else {
+					rare |= 128
+				}
+				if rare != 0 {
+					break
+				}
+			}
+			if rare != 0 {
+				a := [8]float64{a0, a1, a2, a3, a4, a5, a6, a7}
+				q4_0x8RareRows(&a, rare, &sums[b], (*[16]byte)(grp[b*q4_0x8Block:]), u[b*q4_0x8PrepBlock+17], fp16)
+				a0, a1, a2, a3, a4, a5, a6, a7 = a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]
+			}
+		}
+		grp, u = grp[n*q4_0x8Block:], u[n*q4_0x8PrepBlock:]
+	}
+	*acc = [8]float32{float32(a0), float32(a1), float32(a2), float32(a3), float32(a4), float32(a5), float32(a6), float32(a7)}
+}
+
+// q4_0x8RareRows does the fmas of the rows r in the set rare (bit r) of
+// a block with sums s, row scales o and the activation's scale bits da
+// with fma32Rare, on the sums a.
+//
+//go:noinline
+func q4_0x8RareRows(a *[8]float64, rare uint, s *[4]uint64, o *[16]byte, da uint64, fp16 *[1 << 16]float32) {
+	for r := range a {
+		if rare>>r&1 == 0 {
+			continue
+		}
+		v := int32(uint16(s[r/2]>>16)) - q4_0x8Lane
+		if r%2 == 1 {
+			v = int32(s[r/2]>>48) - q4_0x8Lane
+		}
+		d := fp16[binary.LittleEndian.Uint16(o[2*r:])] * math.Float32frombits(uint32(da))
+		a[r] = float64(fma32Rare(float32(v), d, float32(a[r])))
 	}
 }
 
-// q4_0x8Block8 adds the products of the Q4_0x8 block o of eight rows
-// with the prepared activation block p to the rows' sums acc.
+// q4_0x8SpanSums sets sums[b] to q4_0x8Sums's sums of block b of grp and
+// u, for the blocks of grp (at most q4_0x8Span). It is a function of its
+// own so that q4_0x8Group's float sums need not be kept across its calls.
 //
 //go:noinline
-func q4_0x8Block8(acc *[8]float32, o *[q4_0x8Block]byte, p *[q4_0x8PrepBlock]uint64, fp16 *[1 << 16]float32) {
-	var sum [4]uint64
-	q4_0x8Sums(&sum, o, p)
-	da := math.Float32frombits(uint32(p[17]))
-	for i := 0; i < 4; i++ {
-		a, r := sum[i], 2*i
-		s0, s1 := int32(uint16(a>>16))-q4_0x8Lane, int32(a>>48)-q4_0x8Lane
-		// fma(float32(s), dw·da, acc) per row as quant.FMA32 computes
-		// it; s converts exactly (|s| ≤ 2¹⁵). The scales dw and da are
-		// fp16s, multiples of 2⁻²⁴, so dw·da (exact in float32) and the
-		// float32 sums acc are multiples of 2⁻⁴⁸: a float64 sum below 2⁵
-		// in magnitude is exact (fewer than 53 bits), and its one
-		// rounding to float32 the fma's. Only larger sums need
-		// fma32Fits. (The tests are written out, so that the compiler
-		// branches on them instead of making a bool.)
-		sc := (*[4]byte)(o[2*r:])
-		d0 := fp16[binary.LittleEndian.Uint16(sc[0:])] * da
-		if x := float64(float64(float64(s0)*float64(d0)) + float64(acc[r])); math.Float64bits(x)<<1 < q4_0x8Exact {
-			acc[r] = float32(x)
-		} else if fma32Fits(math.Float64bits(x)) {
-			acc[r] = float32(x)
-		} else {
-			acc[r] = fma32Rare(float32(s0), d0, acc[r])
-		}
-		d1 := fp16[binary.LittleEndian.Uint16(sc[2:])] * da
-		if x := float64(float64(float64(s1)*float64(d1)) + float64(acc[r+1])); math.Float64bits(x)<<1 < q4_0x8Exact {
-			acc[r+1] = float32(x)
-		} else if fma32Fits(math.Float64bits(x)) {
-			acc[r+1] = float32(x)
-		} else {
-			acc[r+1] = fma32Rare(float32(s1), d1, acc[r+1])
-		}
+func q4_0x8SpanSums(sums *[q4_0x8Span][4]uint64, grp []byte, u []uint64) {
+	n := min(len(grp)/q4_0x8Block, len(u)/q4_0x8PrepBlock, q4_0x8Span)
+	gs, gw, gu := unsafe.Pointer(sums), unsafe.Pointer(unsafe.SliceData(grp)), unsafe.Pointer(unsafe.SliceData(u))
+	for b := 0; b < n; b++ {
+		q4_0x8Sums((*[4]uint64)(unsafe.Add(gs, 32*b)), (*[q4_0x8Block]byte)(unsafe.Add(gw, q4_0x8Block*b)), (*[q4_0x8PrepBlock]uint64)(unsafe.Add(gu, 8*q4_0x8PrepBlock*b)))
 	}
 }
+
+// The fmas of q4_0x8Group are fma(float32(s), dw·da, a) as quant.FMA32
+// computes them, a a float64 holding a float32: s converts exactly
+// (|s| ≤ 2¹⁵). The scales dw and da are fp16s, multiples of 2⁻²⁴, so dw·da
+// (exact in float32) and the float32 sums are multiples of 2⁻⁴⁸: a
+// float64 sum below 2⁵ in magnitude is exact (fewer than 53 bits), and
+// its one rounding to float32 the fma's. Only larger sums need
+// fma32Fits, and only sums that fail it fma32Rare. (The tests are written
+// out, so that the compiler branches on them instead of making a bool.)
 
 // q4_0x8Exact bounds the bits of a float64 shifted left by one (its
 // magnitude): below it, it is under 2⁵.

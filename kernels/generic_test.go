@@ -313,6 +313,11 @@ func TestQ4_0x8GenericRounding(t *testing.T) {
 	}
 	q(1, 10, 6)
 	q(1, 31, 1)
+	// Every row of the group is row 0, so that each row's fma meets
+	// the case.
+	for i := 1; i < rows; i++ {
+		copy(w[i*rb:(i+1)*rb], row)
+	}
 	act := make([]byte, 2*34)
 	binary.LittleEndian.PutUint16(act[0:], 0x4001)  // 1025·2⁻⁹
 	binary.LittleEndian.PutUint16(act[34:], 0x066b) // 1643·2⁻²⁴
