@@ -24,6 +24,23 @@ GLOBL f32hNibble<>(SB), RODATA|NOPTR, $8
 #define F32H_TABLE \
 	VBROADCASTI32X4 (SI), Z20
 
+// F32H_HIGH decodes the superchunk at DI up to its high halves: the
+// third and high bytes of its 128 weights, paired in column order, in
+// Z6, Z7, Z8 and Z9 (clobbers Z2-Z5).
+#define F32H_HIGH \
+	VMOVDQU64  0(DI), Z2    \
+	VPSRLW     $4, Z2, Z3   \
+	VPANDD     Z31, Z2, Z2  \
+	VPANDD     Z31, Z3, Z3  \
+	VPSHUFB    Z2, Z20, Z2  \
+	VPSHUFB    Z3, Z20, Z3  \
+	VMOVDQU64  64(DI), Z4   \
+	VMOVDQU64  128(DI), Z5  \
+	VPUNPCKLBW Z2, Z4, Z6   \
+	VPUNPCKHBW Z2, Z4, Z7   \
+	VPUNPCKLBW Z3, Z5, Z8   \
+	VPUNPCKHBW Z3, Z5, Z9
+
 // func dotF32HAVX512(out *float32, rows int, w *byte, chunks int, rowBytes int, act *byte) int
 //
 // dotF32HAVX512 computes out[r] = dot(row r, act) of F32H rows of chunks
@@ -61,18 +78,7 @@ f32h_chunk:
 	PREFETCHT0 8448(DI)
 	PREFETCHT0 8512(DI)
 	PREFETCHT0 8576(DI)
-	VMOVDQU64  0(DI), Z2
-	VPSRLW     $4, Z2, Z3
-	VPANDD     Z31, Z2, Z2
-	VPANDD     Z31, Z3, Z3
-	VPSHUFB    Z2, Z20, Z2
-	VPSHUFB    Z3, Z20, Z3
-	VMOVDQU64  64(DI), Z4
-	VMOVDQU64  128(DI), Z5
-	VPUNPCKLBW Z2, Z4, Z6
-	VPUNPCKHBW Z2, Z4, Z7
-	VPUNPCKLBW Z3, Z5, Z8
-	VPUNPCKHBW Z3, Z5, Z9
+	F32H_HIGH
 	VMOVDQU64  192(DI), Z10
 	VPUNPCKLWD Z6, Z10, Z22
 	VPUNPCKHWD Z6, Z10, Z23
@@ -136,18 +142,7 @@ f32hd_row:
 	MOVQ R10, CX
 
 f32hd_chunk:
-	VMOVDQU64  0(DI), Z2
-	VPSRLW     $4, Z2, Z3
-	VPANDD     Z31, Z2, Z2
-	VPANDD     Z31, Z3, Z3
-	VPSHUFB    Z2, Z20, Z2
-	VPSHUFB    Z3, Z20, Z3
-	VMOVDQU64  64(DI), Z4
-	VMOVDQU64  128(DI), Z5
-	VPUNPCKLBW Z2, Z4, Z6
-	VPUNPCKHBW Z2, Z4, Z7
-	VPUNPCKLBW Z3, Z5, Z8
-	VPUNPCKHBW Z3, Z5, Z9
+	F32H_HIGH
 	VMOVDQU64  192(DI), Z10
 	VPUNPCKLWD Z6, Z10, Z22
 	VPUNPCKHWD Z6, Z10, Z23
