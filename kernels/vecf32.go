@@ -193,6 +193,37 @@ func (tr *Tier) LanesF32Heads(lanes, values []float32, stride, n int, p []float3
 	}
 }
 
+// ValuesF32Heads sets the attention outputs of several heads, their
+// weighted values: out[j·d:(j+1)·d], for each head j < len(out)/d, is
+// ReduceLanes32F32 of head j's 32 lanes as LanesF32Heads(lanes, values,
+// stride, n, p, pstride, d, group, g0) sets them, bit for bit. lanes
+// (32·d elements a head) is scratch space: the call may overwrite it and
+// leaves it undefined (a tier may sum the lanes in registers instead).
+func ValuesF32Heads(out, lanes, values []float32, stride, n int, p []float32, pstride, d, group, g0 int) {
+	current.Load().ValuesF32Heads(out, lanes, values, stride, n, p, pstride, d, group, g0)
+}
+
+// ValuesF32Heads is the package function ValuesF32Heads on tier tr.
+func (tr *Tier) ValuesF32Heads(out, lanes, values []float32, stride, n int, p []float32, pstride, d, group, g0 int) {
+	heads := checkHeads("ValuesF32Heads", len(out), stride, n, len(values), d, group, g0)
+	if heads == 0 {
+		return
+	}
+	if len(lanes) != 32*len(out) {
+		panic("kernels: ValuesF32Heads: lanes is not 32 rows of out")
+	}
+	if n > 0 && (pstride < n || (heads-1)*pstride+n > len(p)) {
+		panic("kernels: ValuesF32Heads: weights do not fit in p")
+	}
+	if tr != genericTier && valuesF32HeadsAsm(tr, out, values, stride, n, p, pstride, d, group, g0, heads) {
+		return
+	}
+	tr.LanesF32Heads(lanes, values, stride, n, p, pstride, d, group, g0)
+	for j := range heads {
+		tr.ReduceLanes32F32(out[j*d:(j+1)*d], lanes[j*32*d:(j+1)*32*d])
+	}
+}
+
 // MulF32 sets dst[i] = dst[i]·x[i] (float32 products, one rounding each)
 // for every i in dst.
 func MulF32(dst, x []float32) { current.Load().MulF32(dst, x) }

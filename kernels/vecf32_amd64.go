@@ -149,3 +149,16 @@ func addF32Asm(dst, x []float32) bool {
 	addF32AVX2(&dst[0], &x[0], len(dst))
 	return true
 }
+
+//go:noescape
+func valuesF32HeadsAVX512(out *float32, n int, values *byte, vstride int, p *float32, pstride, heads, cols, group, g0 int)
+
+// valuesF32HeadsAsm is ValuesF32Heads in the assembly of tier tr
+// (attn_avx512_amd64.s), false when tr has none for heads of d.
+func valuesF32HeadsAsm(tr *Tier, out, values []float32, stride, n int, p []float32, pstride, d, group, g0, heads int) bool {
+	if tr != avx512Tier || !haveAVX512 || d%16 != 0 || n == 0 {
+		return false
+	}
+	valuesF32HeadsAVX512(&out[0], n, (*byte)(unsafe.Pointer(&values[0])), 4*stride, &p[0], 4*pstride, heads, d, group, g0)
+	return true
+}

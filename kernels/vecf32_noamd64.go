@@ -19,3 +19,7 @@ func lanesF32HeadsAsm(lanes, values []float32, stride, n int, p []float32, pstri
 func mulF32Asm(dst, x []float32) bool { return false }
 
 func addF32Asm(dst, x []float32) bool { return false }
+
+func valuesF32HeadsAsm(tr *Tier, out, values []float32, stride, n int, p []float32, pstride, d, group, g0, heads int) bool {
+	return false
+}

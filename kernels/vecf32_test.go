@@ -196,30 +196,45 @@ func TestRotate64Tiers(t *testing.T) {
 	}
 }
 
-// TestF32HeadsTiers checks DotF32Heads and LanesF32Heads on every tier
-// against DotF32Rows and LanesF32 of the generic tier on each head, bit
-// for bit, with grouped heads, odd widths, strides and positions.
+// TestF32HeadsTiers checks DotF32Heads, LanesF32Heads and ValuesF32Heads
+// on every tier against DotF32Rows, LanesF32 and ReduceLanes32F32 of the
+// generic tier on each head, bit for bit, with grouped heads, odd widths,
+// strides, every position count up to 41 and beyond, and (in every other
+// case) zeros, signed zeros, subnormals, huge values, infinities and NaNs
+// among the keys, values, queries and weights (any NaN for a NaN: sameF32).
 func TestF32HeadsTiers(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
+	special := []float32{0, float32(math.Copysign(0, -1)), 1e-41, -1e-45, 3e38, -3e38,
+		float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN()), -float32(math.NaN())}
+	specials := false
 	vec := func(n int) []float32 {
 		v := make([]float32, n)
 		for i := range v {
 			v[i] = float32(rng.NormFloat64())
+			if specials && rng.IntN(40) == 0 {
+				v[i] = special[rng.IntN(len(special))]
+			}
 		}
 		return v
 	}
 	defer SetTier(DefaultTier().Name())
-	tests := []struct{ d, heads, group, g0, n, pad int }{
+	type shape struct{ d, heads, group, g0, n, pad int }
+	tests := []shape{
 		{64, 12, 1, 0, 36, 0}, {64, 6, 1, 0, 1, 0}, {64, 5, 2, 1, 70, 3}, {32, 7, 3, 2, 33, 1},
 		{128, 3, 4, 0, 64, 0}, {40, 4, 1, 0, 31, 8}, {8, 9, 2, 0, 40, 0}, {5, 3, 1, 0, 12, 2},
-		{64, 4, 2, 1, 0, 0}, {96, 2, 1, 0, 100, 0},
+		{64, 4, 2, 1, 0, 0}, {96, 2, 1, 0, 100, 0}, {16, 3, 1, 0, 57, 0}, {48, 2, 2, 0, 97, 5},
+		{64, 12, 1, 0, 200, 0},
+	}
+	for n := 1; n <= 41; n++ {
+		tests = append(tests, shape{64, 3, 1, 0, n, 0}, shape{16, 2, 2, 1, n, 1})
 	}
 	for _, tier := range Tiers() {
 		tr, err := TierNamed(tier)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, tc := range tests {
+		for i, tc := range tests {
+			specials = i%2 == 1
 			kvs := (tc.g0+tc.heads-1)/tc.group + 1
 			stride := (kvs+1)*tc.d + tc.pad // a head more than the call reads
 			keys := vec(max(tc.n, 1) * stride)
@@ -237,8 +252,8 @@ func TestF32HeadsTiers(t *testing.T) {
 				genericTier.DotF32Rows(want[j*ostride:j*ostride+tc.n], keys[kv*tc.d:], stride, q[j*tc.d:(j+1)*tc.d])
 			}
 			for i := range out {
-				if math.Float32bits(out[i]) != math.Float32bits(want[i]) {
-					t.Fatalf("%s: DotF32Heads %+v element %d = %g, want %g", tier, tc, i, out[i], want[i])
+				if !sameF32(out[i], want[i]) {
+					t.Fatalf("%s: DotF32Heads %+v element %d = %g (%#x), want %g (%#x)", tier, tc, i, out[i], math.Float32bits(out[i]), want[i], math.Float32bits(want[i]))
 				}
 			}
 			p := vec(tc.heads * ostride)
@@ -250,12 +265,30 @@ func TestF32HeadsTiers(t *testing.T) {
 				genericTier.LanesF32(wantLanes[j*32*tc.d:(j+1)*32*tc.d], 32, keys[kv*tc.d:], stride, p[j*ostride:j*ostride+tc.n])
 			}
 			for i := range lanes {
-				if math.Float32bits(lanes[i]) != math.Float32bits(wantLanes[i]) {
-					t.Fatalf("%s: LanesF32Heads %+v element %d = %g, want %g", tier, tc, i, lanes[i], wantLanes[i])
+				if !sameF32(lanes[i], wantLanes[i]) {
+					t.Fatalf("%s: LanesF32Heads %+v element %d = %g (%#x), want %g (%#x)", tier, tc, i, lanes[i], math.Float32bits(lanes[i]), wantLanes[i], math.Float32bits(wantLanes[i]))
+				}
+			}
+			vals := vec(tc.heads * tc.d) // garbage to be overwritten
+			wantVals := make([]float32, len(vals))
+			for j := range tc.heads {
+				genericTier.ReduceLanes32F32(wantVals[j*tc.d:(j+1)*tc.d], wantLanes[j*32*tc.d:(j+1)*32*tc.d])
+			}
+			tr.ValuesF32Heads(vals, lanes, keys, stride, tc.n, p, ostride, tc.d, tc.group, tc.g0)
+			for i := range vals {
+				if !sameF32(vals[i], wantVals[i]) {
+					t.Fatalf("%s: ValuesF32Heads %+v element %d = %g (%#x), want %g (%#x)", tier, tc, i, vals[i], math.Float32bits(vals[i]), wantVals[i], math.Float32bits(wantVals[i]))
 				}
 			}
 		}
 	}
+}
+
+// sameF32 reports whether a and b have the same bits or are both NaN: the
+// tiers' sums propagate a NaN's sign and payload from different operands
+// (the avx2 DotF32Rows gives +NaN where generic gives −NaN, for one).
+func sameF32(a, b float32) bool {
+	return math.Float32bits(a) == math.Float32bits(b) || a != a && b != b
 }
 
 // TestMulAddF32Tiers checks MulF32 and AddF32 on every tier against the

@@ -100,10 +100,8 @@ func (s *State) attendF32(a attnArgs, lo, hi int) {
 	// with zero-probability positions to a multiple of 32: position t
 	// accumulates in lane t%32 of ggml_vec_dot_f32. A head's lanes hold
 	// one vector of hdv accumulators per lane.
-	s.tier.LanesF32Heads(s.vlanes[lo*hdv*32:hi*hdv*32], values[kv0*hdv:], vd, a.n, s.scores[lo*c:], c, hdv, group, g0)
-	for h := lo; h < hi; h++ {
-		s.tier.ReduceLanes32F32(s.output(a, h), s.vlanes[h*hdv*32:(h+1)*hdv*32])
-	}
+	// ValuesF32Heads reduces each head's lanes as GGML_F32x8_REDUCE.
+	s.tier.ValuesF32Heads(a.att[lo*hdv:hi*hdv], s.vlanes[lo*hdv*32:hi*hdv*32], values[kv0*hdv:], vd, a.n, s.scores[lo*c:], c, hdv, group, g0)
 }
 
 // attendF32Batch is attendF32 in the order llama.cpp adds when it

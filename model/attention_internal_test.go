@@ -149,3 +149,59 @@ func BenchmarkAttendF32(b *testing.B) {
 		s.attendF32(a, 0, m.Heads)
 	}
 }
+
+// TestAttendF32Tiers checks attendF32 (one token's attention over an f32
+// cache) on every tier against the generic tier's, bit for bit: 12L-768's
+// heads and grouped ones, head ranges as the threads split them, and slot
+// counts below, at and past a lane round of 32.
+func TestAttendF32Tiers(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, shape := range []struct{ heads, kvHeads, hd int }{{12, 12, 64}, {12, 4, 64}, {6, 2, 48}, {4, 4, 40}} {
+		m := &Model{Hparams: Hparams{Layers: 1, Embd: shape.heads * shape.hd, FFN: 8, Vocab: 4,
+			Heads: shape.heads, KVHeads: shape.kvHeads, HeadDimK: shape.hd, HeadDimV: shape.hd, RopeDim: shape.hd}}
+		k, v := make([]float32, m.KDim()), make([]float32, m.VDim())
+		q := make([]float32, m.QDim())
+		for _, n := range []int{1, 7, 32, 33, 55, 100} {
+			for i := range q {
+				q[i] = float32(rng.NormFloat64())
+			}
+			var want []float32
+			for _, name := range kernels.Tiers() {
+				tr, err := kernels.TierNamed(name)
+				if err != nil {
+					t.Fatal(err)
+				}
+				pool := kernels.NewPoolTier(tr, 1)
+				s, err := m.NewStateWith(pool, StateOptions{Capacity: 128, KV: kvcache.Options{Type: kvcache.F32}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				r := rand.New(rand.NewPCG(uint64(n), 5)) // the same cache on every tier
+				for pos := range n {
+					s.KV.SetLen(pos)
+					for i := range k {
+						k[i], v[i] = float32(r.NormFloat64()), float32(r.NormFloat64())
+					}
+					slot, _ := s.KV.Slot(0)
+					s.KV.Store(0, slot, k, v)
+				}
+				s.KV.SetLen(n)
+				copy(s.q, q)
+				a := attnArgs{layer: 0, n: s.KV.Used(0), q: s.q, att: s.att}
+				split := shape.heads / 3
+				s.attendF32(a, 0, split)
+				s.attendF32(a, split, shape.heads)
+				pool.Close()
+				if want == nil {
+					want = append([]float32(nil), s.att...)
+					continue
+				}
+				for i := range want {
+					if math.Float32bits(s.att[i]) != math.Float32bits(want[i]) {
+						t.Fatalf("%s: %+v, %d slots: output %d = %g, want %g (%s)", name, shape, n, i, s.att[i], want[i], kernels.Tiers()[0])
+					}
+				}
+			}
+		}
+	}
+}

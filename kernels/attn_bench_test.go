@@ -1,0 +1,68 @@
+package kernels
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"testing"
+)
+
+// BenchmarkF32Heads measures one layer's attention kernels for the
+// 12L-768 model on each tier: the scores of 12 query heads of 64 over n
+// cached positions (dot: DotF32Heads, the values fetched on the way),
+// their weighted values (values: ValuesF32Heads), and both. "hot" reads one
+// layer's keys and values again and again (in L2); "cold" goes round 128
+// MiB of them, from memory, as a decoding step meets them after its
+// mat-muls. cpu-ns/op is the thread's CPU time per layer.
+func BenchmarkF32Heads(b *testing.B) {
+	const heads, d = 12, 64
+	r := rand.New(rand.NewPCG(21, 22))
+	for _, n := range []int{50, 200} {
+		for _, temp := range []string{"hot", "cold"} {
+			row := heads * d
+			layers := 1
+			if temp == "cold" {
+				layers = (128 << 20) / (2 * 4 * n * row)
+			}
+			keys, values := make([]float32, layers*n*row), make([]float32, layers*n*row)
+			for i := range keys {
+				keys[i], values[i] = float32(r.NormFloat64()), float32(r.NormFloat64())
+			}
+			q := make([]float32, heads*d)
+			for i := range q {
+				q[i] = float32(r.NormFloat64())
+			}
+			scores := make([]float32, heads*n)
+			for i := range scores {
+				scores[i] = float32(r.Float64() / float64(n))
+			}
+			lanes, out := make([]float32, heads*32*d), make([]float32, heads*d)
+			for _, op := range []string{"dot", "values", "both"} {
+				for _, name := range Tiers() {
+					tr, _ := TierNamed(name)
+					b.Run(fmt.Sprintf("n=%d/%s/%s/%s", n, temp, op, name), func(b *testing.B) {
+						runtime.LockOSThread()
+						defer runtime.UnlockOSThread()
+						cpu0 := threadCPU()
+						l := 0
+						for b.Loop() {
+							k, v := keys[l*n*row:(l+1)*n*row], values[l*n*row:(l+1)*n*row]
+							if op != "values" {
+								tr.DotF32Heads(scores, n, k, row, n, q, d, 1, 0, v)
+							}
+							if op != "dot" {
+								tr.ValuesF32Heads(out, lanes, v, row, n, scores, n, d, 1, 0)
+							}
+							if l++; l == layers {
+								l = 0
+							}
+						}
+						if cpu1 := threadCPU(); cpu0 >= 0 && cpu1 > cpu0 {
+							b.ReportMetric(float64(cpu1-cpu0)/float64(b.N), "cpu-ns/op")
+						}
+					})
+				}
+			}
+		}
+	}
+}
