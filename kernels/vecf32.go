@@ -130,7 +130,7 @@ func (tr *Tier) DotF32Heads(out []float32, ostride int, keys []float32, stride, 
 	if len(next) < len(keys) {
 		next = nil // fetched only where it is as long as keys
 	}
-	if tr != genericTier && dotF32HeadsAsm(out, ostride, keys, stride, n, q, d, group, g0, heads, next) {
+	if tr != genericTier && dotF32HeadsAsm(tr, out, ostride, keys, stride, n, q, d, group, g0, heads, next) {
 		return
 	}
 	for j := range heads {

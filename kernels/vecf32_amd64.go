@@ -97,7 +97,7 @@ func rotate64Asm(tr *Tier, x []float32) bool {
 //go:noescape
 func dotF32HeadsAVX2(out *float32, ostride, n int, keys *byte, kstride int, q *byte, heads, chunks, group, g0, next int)
 
-func dotF32HeadsAsm(out []float32, ostride int, keys []float32, stride, n int, q []float32, d, group, g0, heads int, next []float32) bool {
+func dotF32HeadsAsm(tr *Tier, out []float32, ostride int, keys []float32, stride, n int, q []float32, d, group, g0, heads int, next []float32) bool {
 	if d%32 != 0 || !hasAVX2() {
 		return false
 	}
@@ -107,9 +107,16 @@ func dotF32HeadsAsm(out []float32, ostride int, keys []float32, stride, n int, q
 	if next != nil {
 		off = int(uintptr(unsafe.Pointer(&next[0])) - uintptr(unsafe.Pointer(&keys[0])))
 	}
+	if tr == avx512Tier && haveAVX512 {
+		dotF32HeadsAVX512(&out[0], 4*ostride, n, (*byte)(unsafe.Pointer(&keys[0])), 4*stride, (*byte)(unsafe.Pointer(&q[0])), heads, d/32, group, g0, off)
+		return true
+	}
 	dotF32HeadsAVX2(&out[0], 4*ostride, n, (*byte)(unsafe.Pointer(&keys[0])), 4*stride, (*byte)(unsafe.Pointer(&q[0])), heads, d/32, group, g0, off)
 	return true
 }
+
+//go:noescape
+func dotF32HeadsAVX512(out *float32, ostride, n int, keys *byte, kstride int, q *byte, heads, chunks, group, g0, next int)
 
 //go:noescape
 func lanesF32HeadsAVX2(lanes *float32, n int, values *byte, vstride int, p *float32, pstride, heads, cols, group, g0 int)

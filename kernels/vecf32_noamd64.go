@@ -8,7 +8,7 @@ package kernels
 
 func rotate64Asm(tr *Tier, x []float32) bool { return false }
 
-func dotF32HeadsAsm(out []float32, ostride int, keys []float32, stride, n int, q []float32, d, group, g0, heads int, next []float32) bool {
+func dotF32HeadsAsm(tr *Tier, out []float32, ostride int, keys []float32, stride, n int, q []float32, d, group, g0, heads int, next []float32) bool {
 	return false
 }
 
