@@ -246,6 +246,14 @@ func TestF32HeadsTiers(t *testing.T) {
 			if tc.pad%2 == 0 {
 				next = vec(len(keys)) // fetched, not read
 			}
+			if i%4 == 2 { // products of −0 only: their lanes start from +0
+				for i := range keys {
+					keys[i] = 0
+				}
+				for i := range q {
+					q[i] = -1
+				}
+			}
 			tr.DotF32Heads(out, ostride, keys, stride, tc.n, q, tc.d, tc.group, tc.g0, next)
 			for j := range tc.heads {
 				kv := (tc.g0 + j) / tc.group
