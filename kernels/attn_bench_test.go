@@ -13,7 +13,9 @@ import (
 // their weighted values (values: ValuesF32Heads), and both. "hot" reads one
 // layer's keys and values again and again (in L2); "cold" goes round 128
 // MiB of them, from memory, as a decoding step meets them after its
-// mat-muls. cpu-ns/op is the thread's CPU time per layer.
+// mat-muls. h=6 is half the heads (of each row), a thread's share when
+// one sequence's heads are split between two. cpu-ns/op is the thread's
+// CPU time per layer.
 func BenchmarkF32Heads(b *testing.B) {
 	const heads, d = 12, 64
 	r := rand.New(rand.NewPCG(21, 22))
@@ -38,29 +40,31 @@ func BenchmarkF32Heads(b *testing.B) {
 			}
 			lanes, out := make([]float32, heads*32*d), make([]float32, heads*d)
 			for _, op := range []string{"dot", "values", "both"} {
-				for _, name := range Tiers() {
-					tr, _ := TierNamed(name)
-					b.Run(fmt.Sprintf("n=%d/%s/%s/%s", n, temp, op, name), func(b *testing.B) {
-						runtime.LockOSThread()
-						defer runtime.UnlockOSThread()
-						cpu0 := threadCPU()
-						l := 0
-						for b.Loop() {
-							k, v := keys[l*n*row:(l+1)*n*row], values[l*n*row:(l+1)*n*row]
-							if op != "values" {
-								tr.DotF32Heads(scores, n, k, row, n, q, d, 1, 0, v)
+				for _, hs := range []int{heads, heads / 2} {
+					for _, name := range Tiers() {
+						tr, _ := TierNamed(name)
+						b.Run(fmt.Sprintf("n=%d/%s/%s/h=%d/%s", n, temp, op, hs, name), func(b *testing.B) {
+							runtime.LockOSThread()
+							defer runtime.UnlockOSThread()
+							cpu0 := threadCPU()
+							l := 0
+							for b.Loop() {
+								k, v := keys[l*n*row:(l+1)*n*row], values[l*n*row:(l+1)*n*row]
+								if op != "values" {
+									tr.DotF32Heads(scores, n, k, row, n, q[:hs*d], d, 1, 0, v)
+								}
+								if op != "dot" {
+									tr.ValuesF32Heads(out[:hs*d], lanes[:hs*32*d], v, row, n, scores, n, d, 1, 0)
+								}
+								if l++; l == layers {
+									l = 0
+								}
 							}
-							if op != "dot" {
-								tr.ValuesF32Heads(out, lanes, v, row, n, scores, n, d, 1, 0)
+							if cpu1 := threadCPU(); cpu0 >= 0 && cpu1 > cpu0 {
+								b.ReportMetric(float64(cpu1-cpu0)/float64(b.N), "cpu-ns/op")
 							}
-							if l++; l == layers {
-								l = 0
-							}
-						}
-						if cpu1 := threadCPU(); cpu0 >= 0 && cpu1 > cpu0 {
-							b.ReportMetric(float64(cpu1-cpu0)/float64(b.N), "cpu-ns/op")
-						}
-					})
+						})
+					}
 				}
 			}
 		}
