@@ -10,7 +10,8 @@ import (
 // BenchmarkF32Heads measures one layer's attention kernels for the
 // 12L-768 model on each tier: the scores of 12 query heads of 64 over n
 // cached positions (dot: DotF32Heads, the values fetched on the way),
-// their weighted values (values: ValuesF32Heads), and both. "hot" reads one
+// their weighted values (values: ValuesF32Heads; lanes: the same sums by
+// LanesF32Heads and ReduceLanes32F32), and both (dot and values). "hot" reads one
 // layer's keys and values again and again (in L2); "cold" goes round 128
 // MiB of them, from memory, as a decoding step meets them after its
 // mat-muls. h=6 is half the heads (of each row), a thread's share when
@@ -19,7 +20,7 @@ import (
 func BenchmarkF32Heads(b *testing.B) {
 	const heads, d = 12, 64
 	r := rand.New(rand.NewPCG(21, 22))
-	for _, n := range []int{50, 200} {
+	for _, n := range []int{50, 100, 200} {
 		for _, temp := range []string{"hot", "cold"} {
 			row := heads * d
 			layers := 1
@@ -39,8 +40,11 @@ func BenchmarkF32Heads(b *testing.B) {
 				scores[i] = float32(r.Float64() / float64(n))
 			}
 			lanes, out := make([]float32, heads*32*d), make([]float32, heads*d)
-			for _, op := range []string{"dot", "values", "both"} {
+			for _, op := range []string{"dot", "values", "lanes", "both"} {
 				for _, hs := range []int{heads, heads / 2} {
+					if hs != heads && op != "both" {
+						continue
+					}
 					for _, name := range Tiers() {
 						tr, _ := TierNamed(name)
 						b.Run(fmt.Sprintf("n=%d/%s/%s/h=%d/%s", n, temp, op, hs, name), func(b *testing.B) {
@@ -50,10 +54,18 @@ func BenchmarkF32Heads(b *testing.B) {
 							l := 0
 							for b.Loop() {
 								k, v := keys[l*n*row:(l+1)*n*row], values[l*n*row:(l+1)*n*row]
-								if op != "values" {
+								switch op {
+								case "dot":
 									tr.DotF32Heads(scores, n, k, row, n, q[:hs*d], d, 1, 0, v)
-								}
-								if op != "dot" {
+								case "values":
+									tr.ValuesF32Heads(out[:hs*d], lanes[:hs*32*d], v, row, n, scores, n, d, 1, 0)
+								case "lanes":
+									tr.LanesF32Heads(lanes[:hs*32*d], v, row, n, scores, n, d, 1, 0)
+									for j := range hs {
+										tr.ReduceLanes32F32(out[j*d:(j+1)*d], lanes[j*32*d:(j+1)*32*d])
+									}
+								case "both":
+									tr.DotF32Heads(scores, n, k, row, n, q[:hs*d], d, 1, 0, v)
 									tr.ValuesF32Heads(out[:hs*d], lanes[:hs*32*d], v, row, n, scores, n, d, 1, 0)
 								}
 								if l++; l == layers {
