@@ -245,7 +245,11 @@ const q4_0x8Exact = (1023 + 5) << 53
 // is a function of its own, with few arguments, and the chunks a loop, so
 // that the compiler keeps the multipliers and the mask in registers:
 // inlined, the values of the caller crowd them out, and unrolled, the
-// compiler loads all sixteen multipliers first and spills them.
+// compiler loads all sixteen multipliers first and spills them. Its
+// words are byte expressions, which the compiler combines into one load
+// each, and not binary.LittleEndian.Uint64, whose inlining left a no-op
+// instruction (the call's inline mark) in the loop per word: 16 per block,
+// 3% of the kernel's instructions.
 //
 //go:noinline
 func q4_0x8Sums(sum *[4]uint64, o *[q4_0x8Block]byte, p *[q4_0x8PrepBlock]uint64) {
@@ -256,13 +260,13 @@ func q4_0x8Sums(sum *[4]uint64, o *[q4_0x8Block]byte, p *[q4_0x8PrepBlock]uint64
 		w := (*[4]uint64)(p[4*c:])
 		w0, w1, w2, w3 := w[0], w[1], w[2], w[3]
 		q := (*[32]byte)(o[16+32*c:]) // 8 bytes per pair of rows
-		v := binary.LittleEndian.Uint64(q[0:])
+		v := uint64(q[0]) | uint64(q[1])<<8 | uint64(q[2])<<16 | uint64(q[3])<<24 | uint64(q[4])<<32 | uint64(q[5])<<40 | uint64(q[6])<<48 | uint64(q[7])<<56
 		sum[0] += v*w0 + v>>4&m*w1 + v>>8&m*w2 + v>>12&m*w3
-		v = binary.LittleEndian.Uint64(q[8:])
+		v = uint64(q[8]) | uint64(q[9])<<8 | uint64(q[10])<<16 | uint64(q[11])<<24 | uint64(q[12])<<32 | uint64(q[13])<<40 | uint64(q[14])<<48 | uint64(q[15])<<56
 		sum[1] += v*w0 + v>>4&m*w1 + v>>8&m*w2 + v>>12&m*w3
-		v = binary.LittleEndian.Uint64(q[16:])
+		v = uint64(q[16]) | uint64(q[17])<<8 | uint64(q[18])<<16 | uint64(q[19])<<24 | uint64(q[20])<<32 | uint64(q[21])<<40 | uint64(q[22])<<48 | uint64(q[23])<<56
 		sum[2] += v*w0 + v>>4&m*w1 + v>>8&m*w2 + v>>12&m*w3
-		v = binary.LittleEndian.Uint64(q[24:])
+		v = uint64(q[24]) | uint64(q[25])<<8 | uint64(q[26])<<16 | uint64(q[27])<<24 | uint64(q[28])<<32 | uint64(q[29])<<40 | uint64(q[30])<<48 | uint64(q[31])<<56
 		sum[3] += v*w0 + v>>4&m*w1 + v>>8&m*w2 + v>>12&m*w3
 	}
 }

@@ -139,7 +139,9 @@ func prepQ6_KS(buf, act []byte, cols int) []byte {
 // [−16256, 16384]: the arithmetic shift of X·U + K by 48 reads it
 // exactly. It is a function of its own with the accumulators in memory
 // (one read-modify-write instruction each), so that the masks, scales
-// and pointers stay in registers.
+// and pointers stay in registers. Its words are byte expressions, which
+// the compiler combines into one load each (binary.LittleEndian.Uint64's
+// inlining left a no-op instruction, its inline mark, per word).
 //
 //go:noinline
 func q6_KSSums(sum *[4]uint64, b *[210]byte, p *[q6_KSPrepBlock]uint64) {
@@ -150,11 +152,11 @@ func q6_KSSums(sum *[4]uint64, b *[210]byte, p *[q6_KSPrepBlock]uint64) {
 		m := (*[q6_KSPrepGroup]uint64)(u)
 		sa := uint64(int64(int8(q[24])))
 		sb := uint64(int64(int8(q[25]))) << 32
-		v0 := binary.LittleEndian.Uint64(q[0:])
-		v2 := binary.LittleEndian.Uint64(q[16:])
+		v0 := uint64(q[0]) | uint64(q[1])<<8 | uint64(q[2])<<16 | uint64(q[3])<<24 | uint64(q[4])<<32 | uint64(q[5])<<40 | uint64(q[6])<<48 | uint64(q[7])<<56
+		v2 := uint64(q[16]) | uint64(q[17])<<8 | uint64(q[18])<<16 | uint64(q[19])<<24 | uint64(q[20])<<32 | uint64(q[21])<<40 | uint64(q[22])<<48 | uint64(q[23])<<56
 		sum[0] += uint64(int64(v0&m[16]*m[0]+m[1])>>48)*sa + uint64(int64(v2&m[17]*m[8]+m[9])>>48)*sb
 		sum[1] += uint64(int64(v0>>6&m[18]*m[2]+m[3])>>48)*sa + uint64(int64(v2>>6&m[19]*m[10]+m[11])>>48)*sb
-		v1 := binary.LittleEndian.Uint64(q[8:])
+		v1 := uint64(q[8]) | uint64(q[9])<<8 | uint64(q[10])<<16 | uint64(q[11])<<24 | uint64(q[12])<<32 | uint64(q[13])<<40 | uint64(q[14])<<48 | uint64(q[15])<<56
 		sum[2] += uint64(int64(v1&m[20]*m[4]+m[5])>>48)*sa + uint64(int64((v0>>12&m[22]|v2>>8&m[23])*m[12]+m[13])>>48)*sb
 		sum[3] += uint64(int64(v1>>6&m[21]*m[6]+m[7])>>48)*sa + uint64(int64((v1>>12&m[24]|v2>>10&m[25])*m[14]+m[15])>>48)*sb
 		w, u = unsafe.Add(w, 26), unsafe.Add(u, q6_KSPrepGroup*8)
