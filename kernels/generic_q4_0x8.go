@@ -213,16 +213,75 @@ func q4_0x8RareRows(a *[8]float64, rare uint, s *[4]uint64, o *[16]byte, da uint
 	}
 }
 
-// q4_0x8SpanSums sets sums[b] to q4_0x8Sums's sums of block b of grp and
-// u, for the blocks of grp (at most q4_0x8Span). It is a function of its
-// own so that q4_0x8Group's float sums need not be kept across its calls.
+// q4_0x8SpanSums sets sums[b] to the four pairs of rows' accumulators of
+// block b of grp with the prepared activation block b of u, for the
+// blocks of grp (at most q4_0x8Span). It is a function of its own so that
+// q4_0x8Group's float sums need not be kept across its calls, and so that
+// the compiler keeps a chunk's four multipliers and the mask in registers
+// for the chunk's four pairs (inlined, the values of the caller crowd them
+// out). The chunks are written out, each pair's sum stored before the
+// next chunk's multipliers are loaded (the stores keep the compiler from
+// loading all sixteen first), the first chunk's sums stored with K read
+// from memory, not set beforehand (a K kept in a register spills the
+// multipliers); about 20% less time per block than a call per block with
+// a loop over the chunks adding into sums. Its words are byte
+// expressions, which the compiler combines into one load each, and not
+// binary.LittleEndian.Uint64, whose inlining left a no-op instruction (the
+// call's inline mark) per word.
 //
 //go:noinline
 func q4_0x8SpanSums(sums *[q4_0x8Span][4]uint64, grp []byte, u []uint64) {
 	n := min(len(grp)/q4_0x8Block, len(u)/q4_0x8PrepBlock, q4_0x8Span)
-	gs, gw, gu := unsafe.Pointer(sums), unsafe.Pointer(unsafe.SliceData(grp)), unsafe.Pointer(unsafe.SliceData(u))
-	for b := 0; b < n; b++ {
-		q4_0x8Sums((*[4]uint64)(unsafe.Add(gs, 32*b)), (*[q4_0x8Block]byte)(unsafe.Add(gw, q4_0x8Block*b)), (*[q4_0x8PrepBlock]uint64)(unsafe.Add(gu, 8*q4_0x8PrepBlock*b)))
+	// Block b < n is in bounds: its sums are 32·b bytes into sums, its
+	// quants at b·q4_0x8Block + 16 of grp, its multipliers at word
+	// b·q4_0x8PrepBlock of u.
+	s, o, p := unsafe.Pointer(sums), unsafe.Pointer(unsafe.SliceData(grp)), unsafe.Pointer(unsafe.SliceData(u))
+	for ; n > 0; n-- {
+		const m = 0x000F000F000F000F
+		sum := (*[4]uint64)(s)
+		// Chunk by chunk (8 bytes per pair of rows), its multipliers in
+		// registers for its four pairs.
+		w, b := (*[q4_0x8PrepBlock]uint64)(p)[:], (*[q4_0x8Block]byte)(o)[16:]
+		w0, w1, w2, w3 := w[0], w[1], w[2], w[3]
+		v := uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 | uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
+		sum[0] = w[16] + v*w0 + v>>4&m*w1 + v>>8&m*w2 + v>>12&m*w3
+		v = uint64(b[8]) | uint64(b[9])<<8 | uint64(b[10])<<16 | uint64(b[11])<<24 | uint64(b[12])<<32 | uint64(b[13])<<40 | uint64(b[14])<<48 | uint64(b[15])<<56
+		sum[1] = w[16] + v*w0 + v>>4&m*w1 + v>>8&m*w2 + v>>12&m*w3
+		v = uint64(b[16]) | uint64(b[17])<<8 | uint64(b[18])<<16 | uint64(b[19])<<24 | uint64(b[20])<<32 | uint64(b[21])<<40 | uint64(b[22])<<48 | uint64(b[23])<<56
+		sum[2] = w[16] + v*w0 + v>>4&m*w1 + v>>8&m*w2 + v>>12&m*w3
+		v = uint64(b[24]) | uint64(b[25])<<8 | uint64(b[26])<<16 | uint64(b[27])<<24 | uint64(b[28])<<32 | uint64(b[29])<<40 | uint64(b[30])<<48 | uint64(b[31])<<56
+		sum[3] = w[16] + v*w0 + v>>4&m*w1 + v>>8&m*w2 + v>>12&m*w3
+		w, b = (*[q4_0x8PrepBlock]uint64)(p)[4:], (*[q4_0x8Block]byte)(o)[48:]
+		w0, w1, w2, w3 = w[0], w[1], w[2], w[3]
+		v = uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 | uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
+		sum[0] += v*w0 + v>>4&m*w1 + v>>8&m*w2 + v>>12&m*w3
+		v = uint64(b[8]) | uint64(b[9])<<8 | uint64(b[10])<<16 | uint64(b[11])<<24 | uint64(b[12])<<32 | uint64(b[13])<<40 | uint64(b[14])<<48 | uint64(b[15])<<56
+		sum[1] += v*w0 + v>>4&m*w1 + v>>8&m*w2 + v>>12&m*w3
+		v = uint64(b[16]) | uint64(b[17])<<8 | uint64(b[18])<<16 | uint64(b[19])<<24 | uint64(b[20])<<32 | uint64(b[21])<<40 | uint64(b[22])<<48 | uint64(b[23])<<56
+		sum[2] += v*w0 + v>>4&m*w1 + v>>8&m*w2 + v>>12&m*w3
+		v = uint64(b[24]) | uint64(b[25])<<8 | uint64(b[26])<<16 | uint64(b[27])<<24 | uint64(b[28])<<32 | uint64(b[29])<<40 | uint64(b[30])<<48 | uint64(b[31])<<56
+		sum[3] += v*w0 + v>>4&m*w1 + v>>8&m*w2 + v>>12&m*w3
+		w, b = (*[q4_0x8PrepBlock]uint64)(p)[8:], (*[q4_0x8Block]byte)(o)[80:]
+		w0, w1, w2, w3 = w[0], w[1], w[2], w[3]
+		v = uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 | uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
+		sum[0] += v*w0 + v>>4&m*w1 + v>>8&m*w2 + v>>12&m*w3
+		v = uint64(b[8]) | uint64(b[9])<<8 | uint64(b[10])<<16 | uint64(b[11])<<24 | uint64(b[12])<<32 | uint64(b[13])<<40 | uint64(b[14])<<48 | uint64(b[15])<<56
+		sum[1] += v*w0 + v>>4&m*w1 + v>>8&m*w2 + v>>12&m*w3
+		v = uint64(b[16]) | uint64(b[17])<<8 | uint64(b[18])<<16 | uint64(b[19])<<24 | uint64(b[20])<<32 | uint64(b[21])<<40 | uint64(b[22])<<48 | uint64(b[23])<<56
+		sum[2] += v*w0 + v>>4&m*w1 + v>>8&m*w2 + v>>12&m*w3
+		v = uint64(b[24]) | uint64(b[25])<<8 | uint64(b[26])<<16 | uint64(b[27])<<24 | uint64(b[28])<<32 | uint64(b[29])<<40 | uint64(b[30])<<48 | uint64(b[31])<<56
+		sum[3] += v*w0 + v>>4&m*w1 + v>>8&m*w2 + v>>12&m*w3
+		w, b = (*[q4_0x8PrepBlock]uint64)(p)[12:], (*[q4_0x8Block]byte)(o)[112:]
+		w0, w1, w2, w3 = w[0], w[1], w[2], w[3]
+		v = uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 | uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
+		sum[0] += v*w0 + v>>4&m*w1 + v>>8&m*w2 + v>>12&m*w3
+		v = uint64(b[8]) | uint64(b[9])<<8 | uint64(b[10])<<16 | uint64(b[11])<<24 | uint64(b[12])<<32 | uint64(b[13])<<40 | uint64(b[14])<<48 | uint64(b[15])<<56
+		sum[1] += v*w0 + v>>4&m*w1 + v>>8&m*w2 + v>>12&m*w3
+		v = uint64(b[16]) | uint64(b[17])<<8 | uint64(b[18])<<16 | uint64(b[19])<<24 | uint64(b[20])<<32 | uint64(b[21])<<40 | uint64(b[22])<<48 | uint64(b[23])<<56
+		sum[2] += v*w0 + v>>4&m*w1 + v>>8&m*w2 + v>>12&m*w3
+		v = uint64(b[24]) | uint64(b[25])<<8 | uint64(b[26])<<16 | uint64(b[27])<<24 | uint64(b[28])<<32 | uint64(b[29])<<40 | uint64(b[30])<<48 | uint64(b[31])<<56
+		sum[3] += v*w0 + v>>4&m*w1 + v>>8&m*w2 + v>>12&m*w3
+		s, o, p = unsafe.Add(s, 32), unsafe.Add(o, q4_0x8Block), unsafe.Add(p, 8*q4_0x8PrepBlock)
 	}
 }
 
@@ -238,38 +297,6 @@ func q4_0x8SpanSums(sums *[q4_0x8Span][4]uint64, grp []byte, u []uint64) {
 // q4_0x8Exact bounds the bits of a float64 shifted left by one (its
 // magnitude): below it, it is under 2⁵.
 const q4_0x8Exact = (1023 + 5) << 53
-
-// q4_0x8Sums writes the four pairs of rows' accumulators of the Q4_0x8
-// block o with the prepared activation block p to sum. Chunk by chunk,
-// the chunk's four multipliers stay in registers for the four pairs. It
-// is a function of its own, with few arguments, and the chunks a loop, so
-// that the compiler keeps the multipliers and the mask in registers:
-// inlined, the values of the caller crowd them out, and unrolled, the
-// compiler loads all sixteen multipliers first and spills them. Its
-// words are byte expressions, which the compiler combines into one load
-// each, and not binary.LittleEndian.Uint64, whose inlining left a no-op
-// instruction (the call's inline mark) in the loop per word: 16 per block,
-// 3% of the kernel's instructions.
-//
-//go:noinline
-func q4_0x8Sums(sum *[4]uint64, o *[q4_0x8Block]byte, p *[q4_0x8PrepBlock]uint64) {
-	k := p[16]
-	*sum = [4]uint64{k, k, k, k}
-	for c := 0; c < 4; c++ {
-		const m = 0x000F000F000F000F
-		w := (*[4]uint64)(p[4*c:])
-		w0, w1, w2, w3 := w[0], w[1], w[2], w[3]
-		q := (*[32]byte)(o[16+32*c:]) // 8 bytes per pair of rows
-		v := uint64(q[0]) | uint64(q[1])<<8 | uint64(q[2])<<16 | uint64(q[3])<<24 | uint64(q[4])<<32 | uint64(q[5])<<40 | uint64(q[6])<<48 | uint64(q[7])<<56
-		sum[0] += v*w0 + v>>4&m*w1 + v>>8&m*w2 + v>>12&m*w3
-		v = uint64(q[8]) | uint64(q[9])<<8 | uint64(q[10])<<16 | uint64(q[11])<<24 | uint64(q[12])<<32 | uint64(q[13])<<40 | uint64(q[14])<<48 | uint64(q[15])<<56
-		sum[1] += v*w0 + v>>4&m*w1 + v>>8&m*w2 + v>>12&m*w3
-		v = uint64(q[16]) | uint64(q[17])<<8 | uint64(q[18])<<16 | uint64(q[19])<<24 | uint64(q[20])<<32 | uint64(q[21])<<40 | uint64(q[22])<<48 | uint64(q[23])<<56
-		sum[2] += v*w0 + v>>4&m*w1 + v>>8&m*w2 + v>>12&m*w3
-		v = uint64(q[24]) | uint64(q[25])<<8 | uint64(q[26])<<16 | uint64(q[27])<<24 | uint64(q[28])<<32 | uint64(q[29])<<40 | uint64(q[30])<<48 | uint64(q[31])<<56
-		sum[3] += v*w0 + v>>4&m*w1 + v>>8&m*w2 + v>>12&m*w3
-	}
-}
 
 // fp16Floats returns the float32 value of every fp16 bit pattern (256 KiB,
 // built on first use): the generic Q4_0x8 kernel converts its eight rows'
