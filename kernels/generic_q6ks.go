@@ -21,7 +21,7 @@ import (
 // products ggml's AVX2 order sums into one lane) sit at the same bits of
 // the four 16-bit lanes of a word, so that one mask, or a shift and a
 // mask, yields them as the operand of one 64-bit multiplication (see
-// q6_KSSums). Group g (elements 32g..32g+31, quads 0..7, sub-blocks 2g and
+// q6_KSRow). Group g (elements 32g..32g+31, quads 0..7, sub-blocks 2g and
 // 2g+1) is 26 bytes at 26g: three little-endian words, then the scales
 // of sub-blocks 2g and 2g+1 (so that one pointer walks a block). Lane i of word 0 holds element
 // i of quad 0 at bits 0–5, of quad 1 at bits 6–11 and the low four bits of
@@ -84,7 +84,7 @@ const q6_KSPrepBlock = 8*q6_KSPrepGroup + 1
 // prepared activation: U and K of its eight quads, then q6_KSMasks.
 const q6_KSPrepGroup = 16 + len(q6_KSMasks)
 
-// q6_KSMasks are the masks q6_KSSums applies, one word per use: in memory,
+// q6_KSMasks are the masks q6_KSRow applies, one word per use: in memory,
 // each is an operand of its and-instruction (Go keeps 64-bit constants in
 // no register across the loop, and the loop has none to spare).
 var q6_KSMasks = [...]uint64{
@@ -124,43 +124,6 @@ func prepQ6_KS(buf, act []byte, cols int) []byte {
 	return buf
 }
 
-// q6_KSSums returns the integer lane sums of the Q6_KS block b with the
-// prepared activation block p: S_l (ggml's AVX2 lane l, the sum
-// over the groups g of scale(2g + l/4) times quad l's Σ(q−32)·y) in the
-// low 32 bits of s_l and S_{l+4} in its high 32 bits, modulo 2⁶⁴
-// (|S| ≤ 2²⁴, so both read back exactly: S_l = int32(s_l), and
-// S_{l+4} = (s_l + 2³¹) >> 32 as a signed shift).
-//
-// A quad's operand X (its four quants, unsigned, in the 16-bit lanes of a
-// word) times its multiplier U has Σq·y in lane 3 (bits 48–63), and in
-// the lanes below partial sums of at most three products q·y,
-// |·| ≤ 3·63·128 < 2¹⁵, so below 2⁴⁷ in all. Adding K rounds them away and
-// subtracts 32·Σy in lane 3, whose value Σ(q−32)·y lies in
-// [−16256, 16384]: the arithmetic shift of X·U + K by 48 reads it
-// exactly. It is a function of its own with the accumulators in memory
-// (one read-modify-write instruction each), so that the masks, scales
-// and pointers stay in registers.
-//
-//go:noinline
-func q6_KSSums(sum *[4]uint64, b *[210]byte, p *[q6_KSPrepBlock]uint64) {
-	*sum = [4]uint64{}
-	w, u := unsafe.Pointer(b), unsafe.Pointer(p)
-	for g := 0; g < 8; g++ {
-		q := (*[26]byte)(w)
-		m := (*[q6_KSPrepGroup]uint64)(u)
-		sa := uint64(int64(int8(q[24])))
-		sb := uint64(int64(int8(q[25]))) << 32
-		v0 := binary.LittleEndian.Uint64(q[0:])
-		v2 := binary.LittleEndian.Uint64(q[16:])
-		sum[0] += uint64(int64(v0&m[16]*m[0]+m[1])>>48)*sa + uint64(int64(v2&m[17]*m[8]+m[9])>>48)*sb
-		sum[1] += uint64(int64(v0>>6&m[18]*m[2]+m[3])>>48)*sa + uint64(int64(v2>>6&m[19]*m[10]+m[11])>>48)*sb
-		v1 := binary.LittleEndian.Uint64(q[8:])
-		sum[2] += uint64(int64(v1&m[20]*m[4]+m[5])>>48)*sa + uint64(int64((v0>>12&m[22]|v2>>8&m[23])*m[12]+m[13])>>48)*sb
-		sum[3] += uint64(int64(v1>>6&m[21]*m[6]+m[7])>>48)*sa + uint64(int64((v1>>12&m[24]|v2>>10&m[25])*m[14]+m[15])>>48)*sb
-		w, u = unsafe.Add(w, 26), unsafe.Add(u, q6_KSPrepGroup*8)
-	}
-}
-
 // q6_KSRows is the generic tier's Q6_KS kernel (quant's Q6_K dot product
 // on the Q6_KS layout); aux is prepQ6_KS's.
 func q6_KSRows(out []float32, w []byte, rowBytes, cols int, _, aux []byte) {
@@ -173,13 +136,77 @@ func q6_KSRows(out []float32, w []byte, rowBytes, cols int, _, aux []byte) {
 }
 
 // q6_KSRow returns the dot product of the row of nb ≥ 1 Q6_KS blocks
-// from b with the prepared activation from p.
+// from b with the prepared activation from p, block by block: first the
+// block's integer lane sums, then its fmas.
+//
+// The integer sums are S_l (ggml's AVX2 lane l, the sum over the groups g
+// of scale(2g + l/4) times quad l's Σ(q−32)·y) in the low 32 bits of
+// sum[l] and S_{l+4} in its high 32 bits, modulo 2⁶⁴ (|S| ≤ 2²⁴, so both
+// read back exactly: S_l = int32(sum[l]), and S_{l+4} = (sum[l] + 2³¹) >>
+// 32 as a signed shift). A quad's operand X (its four quants, unsigned,
+// in the 16-bit lanes of a word) times its multiplier U has Σq·y in lane
+// 3 (bits 48–63), and in the lanes below partial sums of at most three
+// products q·y, |·| ≤ 3·63·128 < 2¹⁵, so below 2⁴⁷ in all. Adding K rounds
+// them away and subtracts 32·Σy in lane 3, whose value Σ(q−32)·y lies in
+// [−16256, 16384]: the arithmetic shift of X·U + K by 48 reads it
+// exactly. The sums are in memory (one read-modify-write instruction
+// each), so that the masks, scales and pointers stay in registers; the
+// words are byte expressions, which the compiler combines into one load
+// each (binary.LittleEndian.Uint64's inlining left a no-op instruction,
+// its inline mark, per word).
+//
+// The fmas are fma(d, float32(S_l), acc[l]) per lane as quant.FMA32
+// computes it, d the product of the two blocks' scales. Both steps are in
+// this one function: a call per block for either cost more time.
 //
 //go:noinline
 func q6_KSRow(b *[210]byte, nb int, p *[q6_KSPrepBlock]uint64, fp16 *[1 << 16]float32) float32 {
 	var acc [8]float32
 	for {
-		q6_KSBlock(&acc, b, p, fp16)
+		var sum [4]uint64
+		w, u := unsafe.Pointer(b), unsafe.Pointer(p)
+		for g := 0; g < 8; g++ {
+			q := (*[26]byte)(w)
+			m := (*[q6_KSPrepGroup]uint64)(u)
+			sa := uint64(int64(int8(q[24])))
+			sb := uint64(int64(int8(q[25]))) << 32
+			v0 := uint64(q[0]) | uint64(q[1])<<8 | uint64(q[2])<<16 | uint64(q[3])<<24 | uint64(q[4])<<32 | uint64(q[5])<<40 | uint64(q[6])<<48 | uint64(q[7])<<56
+			v2 := uint64(q[16]) | uint64(q[17])<<8 | uint64(q[18])<<16 | uint64(q[19])<<24 | uint64(q[20])<<32 | uint64(q[21])<<40 | uint64(q[22])<<48 | uint64(q[23])<<56
+			sum[0] += uint64(int64(v0&m[16]*m[0]+m[1])>>48)*sa + uint64(int64(v2&m[17]*m[8]+m[9])>>48)*sb
+			sum[1] += uint64(int64(v0>>6&m[18]*m[2]+m[3])>>48)*sa + uint64(int64(v2>>6&m[19]*m[10]+m[11])>>48)*sb
+			v1 := uint64(q[8]) | uint64(q[9])<<8 | uint64(q[10])<<16 | uint64(q[11])<<24 | uint64(q[12])<<32 | uint64(q[13])<<40 | uint64(q[14])<<48 | uint64(q[15])<<56
+			sum[2] += uint64(int64(v1&m[20]*m[4]+m[5])>>48)*sa + uint64(int64((v0>>12&m[22]|v2>>8&m[23])*m[12]+m[13])>>48)*sb
+			sum[3] += uint64(int64(v1>>6&m[21]*m[6]+m[7])>>48)*sa + uint64(int64((v1>>12&m[24]|v2>>10&m[25])*m[14]+m[15])>>48)*sb
+			w, u = unsafe.Add(w, 26), unsafe.Add(u, q6_KSPrepGroup*8)
+		}
+		d := math.Float32frombits(uint32(p[8*q6_KSPrepGroup])) * fp16[binary.LittleEndian.Uint16(b[208:])]
+		d64 := float64(d)
+		// Lane l's sum is the low half of sum[l], l+4's the high half
+		// (the low half taken as signed).
+		if !q6_KSTry(&acc[0], float64(int32(sum[0])), d64) {
+			q6_KSRare(&acc[0], d, int32(sum[0]))
+		}
+		if !q6_KSTry(&acc[1], float64(int32(sum[1])), d64) {
+			q6_KSRare(&acc[1], d, int32(sum[1]))
+		}
+		if !q6_KSTry(&acc[2], float64(int32(sum[2])), d64) {
+			q6_KSRare(&acc[2], d, int32(sum[2]))
+		}
+		if !q6_KSTry(&acc[3], float64(int32(sum[3])), d64) {
+			q6_KSRare(&acc[3], d, int32(sum[3]))
+		}
+		if !q6_KSTry(&acc[4], float64(int64(sum[0]+1<<31)>>32), d64) {
+			q6_KSRare(&acc[4], d, int32(int64(sum[0]+1<<31)>>32))
+		}
+		if !q6_KSTry(&acc[5], float64(int64(sum[1]+1<<31)>>32), d64) {
+			q6_KSRare(&acc[5], d, int32(int64(sum[1]+1<<31)>>32))
+		}
+		if !q6_KSTry(&acc[6], float64(int64(sum[2]+1<<31)>>32), d64) {
+			q6_KSRare(&acc[6], d, int32(int64(sum[2]+1<<31)>>32))
+		}
+		if !q6_KSTry(&acc[7], float64(int64(sum[3]+1<<31)>>32), d64) {
+			q6_KSRare(&acc[7], d, int32(int64(sum[3]+1<<31)>>32))
+		}
 		if nb--; nb == 0 {
 			break
 		}
@@ -188,45 +215,6 @@ func q6_KSRow(b *[210]byte, nb int, p *[q6_KSPrepBlock]uint64, fp16 *[1 << 16]fl
 	}
 	r0, r1, r2, r3 := acc[4]+acc[0], acc[5]+acc[1], acc[6]+acc[2], acc[7]+acc[3]
 	return (r0 + r2) + (r1 + r3)
-}
-
-// q6_KSBlock adds the products of the Q6_KS block b with the prepared
-// activation block p to a row's lane sums acc: fma(d, float32(S_l),
-// acc[l]) per lane as quant.FMA32 computes it, d the product of the two
-// blocks' scales.
-//
-//go:noinline
-func q6_KSBlock(acc *[8]float32, b *[210]byte, p *[q6_KSPrepBlock]uint64, fp16 *[1 << 16]float32) {
-	var sum [4]uint64
-	q6_KSSums(&sum, b, p)
-	d := math.Float32frombits(uint32(p[8*q6_KSPrepGroup])) * fp16[binary.LittleEndian.Uint16(b[208:])]
-	d64 := float64(d)
-	// Lane l's sum is the low half of sum[l], l+4's the high half (the
-	// low half taken as signed: q6_KSSums).
-	if !q6_KSTry(&acc[0], float64(int32(sum[0])), d64) {
-		q6_KSRare(&acc[0], d, int32(sum[0]))
-	}
-	if !q6_KSTry(&acc[1], float64(int32(sum[1])), d64) {
-		q6_KSRare(&acc[1], d, int32(sum[1]))
-	}
-	if !q6_KSTry(&acc[2], float64(int32(sum[2])), d64) {
-		q6_KSRare(&acc[2], d, int32(sum[2]))
-	}
-	if !q6_KSTry(&acc[3], float64(int32(sum[3])), d64) {
-		q6_KSRare(&acc[3], d, int32(sum[3]))
-	}
-	if !q6_KSTry(&acc[4], float64(int64(sum[0]+1<<31)>>32), d64) {
-		q6_KSRare(&acc[4], d, int32(int64(sum[0]+1<<31)>>32))
-	}
-	if !q6_KSTry(&acc[5], float64(int64(sum[1]+1<<31)>>32), d64) {
-		q6_KSRare(&acc[5], d, int32(int64(sum[1]+1<<31)>>32))
-	}
-	if !q6_KSTry(&acc[6], float64(int64(sum[2]+1<<31)>>32), d64) {
-		q6_KSRare(&acc[6], d, int32(int64(sum[2]+1<<31)>>32))
-	}
-	if !q6_KSTry(&acc[7], float64(int64(sum[3]+1<<31)>>32), d64) {
-		q6_KSRare(&acc[7], d, int32(int64(sum[3]+1<<31)>>32))
-	}
 }
 
 // q6_KSTry sets *a to fma(d, s, *a) as quant.FMA32 computes it and
