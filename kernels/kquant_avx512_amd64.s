@@ -305,8 +305,7 @@ q6kr_block:
 	VINSERTI64X4    $0x01, 32(BX), Z12, Z12
 	VPANDD          Z14, Z11, Z1
 	VPSLLW          $0x04, Z10, Z2
-	VPANDD          Z15, Z2, Z2
-	VPORD           Z2, Z1, Z1
+	VPTERNLOGD      $0xd8, Z15, Z2, Z1
 	VBROADCASTI32X8 4(DI), Z3
 	VBROADCASTI32X8 (DX), Z4
 	VPMADDUBSW      Z3, Z1, Z1
@@ -315,8 +314,7 @@ q6kr_block:
 	VPMADDWD        Z3, Z1, Z7
 	VPANDD          Z14, Z12, Z1
 	VPSLLW          $0x02, Z10, Z2
-	VPANDD          Z15, Z2, Z2
-	VPORD           Z2, Z1, Z1
+	VPTERNLOGD      $0xd8, Z15, Z2, Z1
 	VBROADCASTI32X8 36(DI), Z3
 	VBROADCASTI32X8 32(DX), Z4
 	VPMADDUBSW      Z3, Z1, Z1
@@ -325,9 +323,7 @@ q6kr_block:
 	VPMADDWD        Z3, Z1, Z8
 	VPSRLW          $0x04, Z11, Z1
 	VPANDD          Z14, Z1, Z1
-	VMOVDQA64       Z10, Z2
-	VPANDD          Z15, Z2, Z2
-	VPORD           Z2, Z1, Z1
+	VPTERNLOGD      $0xd8, Z15, Z10, Z1
 	VBROADCASTI32X8 68(DI), Z3
 	VBROADCASTI32X8 64(DX), Z4
 	VPMADDUBSW      Z3, Z1, Z1
@@ -337,8 +333,7 @@ q6kr_block:
 	VPSRLW          $0x04, Z12, Z1
 	VPANDD          Z14, Z1, Z1
 	VPSRLW          $0x02, Z10, Z2
-	VPANDD          Z15, Z2, Z2
-	VPORD           Z2, Z1, Z1
+	VPTERNLOGD      $0xd8, Z15, Z2, Z1
 	VBROADCASTI32X8 100(DI), Z3
 	VBROADCASTI32X8 96(DX), Z4
 	VPMADDUBSW      Z3, Z1, Z1
@@ -354,8 +349,7 @@ q6kr_block:
 	VINSERTI64X4    $0x01, 96(BX), Z12, Z12
 	VPANDD          Z14, Z11, Z1
 	VPSLLW          $0x04, Z10, Z2
-	VPANDD          Z15, Z2, Z2
-	VPORD           Z2, Z1, Z1
+	VPTERNLOGD      $0xd8, Z15, Z2, Z1
 	VBROADCASTI32X8 132(DI), Z3
 	VBROADCASTI32X8 128(DX), Z4
 	VPMADDUBSW      Z3, Z1, Z1
@@ -364,8 +358,7 @@ q6kr_block:
 	VPDPWSSD        Z3, Z1, Z7
 	VPANDD          Z14, Z12, Z1
 	VPSLLW          $0x02, Z10, Z2
-	VPANDD          Z15, Z2, Z2
-	VPORD           Z2, Z1, Z1
+	VPTERNLOGD      $0xd8, Z15, Z2, Z1
 	VBROADCASTI32X8 164(DI), Z3
 	VBROADCASTI32X8 160(DX), Z4
 	VPMADDUBSW      Z3, Z1, Z1
@@ -374,9 +367,7 @@ q6kr_block:
 	VPDPWSSD        Z3, Z1, Z8
 	VPSRLW          $0x04, Z11, Z1
 	VPANDD          Z14, Z1, Z1
-	VMOVDQA64       Z10, Z2
-	VPANDD          Z15, Z2, Z2
-	VPORD           Z2, Z1, Z1
+	VPTERNLOGD      $0xd8, Z15, Z10, Z1
 	VBROADCASTI32X8 196(DI), Z3
 	VBROADCASTI32X8 192(DX), Z4
 	VPMADDUBSW      Z3, Z1, Z1
@@ -386,8 +377,7 @@ q6kr_block:
 	VPSRLW          $0x04, Z12, Z1
 	VPANDD          Z14, Z1, Z1
 	VPSRLW          $0x02, Z10, Z2
-	VPANDD          Z15, Z2, Z2
-	VPORD           Z2, Z1, Z1
+	VPTERNLOGD      $0xd8, Z15, Z2, Z1
 	VBROADCASTI32X8 228(DI), Z3
 	VBROADCASTI32X8 224(DX), Z4
 	VPMADDUBSW      Z3, Z1, Z1
@@ -827,8 +817,7 @@ q6kt8_block:
 	VBROADCASTI32X8 32(SI), Z12
 	VPANDD          Z14, Z11, Z1
 	VPSLLW          $0x04, Z10, Z2
-	VPANDD          Z15, Z2, Z2
-	VPORD           Z2, Z1, Z1
+	VPTERNLOGD      $0xd8, Z15, Z2, Z1
 	VPSHUFB         Z20, Z9, Z3
 	VPMADDUBSW      (DI), Z1, Z4
 	VPSUBW          64(DI), Z4, Z4
@@ -844,8 +833,7 @@ q6kt8_block:
 	VPMADDWD        Z3, Z4, Z30
 	VPANDD          Z14, Z12, Z1
 	VPSLLW          $0x02, Z10, Z2
-	VPANDD          Z15, Z2, Z2
-	VPORD           Z2, Z1, Z1
+	VPTERNLOGD      $0xd8, Z15, Z2, Z1
 	VPSHUFB         Z21, Z9, Z3
 	VPMADDUBSW      128(DI), Z1, Z4
 	VPSUBW          192(DI), Z4, Z4
@@ -861,9 +849,7 @@ q6kt8_block:
 	VPMADDWD        Z3, Z4, Z31
 	VPSRLW          $0x04, Z11, Z1
 	VPANDD          Z14, Z1, Z1
-	VMOVDQA64       Z10, Z2
-	VPANDD          Z15, Z2, Z2
-	VPORD           Z2, Z1, Z1
+	VPTERNLOGD      $0xd8, Z15, Z10, Z1
 	VPSHUFB         Z22, Z9, Z3
 	VPMADDUBSW      256(DI), Z1, Z4
 	VPSUBW          320(DI), Z4, Z4
@@ -880,8 +866,7 @@ q6kt8_block:
 	VPSRLW          $0x04, Z12, Z1
 	VPANDD          Z14, Z1, Z1
 	VPSRLW          $0x02, Z10, Z2
-	VPANDD          Z15, Z2, Z2
-	VPORD           Z2, Z1, Z1
+	VPTERNLOGD      $0xd8, Z15, Z2, Z1
 	VPSHUFB         Z23, Z9, Z3
 	VPMADDUBSW      384(DI), Z1, Z4
 	VPSUBW          448(DI), Z4, Z4
@@ -901,8 +886,7 @@ q6kt8_block:
 	VBROADCASTI32X8 96(SI), Z12
 	VPANDD          Z14, Z11, Z1
 	VPSLLW          $0x04, Z10, Z2
-	VPANDD          Z15, Z2, Z2
-	VPORD           Z2, Z1, Z1
+	VPTERNLOGD      $0xd8, Z15, Z2, Z1
 	VPSHUFB         Z20, Z9, Z3
 	VPMADDUBSW      512(DI), Z1, Z4
 	VPSUBW          576(DI), Z4, Z4
@@ -918,8 +902,7 @@ q6kt8_block:
 	VPDPWSSD        Z3, Z4, Z30
 	VPANDD          Z14, Z12, Z1
 	VPSLLW          $0x02, Z10, Z2
-	VPANDD          Z15, Z2, Z2
-	VPORD           Z2, Z1, Z1
+	VPTERNLOGD      $0xd8, Z15, Z2, Z1
 	VPSHUFB         Z21, Z9, Z3
 	VPMADDUBSW      640(DI), Z1, Z4
 	VPSUBW          704(DI), Z4, Z4
@@ -935,9 +918,7 @@ q6kt8_block:
 	VPDPWSSD        Z3, Z4, Z31
 	VPSRLW          $0x04, Z11, Z1
 	VPANDD          Z14, Z1, Z1
-	VMOVDQA64       Z10, Z2
-	VPANDD          Z15, Z2, Z2
-	VPORD           Z2, Z1, Z1
+	VPTERNLOGD      $0xd8, Z15, Z10, Z1
 	VPSHUFB         Z22, Z9, Z3
 	VPMADDUBSW      768(DI), Z1, Z4
 	VPSUBW          832(DI), Z4, Z4
@@ -954,8 +935,7 @@ q6kt8_block:
 	VPSRLW          $0x04, Z12, Z1
 	VPANDD          Z14, Z1, Z1
 	VPSRLW          $0x02, Z10, Z2
-	VPANDD          Z15, Z2, Z2
-	VPORD           Z2, Z1, Z1
+	VPTERNLOGD      $0xd8, Z15, Z2, Z1
 	VPSHUFB         Z23, Z9, Z3
 	VPMADDUBSW      896(DI), Z1, Z4
 	VPSUBW          960(DI), Z4, Z4
@@ -1127,8 +1107,7 @@ q6kt4r2_block:
 	VINSERTI64X4 $0x01, 32(BX), Z12, Z12
 	VPANDD       Z14, Z11, Z1
 	VPSLLW       $0x04, Z10, Z2
-	VPANDD       Z15, Z2, Z2
-	VPORD        Z2, Z1, Z1
+	VPTERNLOGD   $0xd8, Z15, Z2, Z1
 	VPSHUFB      Z20, Z9, Z3
 	VPMADDUBSW   (DI), Z1, Z4
 	VPSUBW       64(DI), Z4, Z4
@@ -1144,8 +1123,7 @@ q6kt4r2_block:
 	VPMADDWD     Z3, Z7, Z30
 	VPANDD       Z14, Z12, Z1
 	VPSLLW       $0x02, Z10, Z2
-	VPANDD       Z15, Z2, Z2
-	VPORD        Z2, Z1, Z1
+	VPTERNLOGD   $0xd8, Z15, Z2, Z1
 	VPSHUFB      Z21, Z9, Z3
 	VPMADDUBSW   128(DI), Z1, Z4
 	VPSUBW       192(DI), Z4, Z4
@@ -1161,9 +1139,7 @@ q6kt4r2_block:
 	VPMADDWD     Z3, Z7, Z31
 	VPSRLW       $0x04, Z11, Z1
 	VPANDD       Z14, Z1, Z1
-	VMOVDQA64    Z10, Z2
-	VPANDD       Z15, Z2, Z2
-	VPORD        Z2, Z1, Z1
+	VPTERNLOGD   $0xd8, Z15, Z10, Z1
 	VPSHUFB      Z22, Z9, Z3
 	VPMADDUBSW   256(DI), Z1, Z4
 	VPSUBW       320(DI), Z4, Z4
@@ -1180,8 +1156,7 @@ q6kt4r2_block:
 	VPSRLW       $0x04, Z12, Z1
 	VPANDD       Z14, Z1, Z1
 	VPSRLW       $0x02, Z10, Z2
-	VPANDD       Z15, Z2, Z2
-	VPORD        Z2, Z1, Z1
+	VPTERNLOGD   $0xd8, Z15, Z2, Z1
 	VPSHUFB      Z23, Z9, Z3
 	VPMADDUBSW   384(DI), Z1, Z4
 	VPSUBW       448(DI), Z4, Z4
@@ -1204,8 +1179,7 @@ q6kt4r2_block:
 	VINSERTI64X4 $0x01, 96(BX), Z12, Z12
 	VPANDD       Z14, Z11, Z1
 	VPSLLW       $0x04, Z10, Z2
-	VPANDD       Z15, Z2, Z2
-	VPORD        Z2, Z1, Z1
+	VPTERNLOGD   $0xd8, Z15, Z2, Z1
 	VPSHUFB      Z20, Z9, Z3
 	VPMADDUBSW   512(DI), Z1, Z4
 	VPSUBW       576(DI), Z4, Z4
@@ -1221,8 +1195,7 @@ q6kt4r2_block:
 	VPDPWSSD     Z3, Z7, Z30
 	VPANDD       Z14, Z12, Z1
 	VPSLLW       $0x02, Z10, Z2
-	VPANDD       Z15, Z2, Z2
-	VPORD        Z2, Z1, Z1
+	VPTERNLOGD   $0xd8, Z15, Z2, Z1
 	VPSHUFB      Z21, Z9, Z3
 	VPMADDUBSW   640(DI), Z1, Z4
 	VPSUBW       704(DI), Z4, Z4
@@ -1238,9 +1211,7 @@ q6kt4r2_block:
 	VPDPWSSD     Z3, Z7, Z31
 	VPSRLW       $0x04, Z11, Z1
 	VPANDD       Z14, Z1, Z1
-	VMOVDQA64    Z10, Z2
-	VPANDD       Z15, Z2, Z2
-	VPORD        Z2, Z1, Z1
+	VPTERNLOGD   $0xd8, Z15, Z10, Z1
 	VPSHUFB      Z22, Z9, Z3
 	VPMADDUBSW   768(DI), Z1, Z4
 	VPSUBW       832(DI), Z4, Z4
@@ -1257,8 +1228,7 @@ q6kt4r2_block:
 	VPSRLW       $0x04, Z12, Z1
 	VPANDD       Z14, Z1, Z1
 	VPSRLW       $0x02, Z10, Z2
-	VPANDD       Z15, Z2, Z2
-	VPORD        Z2, Z1, Z1
+	VPTERNLOGD   $0xd8, Z15, Z2, Z1
 	VPSHUFB      Z23, Z9, Z3
 	VPMADDUBSW   896(DI), Z1, Z4
 	VPSUBW       960(DI), Z4, Z4

@@ -218,9 +218,7 @@ func q6KTile(q6Shuf Mem, pairs int) {
 		VBROADCASTI32X8(m(RSI, 64*h), Z11)
 		VBROADCASTI32X8(m(RSI, 64*h+32), Z12)
 		for k := 0; k < 4; k++ {
-			q6KLowHigh(k)
-			VPANDD(Z15, Z2, Z2)
-			VPORD(Z2, Z1, Z1)
+			q6KQuants(k)
 			VPSHUFB(zr[20+k], Z9, Z3)
 			c := 4*h + k
 			for p := 0; p < pairs; p++ {
@@ -337,9 +335,7 @@ func q6KT4R2(q6Shuf, gather Mem) {
 		VMOVDQU(m(RSI, 64*h+32), Y12)
 		VINSERTI64X4(U8(1), m(RBX, 64*h+32), Z12, Z12)
 		for k := 0; k < 4; k++ {
-			q6KLowHigh(k)
-			VPANDD(Z15, Z2, Z2)
-			VPORD(Z2, Z1, Z1)
+			q6KQuants(k)
 			VPSHUFB(zr[20+k], Z9, Z3)
 			c := 4*h + k
 			for t := 0; t < 4; t++ {
