@@ -283,10 +283,10 @@ func q6KTile(q6Shuf Mem, pairs int) {
 //
 // Registers: SI row 0 at the current block, BX row 1, R12 rowBytes, R13
 // the prefetch pointer, DI the activations' block, Z16..Z19 the float
-// accumulators of activations 0..3 (both rows), Z24..Z31 the block's
-// integer sums (two per activation: even and odd k), Z4..Z7 the products,
-// Z8 the rows' d, Z13 their scales as int16, Z14 and Z15 the masks,
-// Z20..Z23 the scale controls.
+// accumulators of activations 0..3 (both rows), Z24..Z27 the block's
+// integer sums of activations 0..3 (one chain each: integer sums are exact
+// in any order), Z4..Z7 the products, Z8 the rows' d, Z13 their scales as
+// int16, Z14 and Z15 the masks, Z20..Z23 the scale controls.
 func q6KT4R2(q6Shuf, gather Mem) {
 	const fn = "q6kt4r2"
 	TEXT("dotQ6_KT4R2AVX512", NOSPLIT, "func(out *float32, ostride, pairs int, w *byte, nb, rowBytes int, packed *byte, ahead int)")
@@ -343,32 +343,25 @@ func q6KT4R2(q6Shuf, gather Mem) {
 				p := zr[4+t]
 				VPMADDUBSW(m(RDI, 1024*t+128*c), Z1, p)
 				VPSUBW(m(RDI, 1024*t+128*c+64), p, p)
-				if c < 2 { // the first of its sums
-					VPMADDWD(Z3, p, zr[24+2*t+k%2])
+				if c == 0 { // the first of its sums
+					VPMADDWD(Z3, p, zr[24+t])
 				} else {
-					vpdpwssd(Z3, p, zr[24+2*t+k%2])
+					vpdpwssd(Z3, p, zr[24+t])
 				}
 			}
 		}
 	}
 
-	Comment("fp32(d) of each row over its lanes.")
-	MOVWLZX(m(RSI, 208), EAX)
-	VMOVD(EAX, X8)
-	VCVTPH2PS(X8, X8)
-	VBROADCASTSS(X8, Y8)
-	MOVWLZX(m(RBX, 208), EAX)
-	VMOVD(EAX, X0)
-	VCVTPH2PS(X0, X0)
-	VBROADCASTSS(X0, Y0)
-	VINSERTF64X4(U8(1), Y0, Z8, Z8)
+	Comment("fp32(d) of each row over its lanes: [d0 ×8, d1 ×8].")
+	VPBROADCASTW(m(RSI, 208), X8)
+	VPBROADCASTW(m(RBX, 208), X0)
+	VINSERTI128(U8(1), X0, Y8, Y8)
+	VCVTPH2PS(Y8, Z8)
 	for t := 0; t < 4; t++ {
 		// Activation t's block: its integer sums times d·da.
-		ie, io := zr[24+2*t], zr[25+2*t]
-		VPADDD(io, ie, ie)
+		ie := zr[24+t]
 		VCVTDQ2PS(ie, ie)
-		VBROADCASTSS(m(RDI, 4096+4*t), Z0)
-		VMULPS(Z0, Z8, Z0)
+		VMULPS_BCST(m(RDI, 4096+4*t), Z8, Z0)
 		VFMADD231PS(Z0, ie, zr[16+t])
 	}
 
