@@ -97,6 +97,21 @@ func BenchmarkMatMulHead(b *testing.B) {
 					b.ReportMetric(float64(threadCPU()-c0)/float64(b.N*n), "cpu-ns/tok")
 				}
 			})
+			// Two threads (a Pool), as a decoding step runs the head:
+			// cpu-ns/tok is the process's CPU time, the pool's waits
+			// included.
+			b.Run(fmt.Sprintf("%v/n=%d/%s/pool2", typeName(typ), n, name), func(b *testing.B) {
+				b.SetBytes(int64(len(one)))
+				p := NewPoolTier(tr, 2)
+				defer p.Close()
+				c0 := processCPU()
+				for i := 0; i < b.N; i++ {
+					p.MatMul(typ, out, ws[i%copies], cols, acts, n)
+				}
+				if c0 >= 0 {
+					b.ReportMetric(float64(processCPU()-c0)/float64(b.N*n), "cpu-ns/tok")
+				}
+			})
 		}
 	}
 }
