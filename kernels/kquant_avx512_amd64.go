@@ -106,32 +106,33 @@ var tileQ6_KT8AVX512 = tileKernel{
 	run:       q6_KT8AVX512,
 	rowStep:   1,
 	tokens:    8,
-	rest:      &tileQ6_KT4AVX512,
+	rest:      tileQ6_KT4AVX512,
 	packBytes: packBytesQ6_KT8Z,
 	pack:      packQ6_KT8Z,
 }
 
-// q6dBlock is the size of one block of four Q8_K activations packed by
-// packQ6_KT4D: eight chunks of 128 bytes per activation, their four da and
+// q6dBlock returns the size of one block of n Q8_K activations packed by
+// packQ6_KTD: eight chunks of 128 bytes per activation, their n da and
 // padding to a whole line.
-const q6dBlock = 4*8*128 + 64
+func q6dBlock(n int) int { return n*8*128 + 64 }
 
-func packBytesQ6_KT4D(cols int) int { return cols / 256 * q6dBlock }
-
-// packQ6_KT4D packs four Q8_K activations for dotQ6_KT4R2AVX512: per block
-// (q6dBlock bytes), chunk c (quants 32c..32c+31) of activation t at
-// 1024t+128c, its 32 quants twice, then its prepared offsets (prepQ6_K's
-// 32·(a[2i]+a[2i+1]) as int16) twice, one copy for each of the two rows
-// a zmm holds; activation t's da at 4096+4t.
-func packQ6_KT4D(dst, acts []byte, actBytes, cols int) {
+// packQ6_KTD packs n Q8_K activations (n = len(acts)/actBytes, 2 to 4) for
+// dotQ6_KT{n}R2AVX512: per block (q6dBlock(n) bytes), chunk c (quants
+// 32c..32c+31) of activation t at 1024t+128c, its 32 quants twice, then
+// its prepared offsets (prepQ6_K's 32·(a[2i]+a[2i+1]) as int16) twice, one
+// copy for each of the two rows a zmm holds; activation t's da at
+// 1024n+4t.
+func packQ6_KTD(dst, acts []byte, actBytes, cols int) {
 	nb := cols / 256
+	n := len(acts) / actBytes
+	size := q6dBlock(n)
 	var off [pairAuxBlock]byte
-	for t := 0; t < tileTokens; t++ {
+	for t := 0; t < n; t++ {
 		act := acts[t*actBytes : (t+1)*actBytes]
 		for b := 0; b < nb; b++ {
 			blk := act[b*q8KBlock : (b+1)*q8KBlock]
 			prepPairs(off[:0], blk, 256, 32)
-			o := dst[b*q6dBlock : (b+1)*q6dBlock]
+			o := dst[b*size : (b+1)*size]
 			for c := 0; c < 8; c++ {
 				q := o[1024*t+128*c:][:128]
 				copy(q[0:32], blk[4+32*c:])
@@ -139,40 +140,60 @@ func packQ6_KT4D(dst, acts []byte, actBytes, cols int) {
 				copy(q[64:96], off[32*c:])
 				copy(q[96:128], off[32*c:])
 			}
-			copy(o[4096+4*t:4100+4*t], blk[:4])
+			copy(o[1024*n+4*t:1024*n+4*t+4], blk[:4])
 		}
 	}
 }
 
-// q6_KT4AVX512 is the four-activation tile of the avx512 tier for Q6_K
-// (a decoding step of a few sequences: the LM head): pairs of rows in the
-// halves of each zmm, as the decode kernel has them, each block unpacked
-// once for the two rows and four activations. A last odd row goes
-// through the kernel as a pair of itself, into a scratch row.
-func q6_KT4AVX512(out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
-	_ = out[3*ostride+rows-1]
+// q6KTR2 is the avx512 tier's Q6_K tile of n = 2, 3 or 4 activations (a
+// decoding step of a few sequences: the LM head), run by the assembly
+// kernel dotQ6_KT{n}R2AVX512: pairs of rows in the halves of each zmm, as
+// the decode kernel has them, each block unpacked once for the two rows
+// and n activations. A last odd row goes through the kernel as a pair of
+// itself, into a scratch row.
+type q6KTR2 struct {
+	n   int
+	dot func(out *float32, ostride, pairs int, w *byte, nb, rowBytes int, packed *byte, ahead int)
+}
+
+func (k q6KTR2) run(out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
+	_ = out[(k.n-1)*ostride+rows-1]
 	_ = w[rows*rowBytes-1]
-	_ = packed[packBytesQ6_KT4D(cols)-1]
 	nb := cols / 256
+	_ = packed[nb*q6dBlock(k.n)-1]
 	if pairs := rows / 2; pairs > 0 {
-		dotQ6_KT4R2AVX512(&out[0], ostride, pairs, &w[0], nb, rowBytes, &packed[0], prefetchAhead(420))
+		k.dot(&out[0], ostride, pairs, &w[0], nb, rowBytes, &packed[0], prefetchAhead(420))
 	}
 	if rows%2 == 1 {
 		r := rows - 1
-		var o [2 * tileTokens]float32
-		dotQ6_KT4R2AVX512(&o[0], 2, 1, &w[r*rowBytes], nb, 0, &packed[0], prefetchAhead(420))
-		for t := 0; t < tileTokens; t++ {
+		var o [2 * 4]float32
+		k.dot(&o[0], 2, 1, &w[r*rowBytes], nb, 0, &packed[0], prefetchAhead(420))
+		for t := 0; t < k.n; t++ {
 			out[t*ostride+r] = o[2*t]
 		}
 	}
 }
 
-var tileQ6_KT4AVX512 = tileKernel{
-	run:       q6_KT4AVX512,
-	rowStep:   1,
-	packBytes: packBytesQ6_KT4D,
-	pack:      packQ6_KT4D,
+func (k q6KTR2) tile(rest *tileKernel) *tileKernel {
+	return &tileKernel{
+		run:       k.run,
+		rowStep:   1,
+		tokens:    k.n,
+		rest:      rest,
+		packBytes: func(cols int) int { return cols / 256 * q6dBlock(k.n) },
+		pack:      packQ6_KTD,
+	}
 }
+
+// The avx512 tier's Q6_K tiles of 4, 3 and 2 activations, each the rest
+// of the one before: MatMul of 5 to 7 activations takes a tile of 4 and
+// one of what is left; of 2 or 3 activations, one tile (each weight read
+// once, not once an activation).
+var (
+	tileQ6_KT2AVX512 = q6KTR2{2, dotQ6_KT2R2AVX512}.tile(nil)
+	tileQ6_KT3AVX512 = q6KTR2{3, dotQ6_KT3R2AVX512}.tile(tileQ6_KT2AVX512)
+	tileQ6_KT4AVX512 = q6KTR2{4, dotQ6_KT4R2AVX512}.tile(tileQ6_KT3AVX512)
+)
 
 // decodeAhead is how far ahead of the rows they multiply the avx512
 // decode kernels prefetch the weights they walk. A decode step streams

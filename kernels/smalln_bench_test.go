@@ -9,7 +9,7 @@ import (
 	"github.com/qsf-llm/qsf/quant"
 )
 
-// BenchmarkMatMulSmallN measures MatMul of 1, 4 and 8 activations (a
+// BenchmarkMatMulSmallN measures MatMul of 1 to 8 activations (a
 // decoding step of that many sequences) on one thread, for each assembly
 // tier, against a 2048×768 matrix; cpu-ns/tok is the thread's CPU time
 // per activation.
@@ -33,7 +33,7 @@ func BenchmarkMatMulSmallN(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		for _, n := range []int{1, 2, 3, 4, 5, 8} {
+		for _, n := range []int{1, 2, 3, 4, 5, 6, 7, 8} {
 			acts := randomRows(r, tt.VecDot, n, cols)
 			out := make([]float32, n*rows)
 			for _, name := range Tiers() {
@@ -58,7 +58,7 @@ func BenchmarkMatMulSmallN(b *testing.B) {
 	}
 }
 
-// BenchmarkMatMulHead measures MatMul of Q6_K with 1, 4 and 8 activations
+// BenchmarkMatMulHead measures MatMul of Q6_K with 1, 2, 4 and 8 activations
 // on one thread, for each assembly tier, against the 32000×768 LM head of
 // the 12L-768 test models (20 MB). The calls walk three copies of the
 // matrix in turn, 60 MB that no L3 cache here holds, so that each reads
@@ -77,7 +77,7 @@ func BenchmarkMatMulHead(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	for _, n := range []int{1, 4, 8} {
+	for _, n := range []int{1, 2, 4, 8} {
 		acts := randomRows(r, tt.VecDot, n, cols)
 		out := make([]float32, n*rows)
 		for _, name := range Tiers() {

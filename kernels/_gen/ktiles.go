@@ -159,11 +159,11 @@ func q4KT8(k4Pair Mem) {
 	RET()
 }
 
-// q6KTile is dotQ6_KT8AVX512 (pairs 4; q6KT4R2 is the four-activation
-// tile): the Q6_K tile of 2·pairs activations against rows one at a time,
-// each
-// block's quants and scales unpacked once for them all. The activations
-// come packed by packQ6_KZ with as many pairs: per block (1088·pairs
+// q6KTile is dotQ6_KT8AVX512 (pairs 4; q6KTR2 makes the tiles of 2, 3
+// and 4 activations): the Q6_K tile of 2·pairs activations against rows
+// one at a time, each block's quants and scales unpacked once for them
+// all. The activations come packed by packQ6_KZ with as many pairs: per
+// block (1088·pairs
 // bytes), chunk c (quants 32c..32c+31) of pair p at 1024p+128c, the quants
 // of both activations (64 bytes), then their prepared offsets (prepQ6_K,
 // 32 bytes each); the pair's da as [da0 ×8, da1 ×8] at 1024·pairs+64p.
@@ -271,15 +271,16 @@ func q6KTile(q6Shuf Mem, pairs int) {
 	RET()
 }
 
-// q6KT4R2 is dotQ6_KT4R2AVX512: the Q6_K tile of four activations against
-// pairs of rows, row 2p in lanes 0..7 of every zmm and row 2p+1 in lanes
-// 8..15 as in dotQ6_KRows2AVX512, so that each block's quants and scales
-// are unpacked once for two rows and four activations. The activations
-// come packed by packQ6_KT4D: per block (4160 bytes), chunk c (quants
-// 32c..32c+31) of activation t at 1024t+128c, its 32 quants twice (one
-// copy per row), then its prepared offsets (prepQ6_K, 32 bytes) twice;
-// activation t's da at 4096+4t. The pair's rows, one stream, are
-// prefetched ahead bytes ahead (seven lines per block of the two rows).
+// q6KTR2 is dotQ6_KT{n}R2AVX512, n = tokens (2, 3 or 4): the Q6_K tile of
+// n activations against pairs of rows, row 2p in lanes 0..7 of every zmm
+// and row 2p+1 in lanes 8..15 as in dotQ6_KRows2AVX512, so that each
+// block's quants and scales are unpacked once for two rows and n
+// activations. The activations come packed by packQ6_KTD: per block
+// (1024n+64 bytes), chunk c (quants 32c..32c+31) of activation t at
+// 1024t+128c, its 32 quants twice (one copy per row), then its prepared
+// offsets (prepQ6_K, 32 bytes) twice; activation t's da at 1024n+4t. The
+// pair's rows, one stream, are prefetched ahead bytes ahead (seven lines
+// per block of the two rows).
 //
 // Registers: SI row 0 at the current block, BX row 1, R12 rowBytes, R13
 // the prefetch pointer, DI the activations' block, Z16..Z19 the float
@@ -287,11 +288,12 @@ func q6KTile(q6Shuf Mem, pairs int) {
 // integer sums of activations 0..3 (one chain each: integer sums are exact
 // in any order), Z4..Z7 the products, Z8 the rows' d, Z13 their scales as
 // int16, Z14 and Z15 the masks, Z20..Z23 the scale controls.
-func q6KT4R2(q6Shuf, gather Mem) {
-	const fn = "q6kt4r2"
-	TEXT("dotQ6_KT4R2AVX512", NOSPLIT, "func(out *float32, ostride, pairs int, w *byte, nb, rowBytes int, packed *byte, ahead int)")
+func q6KTR2(q6Shuf, gather Mem, tokens int) {
+	fn := fmt.Sprintf("q6kt%dr2", tokens)
+	name := fmt.Sprintf("dotQ6_KT%dR2AVX512", tokens)
+	TEXT(name, NOSPLIT, "func(out *float32, ostride, pairs int, w *byte, nb, rowBytes int, packed *byte, ahead int)")
 	Pragma("noescape")
-	Doc("dotQ6_KT4R2AVX512 multiplies pairs of Q6_K rows with four Q8_K activations packed by packQ6_KT4D,",
+	Doc(fmt.Sprintf("%s multiplies pairs of Q6_K rows with %d Q8_K activations packed by packQ6_KTD,", name, tokens),
 		"prefetching the rows ahead bytes ahead.")
 	tileOut()
 	Load(Param("pairs"), R9)
@@ -309,7 +311,7 @@ func q6KT4R2(q6Shuf, gather Mem) {
 	}
 
 	Label(label(fn, "pair"))
-	for t := 0; t < 4; t++ {
+	for t := 0; t < 4; t++ { // all four: reduceT4R2 reduces them all
 		VPXORD(zr[16+t], zr[16+t], zr[16+t])
 	}
 	LEAQ(mi(RSI, 0, R12, 1), RBX)
@@ -338,7 +340,7 @@ func q6KT4R2(q6Shuf, gather Mem) {
 			q6KQuants(k)
 			VPSHUFB(zr[20+k], Z9, Z3)
 			c := 4*h + k
-			for t := 0; t < 4; t++ {
+			for t := 0; t < tokens; t++ {
 				// Activation t's part of chunk c, for both rows.
 				p := zr[4+t]
 				VPMADDUBSW(m(RDI, 1024*t+128*c), Z1, p)
@@ -357,21 +359,21 @@ func q6KT4R2(q6Shuf, gather Mem) {
 	VPBROADCASTW(m(RBX, 208), X0)
 	VINSERTI128(U8(1), X0, Y8, Y8)
 	VCVTPH2PS(Y8, Z8)
-	for t := 0; t < 4; t++ {
+	for t := 0; t < tokens; t++ {
 		// Activation t's block: its integer sums times d·da.
 		ie := zr[24+t]
 		VCVTDQ2PS(ie, ie)
-		VMULPS_BCST(m(RDI, 4096+4*t), Z8, Z0)
+		VMULPS_BCST(m(RDI, 1024*tokens+4*t), Z8, Z0)
 		VFMADD231PS(Z0, ie, zr[16+t])
 	}
 
 	ADDQ(U32(210), RSI)
 	ADDQ(U32(210), RBX)
-	ADDQ(U32(4160), RDI)
+	ADDQ(U32(1024*tokens+64), RDI)
 	DECQ(RCX)
 	JNZ(LabelRef(label(fn, "block")))
 
-	reduceT4R2(gather)
+	reduceT4R2(gather, tokens)
 	ADDQ(U32(8), R8)
 	MOVQ(RBX, RSI) // row 1 ends where the next pair starts
 	DECQ(R9)
@@ -391,9 +393,10 @@ func t4Gather() Mem {
 // reduceT4R2 reduces the sums of four activations against a pair of rows,
 // Z16..Z19 (activation t: row 0 in lanes 0..7, row 1 in 8..15), each of
 // the eight as hsum_float_8 does ((x0+x4) ... as (u0+u2)+(u1+u3), u_i =
-// x_i+x_{i+4}), the eight side by side, and stores them at tileDst(t)
-// (row 0) and 4 bytes on (row 1). Clobbers Z0..Z3, Z10.
-func reduceT4R2(gather Mem) {
+// x_i+x_{i+4}), the eight side by side, and stores those of the first
+// tokens activations at tileDst(t) (row 0) and 4 bytes on (row 1).
+// Clobbers Z0..Z3, Z10.
+func reduceT4R2(gather Mem, tokens int) {
 	Comment("The eight sums reduced side by side as hsum_float_8: u_i = x_i + x_(i+4).")
 	for p := 0; p < 2; p++ {
 		a, b := zr[16+2*p], zr[17+2*p]
@@ -413,7 +416,11 @@ func reduceT4R2(gather Mem) {
 	VPERMPS(Z1, Z10, Z0)
 	VMOVLPS(X0, tileDst(0))
 	VMOVHPS(X0, tileDst(1))
-	VEXTRACTF128(U8(1), Y0, X1)
-	VMOVLPS(X1, tileDst(2))
-	VMOVHPS(X1, tileDst(3))
+	if tokens > 2 {
+		VEXTRACTF128(U8(1), Y0, X1)
+		VMOVLPS(X1, tileDst(2))
+	}
+	if tokens > 3 {
+		VMOVHPS(X1, tileDst(3))
+	}
 }

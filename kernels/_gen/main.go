@@ -22,7 +22,10 @@ var files = map[string]func(){
 		q6KRows2(q6Shuf)
 		q4KT8(k4Pair)
 		q6KTile(q6Shuf, 4)
-		q6KT4R2(q6Shuf, t4Gather())
+		gather := t4Gather()
+		for n := 2; n <= 4; n++ {
+			q6KTR2(q6Shuf, gather, n)
+		}
 	},
 	"q40x8": func() { q40x8Rows(); q40x8T8() },
 	"float": func() {
