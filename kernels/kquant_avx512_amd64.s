@@ -776,7 +776,7 @@ q4kt8_block:
 	RET
 
 // func dotQ6_KT8AVX512(out *float32, ostride int, rows int, w *byte, nb int, packed *byte, ahead int)
-// Requires: AVX, AVX2, AVX512BW, AVX512DQ, AVX512F, F16C, MMX+
+// Requires: AVX, AVX2, AVX512BW, AVX512DQ, AVX512F, MMX+
 TEXT ·dotQ6_KT8AVX512(SB), NOSPLIT, $0-56
 	MOVQ            out+0(FP), R8
 	MOVQ            ostride+8(FP), R14
@@ -824,29 +824,29 @@ q6kt8_block:
 	VPMADDWD        Z3, Z4, Z24
 	VPMADDUBSW      1024(DI), Z1, Z4
 	VPSUBW          1088(DI), Z4, Z4
-	VPMADDWD        Z3, Z4, Z26
+	VPMADDWD        Z3, Z4, Z25
 	VPMADDUBSW      2048(DI), Z1, Z4
 	VPSUBW          2112(DI), Z4, Z4
-	VPMADDWD        Z3, Z4, Z28
+	VPMADDWD        Z3, Z4, Z26
 	VPMADDUBSW      3072(DI), Z1, Z4
 	VPSUBW          3136(DI), Z4, Z4
-	VPMADDWD        Z3, Z4, Z30
+	VPMADDWD        Z3, Z4, Z27
 	VPANDD          Z14, Z12, Z1
 	VPSLLW          $0x02, Z10, Z2
 	VPTERNLOGD      $0xd8, Z15, Z2, Z1
 	VPSHUFB         Z21, Z9, Z3
 	VPMADDUBSW      128(DI), Z1, Z4
 	VPSUBW          192(DI), Z4, Z4
-	VPMADDWD        Z3, Z4, Z25
+	VPDPWSSD        Z3, Z4, Z24
 	VPMADDUBSW      1152(DI), Z1, Z4
 	VPSUBW          1216(DI), Z4, Z4
-	VPMADDWD        Z3, Z4, Z27
+	VPDPWSSD        Z3, Z4, Z25
 	VPMADDUBSW      2176(DI), Z1, Z4
 	VPSUBW          2240(DI), Z4, Z4
-	VPMADDWD        Z3, Z4, Z29
+	VPDPWSSD        Z3, Z4, Z26
 	VPMADDUBSW      3200(DI), Z1, Z4
 	VPSUBW          3264(DI), Z4, Z4
-	VPMADDWD        Z3, Z4, Z31
+	VPDPWSSD        Z3, Z4, Z27
 	VPSRLW          $0x04, Z11, Z1
 	VPANDD          Z14, Z1, Z1
 	VPTERNLOGD      $0xd8, Z15, Z10, Z1
@@ -856,13 +856,13 @@ q6kt8_block:
 	VPDPWSSD        Z3, Z4, Z24
 	VPMADDUBSW      1280(DI), Z1, Z4
 	VPSUBW          1344(DI), Z4, Z4
-	VPDPWSSD        Z3, Z4, Z26
+	VPDPWSSD        Z3, Z4, Z25
 	VPMADDUBSW      2304(DI), Z1, Z4
 	VPSUBW          2368(DI), Z4, Z4
-	VPDPWSSD        Z3, Z4, Z28
+	VPDPWSSD        Z3, Z4, Z26
 	VPMADDUBSW      3328(DI), Z1, Z4
 	VPSUBW          3392(DI), Z4, Z4
-	VPDPWSSD        Z3, Z4, Z30
+	VPDPWSSD        Z3, Z4, Z27
 	VPSRLW          $0x04, Z12, Z1
 	VPANDD          Z14, Z1, Z1
 	VPSRLW          $0x02, Z10, Z2
@@ -870,16 +870,16 @@ q6kt8_block:
 	VPSHUFB         Z23, Z9, Z3
 	VPMADDUBSW      384(DI), Z1, Z4
 	VPSUBW          448(DI), Z4, Z4
-	VPDPWSSD        Z3, Z4, Z25
+	VPDPWSSD        Z3, Z4, Z24
 	VPMADDUBSW      1408(DI), Z1, Z4
 	VPSUBW          1472(DI), Z4, Z4
-	VPDPWSSD        Z3, Z4, Z27
+	VPDPWSSD        Z3, Z4, Z25
 	VPMADDUBSW      2432(DI), Z1, Z4
 	VPSUBW          2496(DI), Z4, Z4
-	VPDPWSSD        Z3, Z4, Z29
+	VPDPWSSD        Z3, Z4, Z26
 	VPMADDUBSW      3456(DI), Z1, Z4
 	VPSUBW          3520(DI), Z4, Z4
-	VPDPWSSD        Z3, Z4, Z31
+	VPDPWSSD        Z3, Z4, Z27
 	VPERMQ          $0xee, Z13, Z9
 	VBROADCASTI32X8 160(SI), Z10
 	VBROADCASTI32X8 64(SI), Z11
@@ -893,29 +893,29 @@ q6kt8_block:
 	VPDPWSSD        Z3, Z4, Z24
 	VPMADDUBSW      1536(DI), Z1, Z4
 	VPSUBW          1600(DI), Z4, Z4
-	VPDPWSSD        Z3, Z4, Z26
+	VPDPWSSD        Z3, Z4, Z25
 	VPMADDUBSW      2560(DI), Z1, Z4
 	VPSUBW          2624(DI), Z4, Z4
-	VPDPWSSD        Z3, Z4, Z28
+	VPDPWSSD        Z3, Z4, Z26
 	VPMADDUBSW      3584(DI), Z1, Z4
 	VPSUBW          3648(DI), Z4, Z4
-	VPDPWSSD        Z3, Z4, Z30
+	VPDPWSSD        Z3, Z4, Z27
 	VPANDD          Z14, Z12, Z1
 	VPSLLW          $0x02, Z10, Z2
 	VPTERNLOGD      $0xd8, Z15, Z2, Z1
 	VPSHUFB         Z21, Z9, Z3
 	VPMADDUBSW      640(DI), Z1, Z4
 	VPSUBW          704(DI), Z4, Z4
-	VPDPWSSD        Z3, Z4, Z25
+	VPDPWSSD        Z3, Z4, Z24
 	VPMADDUBSW      1664(DI), Z1, Z4
 	VPSUBW          1728(DI), Z4, Z4
-	VPDPWSSD        Z3, Z4, Z27
+	VPDPWSSD        Z3, Z4, Z25
 	VPMADDUBSW      2688(DI), Z1, Z4
 	VPSUBW          2752(DI), Z4, Z4
-	VPDPWSSD        Z3, Z4, Z29
+	VPDPWSSD        Z3, Z4, Z26
 	VPMADDUBSW      3712(DI), Z1, Z4
 	VPSUBW          3776(DI), Z4, Z4
-	VPDPWSSD        Z3, Z4, Z31
+	VPDPWSSD        Z3, Z4, Z27
 	VPSRLW          $0x04, Z11, Z1
 	VPANDD          Z14, Z1, Z1
 	VPTERNLOGD      $0xd8, Z15, Z10, Z1
@@ -925,13 +925,13 @@ q6kt8_block:
 	VPDPWSSD        Z3, Z4, Z24
 	VPMADDUBSW      1792(DI), Z1, Z4
 	VPSUBW          1856(DI), Z4, Z4
-	VPDPWSSD        Z3, Z4, Z26
+	VPDPWSSD        Z3, Z4, Z25
 	VPMADDUBSW      2816(DI), Z1, Z4
 	VPSUBW          2880(DI), Z4, Z4
-	VPDPWSSD        Z3, Z4, Z28
+	VPDPWSSD        Z3, Z4, Z26
 	VPMADDUBSW      3840(DI), Z1, Z4
 	VPSUBW          3904(DI), Z4, Z4
-	VPDPWSSD        Z3, Z4, Z30
+	VPDPWSSD        Z3, Z4, Z27
 	VPSRLW          $0x04, Z12, Z1
 	VPANDD          Z14, Z1, Z1
 	VPSRLW          $0x02, Z10, Z2
@@ -939,36 +939,30 @@ q6kt8_block:
 	VPSHUFB         Z23, Z9, Z3
 	VPMADDUBSW      896(DI), Z1, Z4
 	VPSUBW          960(DI), Z4, Z4
-	VPDPWSSD        Z3, Z4, Z25
+	VPDPWSSD        Z3, Z4, Z24
 	VPMADDUBSW      1920(DI), Z1, Z4
 	VPSUBW          1984(DI), Z4, Z4
-	VPDPWSSD        Z3, Z4, Z27
+	VPDPWSSD        Z3, Z4, Z25
 	VPMADDUBSW      2944(DI), Z1, Z4
 	VPSUBW          3008(DI), Z4, Z4
-	VPDPWSSD        Z3, Z4, Z29
+	VPDPWSSD        Z3, Z4, Z26
 	VPMADDUBSW      3968(DI), Z1, Z4
 	VPSUBW          4032(DI), Z4, Z4
-	VPDPWSSD        Z3, Z4, Z31
-	MOVWLZX         208(SI), AX
-	VMOVD           AX, X5
-	VCVTPH2PS       X5, X5
-	VBROADCASTSS    X5, Z5
-	VPADDD          Z25, Z24, Z24
+	VPDPWSSD        Z3, Z4, Z27
+	VPBROADCASTW    208(SI), Y5
+	VCVTPH2PS       Y5, Z5
 	VCVTDQ2PS       Z24, Z24
 	VMULPS          4096(DI), Z5, Z6
 	VFMADD231PS     Z6, Z24, Z16
-	VPADDD          Z27, Z26, Z26
-	VCVTDQ2PS       Z26, Z26
+	VCVTDQ2PS       Z25, Z25
 	VMULPS          4160(DI), Z5, Z6
-	VFMADD231PS     Z6, Z26, Z17
-	VPADDD          Z29, Z28, Z28
-	VCVTDQ2PS       Z28, Z28
+	VFMADD231PS     Z6, Z25, Z17
+	VCVTDQ2PS       Z26, Z26
 	VMULPS          4224(DI), Z5, Z6
-	VFMADD231PS     Z6, Z28, Z18
-	VPADDD          Z31, Z30, Z30
-	VCVTDQ2PS       Z30, Z30
+	VFMADD231PS     Z6, Z26, Z18
+	VCVTDQ2PS       Z27, Z27
 	VMULPS          4288(DI), Z5, Z6
-	VFMADD231PS     Z6, Z30, Z19
+	VFMADD231PS     Z6, Z27, Z19
 	ADDQ            $0x000000d2, SI
 	ADDQ            $0x00001100, DI
 	DECQ            CX

@@ -172,8 +172,9 @@ func q4KT8(k4Pair Mem) {
 // per byte of weights than decode, and waits on memory as decode does
 // without.
 //
-// Registers: Z16..Z19 the float accumulators of pairs 0..3, Z24..Z31 the
-// block's integer sums (two per pair: even and odd k), Z13 the row's
+// Registers: Z16..Z19 the float accumulators of pairs 0..3, Z24..Z27 the
+// block's integer sums (one chain a pair: integer sums are exact in any
+// order), Z13 the row's
 // scales as int16 in both halves, Z14 and Z15 the masks, Z20..Z23 the
 // scale controls, R13 the prefetch distance.
 func q6KTile(q6Shuf Mem, pairs int) {
@@ -225,23 +226,20 @@ func q6KTile(q6Shuf Mem, pairs int) {
 				// Pair p's part of chunk c.
 				VPMADDUBSW(m(RDI, 1024*p+128*c), Z1, Z4)
 				VPSUBW(m(RDI, 1024*p+128*c+64), Z4, Z4)
-				if c < 2 { // the first of its sums
-					VPMADDWD(Z3, Z4, zr[24+2*p+k%2])
+				if c == 0 { // the first of its sums
+					VPMADDWD(Z3, Z4, zr[24+p])
 				} else {
-					vpdpwssd(Z3, Z4, zr[24+2*p+k%2])
+					vpdpwssd(Z3, Z4, zr[24+p])
 				}
 			}
 		}
 	}
 
-	MOVWLZX(m(RSI, 208), EAX)
-	VMOVD(EAX, X5)
-	VCVTPH2PS(X5, X5)
-	VBROADCASTSS(X5, Z5)
+	VPBROADCASTW(m(RSI, 208), Y5)
+	VCVTPH2PS(Y5, Z5)
 	for p := 0; p < pairs; p++ {
 		// Pair p's block: its integer sums, fp32(d) in every lane of Z5.
-		ie, io := zr[24+2*p], zr[25+2*p]
-		VPADDD(io, ie, ie)
+		ie := zr[24+p]
 		VCVTDQ2PS(ie, ie)
 		VMULPS(m(RDI, 1024*pairs+64*p), Z5, Z6)
 		VFMADD231PS(Z6, ie, zr[16+p])
