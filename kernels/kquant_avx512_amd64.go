@@ -119,26 +119,28 @@ func q6dBlock(n int) int { return n*8*128 + 64 }
 // packQ6_KTD packs n Q8_K activations (n = len(acts)/actBytes, 2 to 4) for
 // dotQ6_KT{n}R2AVX512: per block (q6dBlock(n) bytes), chunk c (quants
 // 32c..32c+31) of activation t at 1024t+128c, its 32 quants twice, then
-// its prepared offsets (prepQ6_K's 32·(a[2i]+a[2i+1]) as int16) twice, one
+// -32 times the sums of its quants 4l..4l+3 (l = 0..7) as int32 twice, one
 // copy for each of the two rows a zmm holds; activation t's da at
 // 1024n+4t.
 func packQ6_KTD(dst, acts []byte, actBytes, cols int) {
 	nb := cols / 256
 	n := len(acts) / actBytes
 	size := q6dBlock(n)
-	var off [pairAuxBlock]byte
 	for t := 0; t < n; t++ {
 		act := acts[t*actBytes : (t+1)*actBytes]
 		for b := 0; b < nb; b++ {
 			blk := act[b*q8KBlock : (b+1)*q8KBlock]
-			prepPairs(off[:0], blk, 256, 32)
 			o := dst[b*size : (b+1)*size]
 			for c := 0; c < 8; c++ {
 				q := o[1024*t+128*c:][:128]
-				copy(q[0:32], blk[4+32*c:])
-				copy(q[32:64], blk[4+32*c:])
-				copy(q[64:96], off[32*c:])
-				copy(q[96:128], off[32*c:])
+				a := blk[4+32*c : 4+32*c+32]
+				copy(q[0:32], a)
+				copy(q[32:64], a)
+				for l := 0; l < 8; l++ {
+					s := int32(int8(a[4*l])) + int32(int8(a[4*l+1])) + int32(int8(a[4*l+2])) + int32(int8(a[4*l+3]))
+					binary.LittleEndian.PutUint32(q[64+4*l:], uint32(-32*s))
+					binary.LittleEndian.PutUint32(q[96+4*l:], uint32(-32*s))
+				}
 			}
 			copy(o[1024*n+4*t:1024*n+4*t+4], blk[:4])
 		}

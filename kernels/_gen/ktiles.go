@@ -275,18 +275,28 @@ func q6KTile(q6Shuf Mem, pairs int) {
 // block's quants and scales are unpacked once for two rows and n
 // activations. The activations come packed by packQ6_KTD: per block
 // (1024n+64 bytes), chunk c (quants 32c..32c+31) of activation t at
-// 1024t+128c, its 32 quants twice (one copy per row), then its prepared
-// offsets (prepQ6_K, 32 bytes) twice; activation t's da at 1024n+4t. The
-// pair's rows, one stream, are prefetched ahead bytes ahead (seven lines
-// per block of the two rows).
+// 1024t+128c, its 32 quants twice (one copy per row), then -32 times the
+// sums of its quants 4l..4l+3 (l = 0..7) as int32, twice; activation t's
+// da at 1024n+4t. The pair's rows, one stream, are prefetched ahead bytes
+// ahead (seven lines per block of the two rows).
+//
+// Each int32 lane l of a block's sum is the AVX2 kernel's (ggml's lane
+// order), Σ_c sc_c·Σ (q6-32)·a over the lane's quants 4l..4l+3 of each
+// chunk c, by another route: VPDPBUSD adds Σ q6·a to -32·Σ a, giving
+// Σ (q6-32)·a (|.| <= 4·32·128, an int16), and VPDPWSSD multiplies it by
+// sc_c, the high word of each dword times 0. Integer sums are exact in
+// any order, so the lanes are the AVX2 kernel's, and the float step
+// (d·da, one FMA a lane, the hsum) is its own; against VPMADDUBSW,
+// VPSUBW, VPDPWSSD a chunk and activation this is one vector operation
+// fewer (the offsets come in with a load).
 //
 // Registers: SI row 0 at the current block, BX row 1, R12 rowBytes, R13
 // the prefetch pointer, DI the activations' block, Z16..Z19 the float
 // accumulators of activations 0..3 (both rows), Z24..Z27 the block's
 // integer sums of activations 0..3 (one chain each: integer sums are exact
-// in any order), Z4..Z7 the products, Z8 the rows' d, Z13 their scales as
-// int16, Z14 and Z15 the masks, Z20..Z23 the scale controls.
-func q6KTR2(q6Shuf, gather Mem, tokens int) {
+// in any order), Z4..Z7 the chunk's sums, Z8 the rows' d, Z13 their
+// scales as int16, Z14 and Z15 the masks, Z20..Z23 the scale controls.
+func q6KTR2(scaleLo, gather Mem, tokens int) {
 	fn := fmt.Sprintf("q6kt%dr2", tokens)
 	name := fmt.Sprintf("dotQ6_KT%dR2AVX512", tokens)
 	TEXT(name, NOSPLIT, "func(out *float32, ostride, pairs int, w *byte, nb, rowBytes int, packed *byte, ahead int)")
@@ -305,7 +315,7 @@ func q6KTR2(q6Shuf, gather Mem, tokens int) {
 	MOVL(U32(0x30303030), EAX)
 	VPBROADCASTD(EAX, Z15) // high-bits mask
 	for k := 0; k < 4; k++ {
-		VBROADCASTI32X8(q6Shuf.Offset(32*k), zr[20+k])
+		VBROADCASTI32X8(scaleLo.Offset(32*k), zr[20+k])
 	}
 
 	Label(label(fn, "pair"))
@@ -336,13 +346,13 @@ func q6KTR2(q6Shuf, gather Mem, tokens int) {
 		VINSERTI64X4(U8(1), m(RBX, 64*h+32), Z12, Z12)
 		for k := 0; k < 4; k++ {
 			q6KQuants(k)
-			VPSHUFB(zr[20+k], Z9, Z3)
+			VPSHUFB(zr[20+k], Z9, Z3) // [sc, 0] in each dword
 			c := 4*h + k
 			for t := 0; t < tokens; t++ {
 				// Activation t's part of chunk c, for both rows.
 				p := zr[4+t]
-				VPMADDUBSW(m(RDI, 1024*t+128*c), Z1, p)
-				VPSUBW(m(RDI, 1024*t+128*c+64), p, p)
+				VMOVDQU64(m(RDI, 1024*t+128*c+64), p)
+				vpdpbusd(m(RDI, 1024*t+128*c), Z1, p)
 				if c == 0 { // the first of its sums
 					VPMADDWD(Z3, p, zr[24+t])
 				} else {
@@ -378,6 +388,26 @@ func q6KTR2(q6Shuf, gather Mem, tokens int) {
 	JNZ(LabelRef(label(fn, "pair")))
 	VZEROUPPER()
 	RET()
+}
+
+// q6ScaleLo returns, for k in 0..3, the VPSHUFB control that puts int16
+// scale 2k in the low word of each dword of the low 128-bit lane and scale
+// 2k+1 in those of the high one (of each 256-bit half), zeros in the high
+// words.
+func q6ScaleLo() Mem {
+	var q []uint64
+	for k := uint64(0); k < 4; k++ {
+		lo, hi := wordLow(2*k), wordLow(2*k+1)
+		q = append(q, lo, lo, hi, hi)
+	}
+	return u64s("q6zScaleLo", q...)
+}
+
+// wordLow is 8 bytes of the VPSHUFB control that copies int16 word w of a
+// 128-bit lane into the low words of two dwords and zeros their high ones.
+func wordLow(w uint64) uint64 {
+	b := 0x8080<<16 | (2*w+1)<<8 | 2*w
+	return b | b<<32
 }
 
 // t4Gather is the VPERMPS index that puts reduceT4R2's eight sums in

@@ -22,9 +22,9 @@ var files = map[string]func(){
 		q6KRows2(q6Shuf)
 		q4KT8(k4Pair)
 		q6KTile(q6Shuf, 4)
-		gather := t4Gather()
+		scaleLo, gather := q6ScaleLo(), t4Gather()
 		for n := 2; n <= 4; n++ {
-			q6KTR2(q6Shuf, gather, n)
+			q6KTR2(scaleLo, gather, n)
 		}
 	},
 	"q40x8": func() { q40x8Rows(); q40x8T8() },
