@@ -67,29 +67,38 @@ func packQ6_KT8Z(dst, acts []byte, actBytes, cols int) { packQ6_KZ(dst, acts, ac
 // packQ6_KZ packs 2·pairs Q8_K activations for the Q6_K tile in pairs p
 // (activations 2p, 2p+1), P = pairs: per block (P·1088 bytes), chunk c
 // (quants 32c..32c+31) of pair p at 1024p+128c: the 32 quants of both
-// activations, then 32·(a[2i]+a[2i+1]) for their 16 pairs as int16
-// (prepQ6_K's offsets) of both; the pair's da as [da0 ×8, da1 ×8] at
+// activations, then -32 times the sums of their quants 4l..4l+3 (l =
+// 0..7) as int32 of both; the pair's da as [da0 ×8, da1 ×8] at
 // 1024P+64p.
 func packQ6_KZ(dst, acts []byte, actBytes, cols, pairs int) {
 	nb := cols / 256
 	size := pairs * q6zPair
-	var off [pairAuxBlock]byte
 	for t := 0; t < 2*pairs; t++ {
 		p, h := t/2, t%2
 		act := acts[t*actBytes : (t+1)*actBytes]
 		for b := 0; b < nb; b++ {
 			blk := act[b*q8KBlock : (b+1)*q8KBlock]
-			prepPairs(off[:0], blk, 256, 32)
 			o := dst[b*size : (b+1)*size]
 			for c := 0; c < 8; c++ {
-				copy(o[1024*p+128*c+32*h:][:32], blk[4+32*c:])
-				copy(o[1024*p+128*c+64+32*h:][:32], off[32*c:])
+				a := blk[4+32*c : 4+32*c+32]
+				copy(o[1024*p+128*c+32*h:][:32], a)
+				putOffsetSums(o[1024*p+128*c+64+32*h:][:32], a)
 			}
 			da := binary.LittleEndian.Uint32(blk)
 			for l := 0; l < 8; l++ {
 				binary.LittleEndian.PutUint32(o[1024*pairs+64*p+32*h+4*l:], da)
 			}
 		}
+	}
+}
+
+// putOffsetSums writes -32 times the sums of the quants 4l..4l+3 of a (32
+// quants) to dst as eight int32 (l = 0..7): the offsets q6-32 add to the
+// int32 lanes of a Q6_K chunk.
+func putOffsetSums(dst, a []byte) {
+	for l := 0; l < 8; l++ {
+		s := int32(int8(a[4*l])) + int32(int8(a[4*l+1])) + int32(int8(a[4*l+2])) + int32(int8(a[4*l+3]))
+		binary.LittleEndian.PutUint32(dst[4*l:], uint32(-32*s))
 	}
 }
 
@@ -136,11 +145,8 @@ func packQ6_KTD(dst, acts []byte, actBytes, cols int) {
 				a := blk[4+32*c : 4+32*c+32]
 				copy(q[0:32], a)
 				copy(q[32:64], a)
-				for l := 0; l < 8; l++ {
-					s := int32(int8(a[4*l])) + int32(int8(a[4*l+1])) + int32(int8(a[4*l+2])) + int32(int8(a[4*l+3]))
-					binary.LittleEndian.PutUint32(q[64+4*l:], uint32(-32*s))
-					binary.LittleEndian.PutUint32(q[96+4*l:], uint32(-32*s))
-				}
+				putOffsetSums(q[64:96], a)
+				copy(q[96:128], q[64:96])
 			}
 			copy(o[1024*n+4*t:1024*n+4*t+4], blk[:4])
 		}

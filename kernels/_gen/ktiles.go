@@ -163,21 +163,21 @@ func q4KT8(k4Pair Mem) {
 // and 4 activations): the Q6_K tile of 2·pairs activations against rows
 // one at a time, each block's quants and scales unpacked once for them
 // all. The activations come packed by packQ6_KZ with as many pairs: per
-// block (1088·pairs
-// bytes), chunk c (quants 32c..32c+31) of pair p at 1024p+128c, the quants
-// of both activations (64 bytes), then their prepared offsets (prepQ6_K,
-// 32 bytes each); the pair's da as [da0 ×8, da1 ×8] at 1024·pairs+64p.
-// The rows, one stream, are prefetched ahead bytes ahead (four lines per
-// block of 210 bytes): a tile of few activations does little more work
-// per byte of weights than decode, and waits on memory as decode does
-// without.
+// block (1088·pairs bytes), chunk c (quants 32c..32c+31) of pair p at
+// 1024p+128c, the quants of both activations (64 bytes), then -32 times
+// the sums of their quants 4l..4l+3 (l = 0..7) as int32 (32 bytes each);
+// the pair's da as [da0 ×8, da1 ×8] at 1024·pairs+64p. A chunk's int32
+// lanes are the AVX2 kernel's as in q6KTR2 (VPDPBUSD of q6 and a onto the
+// offsets, VPDPWSSD with [sc, 0]). The rows, one stream, are prefetched
+// ahead bytes ahead (four lines per block of 210 bytes): a tile of few
+// activations does little more work per byte of weights than decode, and
+// waits on memory as decode does without.
 //
 // Registers: Z16..Z19 the float accumulators of pairs 0..3, Z24..Z27 the
 // block's integer sums (one chain a pair: integer sums are exact in any
-// order), Z13 the row's
-// scales as int16 in both halves, Z14 and Z15 the masks, Z20..Z23 the
-// scale controls, R13 the prefetch distance.
-func q6KTile(q6Shuf Mem, pairs int) {
+// order), Z13 the row's scales as int16 in both halves, Z14 and Z15 the
+// masks, Z20..Z23 the scale controls, R13 the prefetch distance.
+func q6KTile(scaleLo Mem, pairs int) {
 	n := 2 * pairs
 	fn := fmt.Sprintf("q6kt%d", n)
 	name := fmt.Sprintf("dotQ6_KT%dAVX512", n)
@@ -197,7 +197,7 @@ func q6KTile(q6Shuf Mem, pairs int) {
 	MOVL(U32(0x30303030), EAX)
 	VPBROADCASTD(EAX, Z15) // high-bits mask
 	for k := 0; k < 4; k++ {
-		VBROADCASTI32X8(q6Shuf.Offset(32*k), zr[20+k])
+		VBROADCASTI32X8(scaleLo.Offset(32*k), zr[20+k])
 	}
 
 	Label(label(fn, "row"))
@@ -220,12 +220,12 @@ func q6KTile(q6Shuf Mem, pairs int) {
 		VBROADCASTI32X8(m(RSI, 64*h+32), Z12)
 		for k := 0; k < 4; k++ {
 			q6KQuants(k)
-			VPSHUFB(zr[20+k], Z9, Z3)
+			VPSHUFB(zr[20+k], Z9, Z3) // [sc, 0] in each dword
 			c := 4*h + k
 			for p := 0; p < pairs; p++ {
 				// Pair p's part of chunk c.
-				VPMADDUBSW(m(RDI, 1024*p+128*c), Z1, Z4)
-				VPSUBW(m(RDI, 1024*p+128*c+64), Z4, Z4)
+				VMOVDQU64(m(RDI, 1024*p+128*c+64), Z4)
+				vpdpbusd(m(RDI, 1024*p+128*c), Z1, Z4)
 				if c == 0 { // the first of its sums
 					VPMADDWD(Z3, Z4, zr[24+p])
 				} else {
