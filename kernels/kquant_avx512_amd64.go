@@ -67,29 +67,38 @@ func packQ6_KT8Z(dst, acts []byte, actBytes, cols int) { packQ6_KZ(dst, acts, ac
 // packQ6_KZ packs 2·pairs Q8_K activations for the Q6_K tile in pairs p
 // (activations 2p, 2p+1), P = pairs: per block (P·1088 bytes), chunk c
 // (quants 32c..32c+31) of pair p at 1024p+128c: the 32 quants of both
-// activations, then 32·(a[2i]+a[2i+1]) for their 16 pairs as int16
-// (prepQ6_K's offsets) of both; the pair's da as [da0 ×8, da1 ×8] at
+// activations, then -32 times the sums of their quants 4l..4l+3 (l =
+// 0..7) as int32 of both; the pair's da as [da0 ×8, da1 ×8] at
 // 1024P+64p.
 func packQ6_KZ(dst, acts []byte, actBytes, cols, pairs int) {
 	nb := cols / 256
 	size := pairs * q6zPair
-	var off [pairAuxBlock]byte
 	for t := 0; t < 2*pairs; t++ {
 		p, h := t/2, t%2
 		act := acts[t*actBytes : (t+1)*actBytes]
 		for b := 0; b < nb; b++ {
 			blk := act[b*q8KBlock : (b+1)*q8KBlock]
-			prepPairs(off[:0], blk, 256, 32)
 			o := dst[b*size : (b+1)*size]
 			for c := 0; c < 8; c++ {
-				copy(o[1024*p+128*c+32*h:][:32], blk[4+32*c:])
-				copy(o[1024*p+128*c+64+32*h:][:32], off[32*c:])
+				a := blk[4+32*c : 4+32*c+32]
+				copy(o[1024*p+128*c+32*h:][:32], a)
+				putOffsetSums(o[1024*p+128*c+64+32*h:][:32], a)
 			}
 			da := binary.LittleEndian.Uint32(blk)
 			for l := 0; l < 8; l++ {
 				binary.LittleEndian.PutUint32(o[1024*pairs+64*p+32*h+4*l:], da)
 			}
 		}
+	}
+}
+
+// putOffsetSums writes -32 times the sums of the quants 4l..4l+3 of a (32
+// quants) to dst as eight int32 (l = 0..7): the offsets q6-32 add to the
+// int32 lanes of a Q6_K chunk.
+func putOffsetSums(dst, a []byte) {
+	for l := 0; l < 8; l++ {
+		s := int32(int8(a[4*l])) + int32(int8(a[4*l+1])) + int32(int8(a[4*l+2])) + int32(int8(a[4*l+3]))
+		binary.LittleEndian.PutUint32(dst[4*l:], uint32(-32*s))
 	}
 }
 
@@ -106,73 +115,93 @@ var tileQ6_KT8AVX512 = tileKernel{
 	run:       q6_KT8AVX512,
 	rowStep:   1,
 	tokens:    8,
-	rest:      &tileQ6_KT4AVX512,
+	rest:      tileQ6_KT4AVX512,
 	packBytes: packBytesQ6_KT8Z,
 	pack:      packQ6_KT8Z,
 }
 
-// q6dBlock is the size of one block of four Q8_K activations packed by
-// packQ6_KT4D: eight chunks of 128 bytes per activation, their four da and
+// q6dBlock returns the size of one block of n Q8_K activations packed by
+// packQ6_KTD: eight chunks of 128 bytes per activation, their n da and
 // padding to a whole line.
-const q6dBlock = 4*8*128 + 64
+func q6dBlock(n int) int { return n*8*128 + 64 }
 
-func packBytesQ6_KT4D(cols int) int { return cols / 256 * q6dBlock }
-
-// packQ6_KT4D packs four Q8_K activations for dotQ6_KT4R2AVX512: per block
-// (q6dBlock bytes), chunk c (quants 32c..32c+31) of activation t at
-// 1024t+128c, its 32 quants twice, then its prepared offsets (prepQ6_K's
-// 32·(a[2i]+a[2i+1]) as int16) twice, one copy for each of the two rows
-// a zmm holds; activation t's da at 4096+4t.
-func packQ6_KT4D(dst, acts []byte, actBytes, cols int) {
+// packQ6_KTD packs n Q8_K activations (n = len(acts)/actBytes, 2 to 4) for
+// dotQ6_KT{n}R2AVX512: per block (q6dBlock(n) bytes), chunk c (quants
+// 32c..32c+31) of activation t at 1024t+128c, its 32 quants twice, then
+// -32 times the sums of its quants 4l..4l+3 (l = 0..7) as int32 twice, one
+// copy for each of the two rows a zmm holds; activation t's da at
+// 1024n+4t.
+func packQ6_KTD(dst, acts []byte, actBytes, cols int) {
 	nb := cols / 256
-	var off [pairAuxBlock]byte
-	for t := 0; t < tileTokens; t++ {
+	n := len(acts) / actBytes
+	size := q6dBlock(n)
+	for t := 0; t < n; t++ {
 		act := acts[t*actBytes : (t+1)*actBytes]
 		for b := 0; b < nb; b++ {
 			blk := act[b*q8KBlock : (b+1)*q8KBlock]
-			prepPairs(off[:0], blk, 256, 32)
-			o := dst[b*q6dBlock : (b+1)*q6dBlock]
+			o := dst[b*size : (b+1)*size]
 			for c := 0; c < 8; c++ {
 				q := o[1024*t+128*c:][:128]
-				copy(q[0:32], blk[4+32*c:])
-				copy(q[32:64], blk[4+32*c:])
-				copy(q[64:96], off[32*c:])
-				copy(q[96:128], off[32*c:])
+				a := blk[4+32*c : 4+32*c+32]
+				copy(q[0:32], a)
+				copy(q[32:64], a)
+				putOffsetSums(q[64:96], a)
+				copy(q[96:128], q[64:96])
 			}
-			copy(o[4096+4*t:4100+4*t], blk[:4])
+			copy(o[1024*n+4*t:1024*n+4*t+4], blk[:4])
 		}
 	}
 }
 
-// q6_KT4AVX512 is the four-activation tile of the avx512 tier for Q6_K
-// (a decoding step of a few sequences: the LM head): pairs of rows in the
-// halves of each zmm, as the decode kernel has them, each block unpacked
-// once for the two rows and four activations. A last odd row goes
-// through the kernel as a pair of itself, into a scratch row.
-func q6_KT4AVX512(out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
-	_ = out[3*ostride+rows-1]
+// q6KTR2 is the avx512 tier's Q6_K tile of n = 2, 3 or 4 activations (a
+// decoding step of a few sequences: the LM head), run by the assembly
+// kernel dotQ6_KT{n}R2AVX512: pairs of rows in the halves of each zmm, as
+// the decode kernel has them, each block unpacked once for the two rows
+// and n activations. A last odd row goes through the kernel as a pair of
+// itself, into a scratch row.
+type q6KTR2 struct {
+	n   int
+	dot func(out *float32, ostride, pairs int, w *byte, nb, rowBytes int, packed *byte, ahead int)
+}
+
+func (k q6KTR2) run(out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
+	_ = out[(k.n-1)*ostride+rows-1]
 	_ = w[rows*rowBytes-1]
-	_ = packed[packBytesQ6_KT4D(cols)-1]
 	nb := cols / 256
+	_ = packed[nb*q6dBlock(k.n)-1]
 	if pairs := rows / 2; pairs > 0 {
-		dotQ6_KT4R2AVX512(&out[0], ostride, pairs, &w[0], nb, rowBytes, &packed[0], prefetchAhead(420))
+		k.dot(&out[0], ostride, pairs, &w[0], nb, rowBytes, &packed[0], prefetchAhead(420))
 	}
 	if rows%2 == 1 {
 		r := rows - 1
-		var o [2 * tileTokens]float32
-		dotQ6_KT4R2AVX512(&o[0], 2, 1, &w[r*rowBytes], nb, 0, &packed[0], prefetchAhead(420))
-		for t := 0; t < tileTokens; t++ {
+		var o [2 * 4]float32
+		k.dot(&o[0], 2, 1, &w[r*rowBytes], nb, 0, &packed[0], prefetchAhead(420))
+		for t := 0; t < k.n; t++ {
 			out[t*ostride+r] = o[2*t]
 		}
 	}
 }
 
-var tileQ6_KT4AVX512 = tileKernel{
-	run:       q6_KT4AVX512,
-	rowStep:   1,
-	packBytes: packBytesQ6_KT4D,
-	pack:      packQ6_KT4D,
+func (k q6KTR2) tile(rest *tileKernel) *tileKernel {
+	return &tileKernel{
+		run:       k.run,
+		rowStep:   1,
+		tokens:    k.n,
+		rest:      rest,
+		packBytes: func(cols int) int { return cols / 256 * q6dBlock(k.n) },
+		pack:      packQ6_KTD,
+	}
 }
+
+// The avx512 tier's Q6_K tiles of 4, 3 and 2 activations, each the rest
+// of the one before: MatMul of 5 to 7 activations takes a tile of 4 and
+// one of what is left; of 2 or 3 activations, one tile (each weight read
+// once, not once an activation).
+var (
+	tileQ6_KT2AVX512 = q6KTR2{2, dotQ6_KT2R2AVX512}.tile(nil)
+	tileQ6_KT3AVX512 = q6KTR2{3, dotQ6_KT3R2AVX512}.tile(tileQ6_KT2AVX512)
+	tileQ6_KT4AVX512 = q6KTR2{4, dotQ6_KT4R2AVX512}.tile(tileQ6_KT3AVX512)
+)
 
 // decodeAhead is how far ahead of the rows they multiply the avx512
 // decode kernels prefetch the weights they walk. A decode step streams

@@ -27,7 +27,19 @@ func dotQ4_KT8AVX512(out *float32, ostride int, rows int, w *byte, nb int, packe
 //go:noescape
 func dotQ6_KT8AVX512(out *float32, ostride int, rows int, w *byte, nb int, packed *byte, ahead int)
 
-// dotQ6_KT4R2AVX512 multiplies pairs of Q6_K rows with four Q8_K activations packed by packQ6_KT4D,
+// dotQ6_KT2R2AVX512 multiplies pairs of Q6_K rows with 2 Q8_K activations packed by packQ6_KTD,
+// prefetching the rows ahead bytes ahead.
+//
+//go:noescape
+func dotQ6_KT2R2AVX512(out *float32, ostride int, pairs int, w *byte, nb int, rowBytes int, packed *byte, ahead int)
+
+// dotQ6_KT3R2AVX512 multiplies pairs of Q6_K rows with 3 Q8_K activations packed by packQ6_KTD,
+// prefetching the rows ahead bytes ahead.
+//
+//go:noescape
+func dotQ6_KT3R2AVX512(out *float32, ostride int, pairs int, w *byte, nb int, rowBytes int, packed *byte, ahead int)
+
+// dotQ6_KT4R2AVX512 multiplies pairs of Q6_K rows with 4 Q8_K activations packed by packQ6_KTD,
 // prefetching the rows ahead bytes ahead.
 //
 //go:noescape

@@ -105,19 +105,24 @@ func (j *matmulJob) init(tr *Tier, t quant.Type, out []float32, w []byte, cols i
 		fits := func(k *tileKernel) bool {
 			return k != nil && rows%k.rowStep == 0 && rowAlign%k.rowStep == 0
 		}
-		if k := tileFor(j.tier, tt); fits(k) {
-			if n >= k.width() {
-				j.tile = k
-				j.tileEnd = n / k.width() * k.width()
-				j.restEnd = j.tileEnd
-				if r := k.rest; fits(r) && n-j.tileEnd >= r.width() {
-					j.rest = r
-					j.restEnd += (n - j.tileEnd) / r.width() * r.width()
-				}
-			} else if r := k.rest; fits(r) && n >= r.width() {
-				j.tile = r
-				j.tileEnd = n / r.width() * r.width()
-				j.restEnd = j.tileEnd
+		// The widest kernel of the tier's chain (a tile and its rests,
+		// ever narrower) that n fills takes whole tiles of its width; the
+		// widest after it that the rest fills takes those of its own.
+		k := tileFor(j.tier, tt)
+		for fits(k) && n < k.width() {
+			k = k.rest
+		}
+		if fits(k) {
+			j.tile = k
+			j.tileEnd = n / k.width() * k.width()
+			j.restEnd = j.tileEnd
+			r := k.rest
+			for fits(r) && n-j.tileEnd < r.width() {
+				r = r.rest
+			}
+			if fits(r) {
+				j.rest = r
+				j.restEnd += (n - j.tileEnd) / r.width() * r.width()
 			}
 		}
 	}

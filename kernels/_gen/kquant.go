@@ -195,11 +195,9 @@ func q6KHalfR(h int) {
 	VMOVDQU(m(RSI, 64*h+32), Y12)
 	VINSERTI64X4(U8(1), m(RBX, 64*h+32), Z12, Z12)
 	for k := 0; k < 4; k++ {
-		q6KLowHigh(k)
+		q6KQuants(k)
 		// Quants 32k..32k+31 of half h: the activation's quants and
 		// prepared offsets broadcast, into Z7 (k even) or Z8.
-		VPANDD(Z15, Z2, Z2)
-		VPORD(Z2, Z1, Z1)
 		VBROADCASTI32X8(m(RDI, 4+128*h+32*k), Z3)
 		VBROADCASTI32X8(m(RDX, 128*h+32*k), Z4)
 		VPMADDUBSW(Z3, Z1, Z1)
@@ -213,10 +211,12 @@ func q6KHalfR(h int) {
 	}
 }
 
-// q6KLowHigh sets Z1 to the low 4 bits of quants 32k..32k+31 (ql in Z11
-// for k even, Z12 odd; high nibbles for k >= 2) and Z2 to qh (Z10)
-// shifted so that their bits 2k, 2k+1 sit at 4, 5.
-func q6KLowHigh(k int) {
+// q6KQuants sets Z1 to quants 32k..32k+31 (6 bits each) of the half of
+// the rows in Z10 (qh), Z11 and Z12 (ql): their low 4 bits from ql (Z11
+// for k even, Z12 odd; high nibbles for k >= 2), their bits 4, 5 from qh's
+// bits 2k, 2k+1, merged by one VPTERNLOGD (Z15 the high-bits mask).
+// Clobbers Z2.
+func q6KQuants(k int) {
 	ql := []VecPhysical{Z11, Z12}[k%2]
 	if k < 2 {
 		VPANDD(Z14, ql, Z1)
@@ -224,16 +224,20 @@ func q6KLowHigh(k int) {
 		VPSRLW(U8(4), ql, Z1)
 		VPANDD(Z14, Z1, Z1)
 	}
+	hi := Z2
 	switch k {
 	case 0:
 		VPSLLW(U8(4), Z10, Z2)
 	case 1:
 		VPSLLW(U8(2), Z10, Z2)
 	case 2:
-		VMOVDQA64(Z10, Z2)
+		hi = Z10
 	case 3:
 		VPSRLW(U8(2), Z10, Z2)
 	}
+	// Z1 = Z15 ? hi : Z1, bit by bit: imm8 bit 4a+2b+c is the result
+	// for Z1 bit a, hi bit b, Z15 bit c.
+	VPTERNLOGD(U8(0xd8), Z15, hi, Z1)
 }
 
 // q6KRows2 is dotQ6_KRows2AVX512: pairs of rows against one activation

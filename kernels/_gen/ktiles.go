@@ -159,24 +159,25 @@ func q4KT8(k4Pair Mem) {
 	RET()
 }
 
-// q6KTile is dotQ6_KT8AVX512 (pairs 4; q6KT4R2 is the four-activation
-// tile): the Q6_K tile of 2·pairs activations against rows one at a time,
-// each
-// block's quants and scales unpacked once for them all. The activations
-// come packed by packQ6_KZ with as many pairs: per block (1088·pairs
-// bytes), chunk c (quants 32c..32c+31) of pair p at 1024p+128c, the quants
-// of both activations (64 bytes), then their prepared offsets (prepQ6_K,
-// 32 bytes each); the pair's da as [da0 ×8, da1 ×8] at 1024·pairs+64p.
-// The rows, one stream, are prefetched ahead bytes ahead (four lines per
-// block of 210 bytes): a tile of few activations does little more work
-// per byte of weights than decode, and waits on memory as decode does
-// without.
+// q6KTile is dotQ6_KT8AVX512 (pairs 4; q6KTR2 makes the tiles of 2, 3
+// and 4 activations): the Q6_K tile of 2·pairs activations against rows
+// one at a time, each block's quants and scales unpacked once for them
+// all. The activations come packed by packQ6_KZ with as many pairs: per
+// block (1088·pairs bytes), chunk c (quants 32c..32c+31) of pair p at
+// 1024p+128c, the quants of both activations (64 bytes), then -32 times
+// the sums of their quants 4l..4l+3 (l = 0..7) as int32 (32 bytes each);
+// the pair's da as [da0 ×8, da1 ×8] at 1024·pairs+64p. A chunk's int32
+// lanes are the AVX2 kernel's as in q6KTR2 (VPDPBUSD of q6 and a onto the
+// offsets, VPDPWSSD with [sc, 0]). The rows, one stream, are prefetched
+// ahead bytes ahead (four lines per block of 210 bytes): a tile of few
+// activations does little more work per byte of weights than decode, and
+// waits on memory as decode does without.
 //
-// Registers: Z16..Z19 the float accumulators of pairs 0..3, Z24..Z31 the
-// block's integer sums (two per pair: even and odd k), Z13 the row's
-// scales as int16 in both halves, Z14 and Z15 the masks, Z20..Z23 the
-// scale controls, R13 the prefetch distance.
-func q6KTile(q6Shuf Mem, pairs int) {
+// Registers: Z16..Z19 the float accumulators of pairs 0..3, Z24..Z27 the
+// block's integer sums (one chain a pair: integer sums are exact in any
+// order), Z13 the row's scales as int16 in both halves, Z14 and Z15 the
+// masks, Z20..Z23 the scale controls, R13 the prefetch distance.
+func q6KTile(scaleLo Mem, pairs int) {
 	n := 2 * pairs
 	fn := fmt.Sprintf("q6kt%d", n)
 	name := fmt.Sprintf("dotQ6_KT%dAVX512", n)
@@ -196,7 +197,7 @@ func q6KTile(q6Shuf Mem, pairs int) {
 	MOVL(U32(0x30303030), EAX)
 	VPBROADCASTD(EAX, Z15) // high-bits mask
 	for k := 0; k < 4; k++ {
-		VBROADCASTI32X8(q6Shuf.Offset(32*k), zr[20+k])
+		VBROADCASTI32X8(scaleLo.Offset(32*k), zr[20+k])
 	}
 
 	Label(label(fn, "row"))
@@ -218,32 +219,27 @@ func q6KTile(q6Shuf Mem, pairs int) {
 		VBROADCASTI32X8(m(RSI, 64*h), Z11)
 		VBROADCASTI32X8(m(RSI, 64*h+32), Z12)
 		for k := 0; k < 4; k++ {
-			q6KLowHigh(k)
-			VPANDD(Z15, Z2, Z2)
-			VPORD(Z2, Z1, Z1)
-			VPSHUFB(zr[20+k], Z9, Z3)
+			q6KQuants(k)
+			VPSHUFB(zr[20+k], Z9, Z3) // [sc, 0] in each dword
 			c := 4*h + k
 			for p := 0; p < pairs; p++ {
 				// Pair p's part of chunk c.
-				VPMADDUBSW(m(RDI, 1024*p+128*c), Z1, Z4)
-				VPSUBW(m(RDI, 1024*p+128*c+64), Z4, Z4)
-				if c < 2 { // the first of its sums
-					VPMADDWD(Z3, Z4, zr[24+2*p+k%2])
+				VMOVDQU64(m(RDI, 1024*p+128*c+64), Z4)
+				vpdpbusd(m(RDI, 1024*p+128*c), Z1, Z4)
+				if c == 0 { // the first of its sums
+					VPMADDWD(Z3, Z4, zr[24+p])
 				} else {
-					vpdpwssd(Z3, Z4, zr[24+2*p+k%2])
+					vpdpwssd(Z3, Z4, zr[24+p])
 				}
 			}
 		}
 	}
 
-	MOVWLZX(m(RSI, 208), EAX)
-	VMOVD(EAX, X5)
-	VCVTPH2PS(X5, X5)
-	VBROADCASTSS(X5, Z5)
+	VPBROADCASTW(m(RSI, 208), Y5)
+	VCVTPH2PS(Y5, Z5)
 	for p := 0; p < pairs; p++ {
 		// Pair p's block: its integer sums, fp32(d) in every lane of Z5.
-		ie, io := zr[24+2*p], zr[25+2*p]
-		VPADDD(io, ie, ie)
+		ie := zr[24+p]
 		VCVTDQ2PS(ie, ie)
 		VMULPS(m(RDI, 1024*pairs+64*p), Z5, Z6)
 		VFMADD231PS(Z6, ie, zr[16+p])
@@ -273,27 +269,39 @@ func q6KTile(q6Shuf Mem, pairs int) {
 	RET()
 }
 
-// q6KT4R2 is dotQ6_KT4R2AVX512: the Q6_K tile of four activations against
-// pairs of rows, row 2p in lanes 0..7 of every zmm and row 2p+1 in lanes
-// 8..15 as in dotQ6_KRows2AVX512, so that each block's quants and scales
-// are unpacked once for two rows and four activations. The activations
-// come packed by packQ6_KT4D: per block (4160 bytes), chunk c (quants
-// 32c..32c+31) of activation t at 1024t+128c, its 32 quants twice (one
-// copy per row), then its prepared offsets (prepQ6_K, 32 bytes) twice;
-// activation t's da at 4096+4t. The pair's rows, one stream, are
-// prefetched ahead bytes ahead (seven lines per block of the two rows).
+// q6KTR2 is dotQ6_KT{n}R2AVX512, n = tokens (2, 3 or 4): the Q6_K tile of
+// n activations against pairs of rows, row 2p in lanes 0..7 of every zmm
+// and row 2p+1 in lanes 8..15 as in dotQ6_KRows2AVX512, so that each
+// block's quants and scales are unpacked once for two rows and n
+// activations. The activations come packed by packQ6_KTD: per block
+// (1024n+64 bytes), chunk c (quants 32c..32c+31) of activation t at
+// 1024t+128c, its 32 quants twice (one copy per row), then -32 times the
+// sums of its quants 4l..4l+3 (l = 0..7) as int32, twice; activation t's
+// da at 1024n+4t. The pair's rows, one stream, are prefetched ahead bytes
+// ahead (seven lines per block of the two rows).
+//
+// Each int32 lane l of a block's sum is the AVX2 kernel's (ggml's lane
+// order), Σ_c sc_c·Σ (q6-32)·a over the lane's quants 4l..4l+3 of each
+// chunk c, by another route: VPDPBUSD adds Σ q6·a to -32·Σ a, giving
+// Σ (q6-32)·a (|.| <= 4·32·128, an int16), and VPDPWSSD multiplies it by
+// sc_c, the high word of each dword times 0. Integer sums are exact in
+// any order, so the lanes are the AVX2 kernel's, and the float step
+// (d·da, one FMA a lane, the hsum) is its own; against VPMADDUBSW,
+// VPSUBW, VPDPWSSD a chunk and activation this is one vector operation
+// fewer (the offsets come in with a load).
 //
 // Registers: SI row 0 at the current block, BX row 1, R12 rowBytes, R13
 // the prefetch pointer, DI the activations' block, Z16..Z19 the float
-// accumulators of activations 0..3 (both rows), Z24..Z31 the block's
-// integer sums (two per activation: even and odd k), Z4..Z7 the products,
-// Z8 the rows' d, Z13 their scales as int16, Z14 and Z15 the masks,
-// Z20..Z23 the scale controls.
-func q6KT4R2(q6Shuf, gather Mem) {
-	const fn = "q6kt4r2"
-	TEXT("dotQ6_KT4R2AVX512", NOSPLIT, "func(out *float32, ostride, pairs int, w *byte, nb, rowBytes int, packed *byte, ahead int)")
+// accumulators of activations 0..3 (both rows), Z24..Z27 the block's
+// integer sums of activations 0..3 (one chain each: integer sums are exact
+// in any order), Z4..Z7 the chunk's sums, Z8 the rows' d, Z13 their
+// scales as int16, Z14 and Z15 the masks, Z20..Z23 the scale controls.
+func q6KTR2(scaleLo, gather Mem, tokens int) {
+	fn := fmt.Sprintf("q6kt%dr2", tokens)
+	name := fmt.Sprintf("dotQ6_KT%dR2AVX512", tokens)
+	TEXT(name, NOSPLIT, "func(out *float32, ostride, pairs int, w *byte, nb, rowBytes int, packed *byte, ahead int)")
 	Pragma("noescape")
-	Doc("dotQ6_KT4R2AVX512 multiplies pairs of Q6_K rows with four Q8_K activations packed by packQ6_KT4D,",
+	Doc(fmt.Sprintf("%s multiplies pairs of Q6_K rows with %d Q8_K activations packed by packQ6_KTD,", name, tokens),
 		"prefetching the rows ahead bytes ahead.")
 	tileOut()
 	Load(Param("pairs"), R9)
@@ -307,11 +315,11 @@ func q6KT4R2(q6Shuf, gather Mem) {
 	MOVL(U32(0x30303030), EAX)
 	VPBROADCASTD(EAX, Z15) // high-bits mask
 	for k := 0; k < 4; k++ {
-		VBROADCASTI32X8(q6Shuf.Offset(32*k), zr[20+k])
+		VBROADCASTI32X8(scaleLo.Offset(32*k), zr[20+k])
 	}
 
 	Label(label(fn, "pair"))
-	for t := 0; t < 4; t++ {
+	for t := 0; t < 4; t++ { // all four: reduceT4R2 reduces them all
 		VPXORD(zr[16+t], zr[16+t], zr[16+t])
 	}
 	LEAQ(mi(RSI, 0, R12, 1), RBX)
@@ -337,58 +345,69 @@ func q6KT4R2(q6Shuf, gather Mem) {
 		VMOVDQU(m(RSI, 64*h+32), Y12)
 		VINSERTI64X4(U8(1), m(RBX, 64*h+32), Z12, Z12)
 		for k := 0; k < 4; k++ {
-			q6KLowHigh(k)
-			VPANDD(Z15, Z2, Z2)
-			VPORD(Z2, Z1, Z1)
-			VPSHUFB(zr[20+k], Z9, Z3)
+			q6KQuants(k)
+			VPSHUFB(zr[20+k], Z9, Z3) // [sc, 0] in each dword
 			c := 4*h + k
-			for t := 0; t < 4; t++ {
+			for t := 0; t < tokens; t++ {
 				// Activation t's part of chunk c, for both rows.
 				p := zr[4+t]
-				VPMADDUBSW(m(RDI, 1024*t+128*c), Z1, p)
-				VPSUBW(m(RDI, 1024*t+128*c+64), p, p)
-				if c < 2 { // the first of its sums
-					VPMADDWD(Z3, p, zr[24+2*t+k%2])
+				VMOVDQU64(m(RDI, 1024*t+128*c+64), p)
+				vpdpbusd(m(RDI, 1024*t+128*c), Z1, p)
+				if c == 0 { // the first of its sums
+					VPMADDWD(Z3, p, zr[24+t])
 				} else {
-					vpdpwssd(Z3, p, zr[24+2*t+k%2])
+					vpdpwssd(Z3, p, zr[24+t])
 				}
 			}
 		}
 	}
 
-	Comment("fp32(d) of each row over its lanes.")
-	MOVWLZX(m(RSI, 208), EAX)
-	VMOVD(EAX, X8)
-	VCVTPH2PS(X8, X8)
-	VBROADCASTSS(X8, Y8)
-	MOVWLZX(m(RBX, 208), EAX)
-	VMOVD(EAX, X0)
-	VCVTPH2PS(X0, X0)
-	VBROADCASTSS(X0, Y0)
-	VINSERTF64X4(U8(1), Y0, Z8, Z8)
-	for t := 0; t < 4; t++ {
+	Comment("fp32(d) of each row over its lanes: [d0 ×8, d1 ×8].")
+	VPBROADCASTW(m(RSI, 208), X8)
+	VPBROADCASTW(m(RBX, 208), X0)
+	VINSERTI128(U8(1), X0, Y8, Y8)
+	VCVTPH2PS(Y8, Z8)
+	for t := 0; t < tokens; t++ {
 		// Activation t's block: its integer sums times d·da.
-		ie, io := zr[24+2*t], zr[25+2*t]
-		VPADDD(io, ie, ie)
+		ie := zr[24+t]
 		VCVTDQ2PS(ie, ie)
-		VBROADCASTSS(m(RDI, 4096+4*t), Z0)
-		VMULPS(Z0, Z8, Z0)
+		VMULPS_BCST(m(RDI, 1024*tokens+4*t), Z8, Z0)
 		VFMADD231PS(Z0, ie, zr[16+t])
 	}
 
 	ADDQ(U32(210), RSI)
 	ADDQ(U32(210), RBX)
-	ADDQ(U32(4160), RDI)
+	ADDQ(U32(1024*tokens+64), RDI)
 	DECQ(RCX)
 	JNZ(LabelRef(label(fn, "block")))
 
-	reduceT4R2(gather)
+	reduceT4R2(gather, tokens)
 	ADDQ(U32(8), R8)
 	MOVQ(RBX, RSI) // row 1 ends where the next pair starts
 	DECQ(R9)
 	JNZ(LabelRef(label(fn, "pair")))
 	VZEROUPPER()
 	RET()
+}
+
+// q6ScaleLo returns, for k in 0..3, the VPSHUFB control that puts int16
+// scale 2k in the low word of each dword of the low 128-bit lane and scale
+// 2k+1 in those of the high one (of each 256-bit half), zeros in the high
+// words.
+func q6ScaleLo() Mem {
+	var q []uint64
+	for k := uint64(0); k < 4; k++ {
+		lo, hi := wordLow(2*k), wordLow(2*k+1)
+		q = append(q, lo, lo, hi, hi)
+	}
+	return u64s("q6zScaleLo", q...)
+}
+
+// wordLow is 8 bytes of the VPSHUFB control that copies int16 word w of a
+// 128-bit lane into the low words of two dwords and zeros their high ones.
+func wordLow(w uint64) uint64 {
+	b := 0x8080<<16 | (2*w+1)<<8 | 2*w
+	return b | b<<32
 }
 
 // t4Gather is the VPERMPS index that puts reduceT4R2's eight sums in
@@ -402,9 +421,10 @@ func t4Gather() Mem {
 // reduceT4R2 reduces the sums of four activations against a pair of rows,
 // Z16..Z19 (activation t: row 0 in lanes 0..7, row 1 in 8..15), each of
 // the eight as hsum_float_8 does ((x0+x4) ... as (u0+u2)+(u1+u3), u_i =
-// x_i+x_{i+4}), the eight side by side, and stores them at tileDst(t)
-// (row 0) and 4 bytes on (row 1). Clobbers Z0..Z3, Z10.
-func reduceT4R2(gather Mem) {
+// x_i+x_{i+4}), the eight side by side, and stores those of the first
+// tokens activations at tileDst(t) (row 0) and 4 bytes on (row 1).
+// Clobbers Z0..Z3, Z10.
+func reduceT4R2(gather Mem, tokens int) {
 	Comment("The eight sums reduced side by side as hsum_float_8: u_i = x_i + x_(i+4).")
 	for p := 0; p < 2; p++ {
 		a, b := zr[16+2*p], zr[17+2*p]
@@ -424,7 +444,11 @@ func reduceT4R2(gather Mem) {
 	VPERMPS(Z1, Z10, Z0)
 	VMOVLPS(X0, tileDst(0))
 	VMOVHPS(X0, tileDst(1))
-	VEXTRACTF128(U8(1), Y0, X1)
-	VMOVLPS(X1, tileDst(2))
-	VMOVHPS(X1, tileDst(3))
+	if tokens > 2 {
+		VEXTRACTF128(U8(1), Y0, X1)
+		VMOVLPS(X1, tileDst(2))
+	}
+	if tokens > 3 {
+		VMOVHPS(X1, tileDst(3))
+	}
 }

@@ -21,8 +21,11 @@ var files = map[string]func(){
 		q4KRows2(dIdx, mIdx)
 		q6KRows2(q6Shuf)
 		q4KT8(k4Pair)
-		q6KTile(q6Shuf, 4)
-		q6KT4R2(q6Shuf, t4Gather())
+		scaleLo, gather := q6ScaleLo(), t4Gather()
+		q6KTile(scaleLo, 4)
+		for n := 2; n <= 4; n++ {
+			q6KTR2(scaleLo, gather, n)
+		}
 	},
 	"q40x8": func() { q40x8Rows(); q40x8T8() },
 	"float": func() {
