@@ -66,7 +66,7 @@ var (
 		rowStep:   8,
 		rowBlock:  16, // groups of 8 rows go two at a time
 		packBytes: packBytesQ4_0x8T4,
-		pack:      packQ4_0x8T4Z,
+		pack:      packQ4_0x8T4N,
 	}
 	tileQ4_KAVX512 = tileKernel{
 		run:       q4_KT4AVX512,
@@ -129,10 +129,10 @@ func q4_0x8AVX512(out []float32, w []byte, rowBytes, cols int, act, aux []byte) 
 }
 
 //go:noescape
-func dotQ4_0x8T4AVX512(out *float32, ostride, pairs int, w *byte, nb int, packed *byte, ahead int)
+func dotQ4_0x8T4AVX512(out *float32, ostride, groups int, w *byte, nb int, packed *byte, ahead int)
 
-// packQ4_0x8T4Z packs tileTokens Q8_0 activations for the avx512 tiles
-// of Q4_0x8 and Q8_0x4:
+// packQ4_0x8T4Z packs tileTokens Q8_0 activations for the avx512 tile
+// of Q8_0x4:
 // activation t's prepQ4_0x8 form (made in assembly) at t·nb·40, nb the
 // blocks of a row. packQ4_0x8T4 interleaves the same blocks, in Go.
 func packQ4_0x8T4Z(dst, acts []byte, actBytes, cols int) {
@@ -142,24 +142,27 @@ func packQ4_0x8T4Z(dst, acts []byte, actBytes, cols int) {
 	}
 }
 
+// packQ4_0x8T4N packs tileTokens Q8_0 activations for the avx512 Q4_0x8
+// tile: packQ4_0x8T4Z's form with each block's bias negated (−8·Σa at
+// byte 36), which the kernel starts its integer sums at.
+func packQ4_0x8T4N(dst, acts []byte, actBytes, cols int) {
+	packQ4_0x8T4Z(dst, acts, actBytes, cols)
+	nb := cols / 32
+	for o := 36; o < tileTokens*nb*q4_0x8TokBlock; o += q4_0x8TokBlock {
+		binary.LittleEndian.PutUint32(dst[o:], -binary.LittleEndian.Uint32(dst[o:]))
+	}
+}
+
 // q4_0x8T4AVX512 is the avx512 tier's Q4_0x8 tile kernel; packed comes
-// from packQ4_0x8T4Z. A last odd group of 8 rows goes through the
-// one-activation kernel dotQ4_0x8AVX2 per activation, whose arithmetic is
-// the same.
+// from packQ4_0x8T4N. The kernel takes the groups of 8 rows two at a
+// time, a last odd one alone.
 func q4_0x8T4AVX512(out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
 	_ = out[3*ostride+rows-1]
 	_ = w[rows*rowBytes-1]
 	nb := cols / 32
 	_ = packed[tileTokens*nb*q4_0x8TokBlock-1]
-	groups := rows / 8
-	if pairs := groups / 2; pairs > 0 {
-		dotQ4_0x8T4AVX512(&out[0], ostride, pairs, &w[0], nb, &packed[0], tileAhead)
-	}
-	if groups%2 == 1 {
-		r := 8 * (groups - 1)
-		for t := 0; t < tileTokens; t++ {
-			dotQ4_0x8AVX2(&out[t*ostride+r], 1, &w[r*rowBytes], nb, &packed[t*nb*q4_0x8TokBlock])
-		}
+	if groups := rows / 8; groups > 0 {
+		dotQ4_0x8T4AVX512(&out[0], ostride, groups, &w[0], nb, &packed[0], tileAhead)
 	}
 }
 

@@ -45,7 +45,7 @@
 // splits it into its low nibbles (lo) and high nibbles (hi).
 #define X16NIBS(woff, c, lo, ylo, hi) \
 	VMOVDQU64 (woff+16+32*c)(SI), ylo \
-	VINSERTI64X4 $1, (woff+16+32*c)(SI)(R13*1), lo, lo \
+	VBROADCASTI64X4 (woff+16+32*c)(SI)(R13*1), K2, lo \
 	VPSRLW $4, lo, hi \
 	VPANDD Z31, lo, lo \
 	VPANDD Z31, hi, hi
@@ -55,53 +55,55 @@
 // Z(17+2c).
 #define X16LOAD(woff) \
 	VMOVDQU woff(SI), X4 \
-	VINSERTI128 $1, woff(SI)(R13*1), Y4, Y4 \
+	VBROADCASTI32X4 woff(SI)(R13*1), K2, Y4 \
 	VCVTPH2PS Y4, Z4 \
 	X16NIBS(woff, 0, Z16, Y16, Z17) \
 	X16NIBS(woff, 1, Z18, Y18, Z19) \
 	X16NIBS(woff, 2, Z20, Y20, Z21) \
 	X16NIBS(woff, 3, Z22, Y22, Z23)
 
-// X16TOK accumulates into acc the block of one activation, prepared at
-// aoff+base (q4_0x8TokBlock bytes: 32 quants, da as float32, 8·Σa as
-// int32), against the block X16LOAD loaded. Low and high nibbles sum in
-// two chains, Z5 and Z6.
-#define X16TOK(aoff, base, acc) \
-	VPXORD Z5, Z5, Z5 \
-	VPXORD Z6, Z6, Z6 \
-	VPDPBUSD.BCST (aoff+0)base, Z16, Z5 \
-	VPDPBUSD.BCST (aoff+16)base, Z17, Z6 \
-	VPDPBUSD.BCST (aoff+4)base, Z18, Z5 \
-	VPDPBUSD.BCST (aoff+20)base, Z19, Z6 \
-	VPDPBUSD.BCST (aoff+8)base, Z20, Z5 \
-	VPDPBUSD.BCST (aoff+24)base, Z21, Z6 \
-	VPDPBUSD.BCST (aoff+12)base, Z22, Z5 \
-	VPDPBUSD.BCST (aoff+28)base, Z23, Z6 \
-	VPADDD Z6, Z5, Z5 \
-	VPSUBD.BCST (aoff+36)base, Z5, Z5 \
-	VCVTDQ2PS Z5, Z5 \
-	VMULPS.BCST (aoff+32)base, Z4, Z6 \
-	VFMADD231PS Z6, Z5, acc
+// X16TOKN accumulates into acc the block of one activation, prepared at
+// aoff+base as by packQ4_0x8T4N (q4_0x8TokBlock bytes: 32 quants, da as
+// float32, the bias −8·Σa as int32), against the block X16LOAD loaded:
+// one chain of integer sums, started at the bias, in tmp (exact in any
+// order: the sum of the AVX2 kernel), then acc = fma(float(isum), dw·da,
+// acc), dw·da in tmp2.
+#define X16TOKN(aoff, base, acc, tmp, tmp2) \
+	VPBROADCASTD (aoff+36)base, tmp \
+	VPDPBUSD.BCST (aoff+0)base, Z16, tmp \
+	VPDPBUSD.BCST (aoff+16)base, Z17, tmp \
+	VPDPBUSD.BCST (aoff+4)base, Z18, tmp \
+	VPDPBUSD.BCST (aoff+20)base, Z19, tmp \
+	VPDPBUSD.BCST (aoff+8)base, Z20, tmp \
+	VPDPBUSD.BCST (aoff+24)base, Z21, tmp \
+	VPDPBUSD.BCST (aoff+12)base, Z22, tmp \
+	VPDPBUSD.BCST (aoff+28)base, Z23, tmp \
+	VCVTDQ2PS tmp, tmp \
+	VMULPS.BCST (aoff+32)base, Z4, tmp2 \
+	VFMADD231PS tmp2, tmp, acc
 
 // NIBMASK sets Z31 to the low-nibble mask.
 #define NIBMASK \
 	MOVL $0x0f0f0f0f, AX \
 	VPBROADCASTD AX, Z31
 
-// func dotQ4_0x8T4AVX512(out *float32, ostride, pairs int, w *byte, nb int, packed *byte, ahead int)
+// func dotQ4_0x8T4AVX512(out *float32, ostride, groups int, w *byte, nb int, packed *byte, ahead int)
 //
-// The tile: four activations (packed by packQ4_0x8T4Z: activation t's
-// prepQ4_0x8 form at t·nb·40) against pairs of groups of 8 rows, each
-// block's nibbles unpacked once for the four. The two groups are two
-// streams, each prefetched ahead bytes ahead (five lines per two blocks),
-// as in the decode kernel: a tile of a few tokens computes little more
-// than decode per byte of weights, so it too waits on memory without.
+// The tile: four activations (packed by packQ4_0x8T4N: activation t's
+// prepQ4_0x8 form, the bias negated, at t·nb·40) against groups of 8
+// rows, two at a time, each block's nibbles unpacked once for the four;
+// a last odd group goes through the same steps with both halves of the
+// zmm on it (R13 = 0) and stores its low 8 lanes (K1). The two groups
+// are two streams, each prefetched ahead bytes ahead (five lines per two
+// blocks), as in the decode kernel: a tile of a few tokens computes
+// little more than decode per byte of weights, so it too waits on memory
+// without.
 TEXT ·dotQ4_0x8T4AVX512(SB), NOSPLIT, $0-56
 	MOVQ out+0(FP), R8
 	MOVQ ostride+8(FP), R12
 	SHLQ $2, R12
 	LEAQ (R12)(R12*2), DX
-	MOVQ pairs+16(FP), R9
+	MOVQ groups+16(FP), R9
 	MOVQ w+24(FP), SI
 	MOVQ nb+32(FP), R10
 	MOVQ packed+40(FP), R11
@@ -113,8 +115,20 @@ TEXT ·dotQ4_0x8T4AVX512(SB), NOSPLIT, $0-56
 	NIBMASK
 	MOVQ ahead+48(FP), AX
 	LEAQ (R13)(AX*1), BX
+	MOVL $0xffff, CX
+	KMOVW CX, K1
+	MOVL $0xf0, CX
+	KMOVW CX, K2
 
 x16x4pair:
+	CMPQ R9, $2
+	JGE  x16x4both
+	XORQ R13, R13 // a last odd group: both halves on it
+	MOVQ AX, BX
+	MOVL $0x00ff, CX
+	KMOVW CX, K1
+
+x16x4both:
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -136,15 +150,15 @@ x16x4block:
 	PREFETCHT0 192(SI)(BX*1)
 	PREFETCHT0 256(SI)(BX*1)
 	X16LOAD(0)
-	X16TOK(0, (DI), Z0)
-	X16TOK(0, (DI)(R14*1), Z1)
-	X16TOK(0, (DI)(R14*2), Z2)
-	X16TOK(0, (DI)(R15*1), Z3)
+	X16TOKN(0, (DI), Z0, Z5, Z6)
+	X16TOKN(0, (DI)(R14*1), Z1, Z7, Z8)
+	X16TOKN(0, (DI)(R14*2), Z2, Z9, Z10)
+	X16TOKN(0, (DI)(R15*1), Z3, Z11, Z12)
 	X16LOAD(144)
-	X16TOK(40, (DI), Z0)
-	X16TOK(40, (DI)(R14*1), Z1)
-	X16TOK(40, (DI)(R14*2), Z2)
-	X16TOK(40, (DI)(R15*1), Z3)
+	X16TOKN(40, (DI), Z0, Z5, Z6)
+	X16TOKN(40, (DI)(R14*1), Z1, Z7, Z8)
+	X16TOKN(40, (DI)(R14*2), Z2, Z9, Z10)
+	X16TOKN(40, (DI)(R15*1), Z3, Z11, Z12)
 	ADDQ $288, SI
 	ADDQ $80, DI
 	SUBQ $2, CX
@@ -154,21 +168,21 @@ x16x4single:
 	TESTQ CX, CX
 	JZ    x16x4store
 	X16LOAD(0)
-	X16TOK(0, (DI), Z0)
-	X16TOK(0, (DI)(R14*1), Z1)
-	X16TOK(0, (DI)(R14*2), Z2)
-	X16TOK(0, (DI)(R15*1), Z3)
+	X16TOKN(0, (DI), Z0, Z5, Z6)
+	X16TOKN(0, (DI)(R14*1), Z1, Z7, Z8)
+	X16TOKN(0, (DI)(R14*2), Z2, Z9, Z10)
+	X16TOKN(0, (DI)(R15*1), Z3, Z11, Z12)
 	ADDQ $144, SI
 
 x16x4store:
-	VMOVUPS Z0, (R8)
-	VMOVUPS Z1, (R8)(R12*1)
-	VMOVUPS Z2, (R8)(R12*2)
-	VMOVUPS Z3, (R8)(DX*1)
+	VMOVUPS Z0, K1, (R8)
+	VMOVUPS Z1, K1, (R8)(R12*1)
+	VMOVUPS Z2, K1, (R8)(R12*2)
+	VMOVUPS Z3, K1, (R8)(DX*1)
 	ADDQ $64, R8
 	ADDQ R13, SI // past the second group
-	DECQ R9
-	JNZ  x16x4pair
+	SUBQ $2, R9
+	JG   x16x4pair
 	VZEROUPPER
 	RET
 

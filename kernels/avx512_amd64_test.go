@@ -38,8 +38,8 @@ func arbitraryRows(r *rand.Rand, t quant.Type, rows, cols int) []byte {
 // TestAVX512Kernels checks the avx512 kernels, called directly, against
 // the avx2 ones bit for bit on arbitrary bytes, and against the generic
 // kernels of the repacked types, for odd numbers of groups (the avx512
-// Q4_0x8 kernels take pairs of groups and hand a last odd one to the avx2
-// kernel), odd numbers of blocks and one block, and tiles whose output
+// Q4_0x8 kernels take pairs of groups and compute a last odd one alone
+// or hand it to the avx2 kernel), odd numbers of blocks and one block, and tiles whose output
 // stride exceeds the rows. It runs whether or not the tier is listed.
 func TestAVX512Kernels(t *testing.T) {
 	if !haveAVX512 {

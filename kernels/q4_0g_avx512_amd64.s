@@ -80,8 +80,10 @@ GLOBL g16d3<>(SB), RODATA|NOPTR, $64
 	VPANDD Z31, src, lo \
 	VPANDD Z31, hi, hi
 
-// G16TOK is X16TOK (avx512_amd64.s): the block of one activation at
-// aoff+base against the block G16LOAD loaded, into acc.
+// G16TOK accumulates into acc the block of one activation at aoff+base
+// against the block G16LOAD loaded: X16TOKN's steps (avx512_amd64.s) on
+// an activation whose bias is 8·Σa, subtracted once the low and high
+// nibbles' two chains of sums are added.
 #define G16TOK(aoff, base, acc) \
 	VPXORD Z5, Z5, Z5 \
 	VPXORD Z6, Z6, Z6 \
