@@ -65,8 +65,26 @@ var (
 		run:       q4_0x8T4AVX512,
 		rowStep:   8,
 		rowBlock:  16, // groups of 8 rows go two at a time
+		rest:      &tileQ4_0x8T3AVX512,
 		packBytes: packBytesQ4_0x8T4,
-		pack:      packQ4_0x8T4N,
+		pack:      packQ4_0x8TN,
+	}
+	tileQ4_0x8T3AVX512 = tileKernel{
+		run:       q4_0x8T3AVX512,
+		rowStep:   8,
+		rowBlock:  16,
+		tokens:    3,
+		rest:      &tileQ4_0x8T2AVX512,
+		packBytes: packBytesQ4_0x8TN(3),
+		pack:      packQ4_0x8TN,
+	}
+	tileQ4_0x8T2AVX512 = tileKernel{
+		run:       q4_0x8T2AVX512,
+		rowStep:   8,
+		rowBlock:  16,
+		tokens:    2,
+		packBytes: packBytesQ4_0x8TN(2),
+		pack:      packQ4_0x8TN,
 	}
 	tileQ4_KAVX512 = tileKernel{
 		run:       q4_KT4AVX512,
@@ -128,9 +146,6 @@ func q4_0x8AVX512(out []float32, w []byte, rowBytes, cols int, act, aux []byte) 
 	dotQ4_0x8AVX512(&out[0], len(out)/8, &w[0], nb, &aux[0], decodeAhead)
 }
 
-//go:noescape
-func dotQ4_0x8T4AVX512(out *float32, ostride, groups int, w *byte, nb int, packed *byte, ahead int)
-
 // packQ4_0x8T4Z packs tileTokens Q8_0 activations for the avx512 tile
 // of Q8_0x4:
 // activation t's prepQ4_0x8 form (made in assembly) at t·nb·40, nb the
@@ -142,28 +157,51 @@ func packQ4_0x8T4Z(dst, acts []byte, actBytes, cols int) {
 	}
 }
 
-// packQ4_0x8T4N packs tileTokens Q8_0 activations for the avx512 Q4_0x8
-// tile: packQ4_0x8T4Z's form with each block's bias negated (−8·Σa at
-// byte 36), which the kernel starts its integer sums at.
-func packQ4_0x8T4N(dst, acts []byte, actBytes, cols int) {
-	packQ4_0x8T4Z(dst, acts, actBytes, cols)
-	nb := cols / 32
-	for o := 36; o < tileTokens*nb*q4_0x8TokBlock; o += q4_0x8TokBlock {
+// packBytesQ4_0x8TN returns the packBytes of the avx512 Q4_0x8 tile of
+// n activations.
+func packBytesQ4_0x8TN(n int) func(cols int) int {
+	return func(cols int) int { return cols / 32 * n * q4_0x8TokBlock }
+}
+
+// packQ4_0x8TN packs the Q8_0 activations in acts (n of them, n =
+// len(acts)/actBytes) for the avx512 Q4_0x8 tiles of 2, 3 and 4
+// activations: activation t's prepQ4_0x8 form at t·nb·40 (as
+// packQ4_0x8TZ), each block's bias negated (−8·Σa at byte 36), which the
+// kernels start their integer sums at.
+func packQ4_0x8TN(dst, acts []byte, actBytes, cols int) {
+	n := len(acts) / actBytes
+	packQ4_0x8TZ(dst, acts, actBytes, cols)
+	for o := 36; o < n*cols/32*q4_0x8TokBlock; o += q4_0x8TokBlock {
 		binary.LittleEndian.PutUint32(dst[o:], -binary.LittleEndian.Uint32(dst[o:]))
 	}
 }
 
-// q4_0x8T4AVX512 is the avx512 tier's Q4_0x8 tile kernel; packed comes
-// from packQ4_0x8T4N. The kernel takes the groups of 8 rows two at a
-// time, a last odd one alone.
-func q4_0x8T4AVX512(out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
-	_ = out[3*ostride+rows-1]
+// q4_0x8TnAVX512 runs dot, the avx512 Q4_0x8 tile of n activations
+// (q40x8_avx512_amd64.s), on packed from packQ4_0x8TN; the kernel takes
+// the groups of 8 rows two at a time, a last odd one alone.
+func q4_0x8TnAVX512(dot func(out *float32, ostride, groups int, w *byte, nb int, packed *byte, ahead int),
+	n int, out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
+	_ = out[(n-1)*ostride+rows-1]
 	_ = w[rows*rowBytes-1]
 	nb := cols / 32
-	_ = packed[tileTokens*nb*q4_0x8TokBlock-1]
+	_ = packed[n*nb*q4_0x8TokBlock-1]
 	if groups := rows / 8; groups > 0 {
-		dotQ4_0x8T4AVX512(&out[0], ostride, groups, &w[0], nb, &packed[0], tileAhead)
+		dot(&out[0], ostride, groups, &w[0], nb, &packed[0], tileAhead)
 	}
+}
+
+// q4_0x8T4AVX512, q4_0x8T3AVX512 and q4_0x8T2AVX512 are the avx512
+// tier's Q4_0x8 tiles of 4, 3 and 2 activations.
+func q4_0x8T4AVX512(out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
+	q4_0x8TnAVX512(dotQ4_0x8T4AVX512, 4, out, ostride, w, rowBytes, cols, rows, packed)
+}
+
+func q4_0x8T3AVX512(out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
+	q4_0x8TnAVX512(dotQ4_0x8T3AVX512, 3, out, ostride, w, rowBytes, cols, rows, packed)
+}
+
+func q4_0x8T2AVX512(out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
+	q4_0x8TnAVX512(dotQ4_0x8T2AVX512, 2, out, ostride, w, rowBytes, cols, rows, packed)
 }
 
 //go:noescape

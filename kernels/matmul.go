@@ -105,19 +105,23 @@ func (j *matmulJob) init(tr *Tier, t quant.Type, out []float32, w []byte, cols i
 		fits := func(k *tileKernel) bool {
 			return k != nil && rows%k.rowStep == 0 && rowAlign%k.rowStep == 0
 		}
-		if k := tileFor(j.tier, tt); fits(k) {
-			if n >= k.width() {
-				j.tile = k
-				j.tileEnd = n / k.width() * k.width()
-				j.restEnd = j.tileEnd
-				if r := k.rest; fits(r) && n-j.tileEnd >= r.width() {
-					j.rest = r
-					j.restEnd += (n - j.tileEnd) / r.width() * r.width()
+		// pick returns the first kernel of the chain k, k.rest, ...
+		// that fits and takes at most n activations.
+		pick := func(k *tileKernel, n int) *tileKernel {
+			for ; fits(k); k = k.rest {
+				if n >= k.width() {
+					return k
 				}
-			} else if r := k.rest; fits(r) && n >= r.width() {
-				j.tile = r
-				j.tileEnd = n / r.width() * r.width()
-				j.restEnd = j.tileEnd
+			}
+			return nil
+		}
+		if k := pick(tileFor(j.tier, tt), n); k != nil {
+			j.tile = k
+			j.tileEnd = n / k.width() * k.width()
+			j.restEnd = j.tileEnd
+			if r := pick(k.rest, n-j.tileEnd); r != nil {
+				j.rest = r
+				j.restEnd += (n - j.tileEnd) / r.width() * r.width()
 			}
 		}
 	}
