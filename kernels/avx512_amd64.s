@@ -185,7 +185,7 @@ r8reduce:
 
 // func dotQ8_0x4T4AVX512(out *float32, ostride, groups int, w *byte, nb int, packed *byte)
 //
-// The tile: four activations packed by packQ4_0x8T4Z (activation t's
+// The tile: four activations packed by packQ4_0x8TZ (activation t's
 // prepQ4_0x8 form at t·nb·40) against groups of four rows; activation t's rows (0, 1) and (2, 3) accumulate in Z(16+2t) and
 // Z(17+2t).
 TEXT ·dotQ8_0x4T4AVX512(SB), NOSPLIT, $0-48

@@ -13,11 +13,11 @@ import (
 // (decoding steps of 1..8 sequences) on one thread, for each assembly
 // tier, on a matrix that fits in L2 (512×768), one that about fills it
 // (2048×768, BenchmarkMatMulSmallN's) and one larger than the L3 cache
-// (16384×2048, 18 MiB of weights, two of them alternated: the weights
-// stream from memory, as a model's do); cpu-ns/tok is the thread's CPU
-// time per activation.
+// (16384×2048, 18 MiB of weights, two of them alternated; 8192×768, 3.4
+// MiB, twelve of them in turn: the weights stream from memory, as a
+// model's do); cpu-ns/tok is the thread's CPU time per activation.
 func BenchmarkMatMulQ4_0x8Shapes(b *testing.B) {
-	for _, sh := range []struct{ rows, cols, mats int }{{512, 768, 1}, {2048, 768, 1}, {16384, 2048, 2}} {
+	for _, sh := range []struct{ rows, cols, mats int }{{512, 768, 1}, {2048, 768, 1}, {16384, 2048, 2}, {8192, 768, 12}} {
 		r := rand.New(rand.NewPCG(23, 24))
 		ws := make([][]byte, sh.mats)
 		for m := range ws {

@@ -104,7 +104,7 @@ GLOBL g16d3<>(SB), RODATA|NOPTR, $64
 // func dotQ4_0GemvT4AVX512(out *float32, ostride, pairs int, w *byte, nb, rowBytes int, packed *byte, index *int32)
 //
 // Pairs of groups of 8 rows (16 rows, rowBytes apart) against four
-// activations packed by packQ4_0x8T4Z (activation t's prepQ4_0x8 form at
+// activations packed by packQ4_0x8TZ (activation t's prepQ4_0x8 form at
 // t·nb·40); index holds r·rowBytes for r in [0, 16) (the gather's).
 //
 // Registers: SI, AX, BX, R13 rows 0, 4, 8, 12 at the current block; R12

@@ -24,7 +24,12 @@ var files = map[string]func(){
 		q6KTile(q6Shuf, 4)
 		q6KT4R2(q6Shuf, t4Gather())
 	},
-	"q40x8": func() { q40x8Rows(); q40x8T8(); q40x8Tn(2); q40x8Tn(3); q40x8Tn(4) },
+	"q40x8": func() {
+		q40x8Rows()
+		for t := 2; t <= 8; t++ {
+			q40x8Tn(t)
+		}
+	},
 	"float": func() {
 		f32Rows()
 		f32R3T8()
