@@ -31,7 +31,7 @@ var haveAVX512 = haveAVX2 && cpuid.CPU.Supports(cpuid.AVX512F, cpuid.AVX512BW, c
 func initAVX512Tier() {
 	avx512Tier.inherit(avx2Tier)
 	avx512Tier.register([]kernelRow{
-		{key: Q4_0x8, rows: q4_0x8AVX512, prep: prepQ4_0x8, tile: &tileQ4_0x8T8AVX512},
+		{key: Q4_0x8, rows: q4_0x8AVX512, prep: prepQ4_0x8, tile: &tileQ4_0x8AVX512[8]},
 		{key: Q8_0x4, rows: q8_0x4RowsAVX512, prep: prepQ4_0x8, tile: &tileQ8_0x4AVX512},
 		{key: quant.Q4_K, rows: q4_KAVX512, tile: &tileQ4_KT8AVX512},
 		{key: quant.Q6_K, rows: q6_KAVX512, prep: prepQ6_K, tile: &tileQ6_KT8AVX512},
@@ -61,13 +61,6 @@ func f32T8TileBytes(l2 int) int {
 }
 
 var (
-	tileQ4_0x8AVX512 = tileKernel{
-		run:       q4_0x8T4AVX512,
-		rowStep:   8,
-		rowBlock:  16, // groups of 8 rows go two at a time
-		packBytes: packBytesQ4_0x8T4,
-		pack:      packQ4_0x8T4Z,
-	}
 	tileQ4_KAVX512 = tileKernel{
 		run:       q4_KT4AVX512,
 		rowStep:   1,
@@ -110,7 +103,7 @@ var (
 		run:       q8_0x4T4AVX512,
 		rowStep:   4,
 		packBytes: packBytesQ4_0x8T4,
-		pack:      packQ4_0x8T4Z,
+		pack:      packQ4_0x8TZ,
 	}
 )
 
@@ -128,40 +121,66 @@ func q4_0x8AVX512(out []float32, w []byte, rowBytes, cols int, act, aux []byte) 
 	dotQ4_0x8AVX512(&out[0], len(out)/8, &w[0], nb, &aux[0], decodeAhead)
 }
 
-//go:noescape
-func dotQ4_0x8T4AVX512(out *float32, ostride, pairs int, w *byte, nb int, packed *byte, ahead int)
-
-// packQ4_0x8T4Z packs tileTokens Q8_0 activations for the avx512 tiles
-// of Q4_0x8 and Q8_0x4:
-// activation t's prepQ4_0x8 form (made in assembly) at t·nb·40, nb the
-// blocks of a row. packQ4_0x8T4 interleaves the same blocks, in Go.
-func packQ4_0x8T4Z(dst, acts []byte, actBytes, cols int) {
+// packQ4_0x8TZ packs the Q8_0 activations in acts (n of them, n =
+// len(acts)/actBytes) for the avx512 tiles of Q8_0x4 and the Q4_0 gemv
+// order (and, the biases negated, of Q4_0x8): activation t's prepQ4_0x8
+// form (made in assembly) at t·nb·40, nb the blocks of a row.
+// packQ4_0x8T4 interleaves the same blocks, in Go.
+func packQ4_0x8TZ(dst, acts []byte, actBytes, cols int) {
 	nb := cols / 32
-	for t := 0; t < tileTokens; t++ {
+	for t := 0; t < len(acts)/actBytes; t++ {
 		prepQ4_0x8Rows(dst[t*nb*q4_0x8TokBlock:(t+1)*nb*q4_0x8TokBlock], acts[t*actBytes:(t+1)*actBytes], nb)
 	}
 }
 
-// q4_0x8T4AVX512 is the avx512 tier's Q4_0x8 tile kernel; packed comes
-// from packQ4_0x8T4Z. A last odd group of 8 rows goes through the
-// one-activation kernel dotQ4_0x8AVX2 per activation, whose arithmetic is
-// the same.
-func q4_0x8T4AVX512(out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
-	_ = out[3*ostride+rows-1]
-	_ = w[rows*rowBytes-1]
-	nb := cols / 32
-	_ = packed[tileTokens*nb*q4_0x8TokBlock-1]
-	groups := rows / 8
-	if pairs := groups / 2; pairs > 0 {
-		dotQ4_0x8T4AVX512(&out[0], ostride, pairs, &w[0], nb, &packed[0], tileAhead)
-	}
-	if groups%2 == 1 {
-		r := 8 * (groups - 1)
-		for t := 0; t < tileTokens; t++ {
-			dotQ4_0x8AVX2(&out[t*ostride+r], 1, &w[r*rowBytes], nb, &packed[t*nb*q4_0x8TokBlock])
-		}
+// packQ4_0x8TN packs the Q8_0 activations in acts (n of them, n =
+// len(acts)/actBytes) for the avx512 Q4_0x8 tiles: packQ4_0x8TZ's form
+// with each block's bias negated (−8·Σa at byte 36), which the kernels
+// start their integer sums at.
+func packQ4_0x8TN(dst, acts []byte, actBytes, cols int) {
+	n := len(acts) / actBytes
+	packQ4_0x8TZ(dst, acts, actBytes, cols)
+	for o := 36; o < n*cols/32*q4_0x8TokBlock; o += q4_0x8TokBlock {
+		binary.LittleEndian.PutUint32(dst[o:], -binary.LittleEndian.Uint32(dst[o:]))
 	}
 }
+
+// tileQ4_0x8AVX512[n] (n = 2..8) is the avx512 tier's Q4_0x8 tile of n
+// activations (dotQ4_0x8T<n>AVX512, generated: q40x8_avx512_amd64.s),
+// whose rest is the tile of n−1: MatMul takes 8 at a time, then one
+// narrower tile for the activations left over, so that no count from 2
+// to 8 and few beyond go one activation at a time. Each unpacks a
+// block's nibbles once for its n activations; the kernels take the
+// groups of 8 rows two at a time, a last odd one alone.
+var tileQ4_0x8AVX512 = func() (k [9]tileKernel) {
+	dots := [9]func(out *float32, ostride, groups int, w *byte, nb int, packed *byte, ahead int){
+		2: dotQ4_0x8T2AVX512, 3: dotQ4_0x8T3AVX512, 4: dotQ4_0x8T4AVX512, 5: dotQ4_0x8T5AVX512,
+		6: dotQ4_0x8T6AVX512, 7: dotQ4_0x8T7AVX512, 8: dotQ4_0x8T8AVX512,
+	}
+	for n := 2; n <= 8; n++ {
+		dot := dots[n]
+		k[n] = tileKernel{
+			run: func(out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
+				_ = out[(n-1)*ostride+rows-1]
+				_ = w[rows*rowBytes-1]
+				nb := cols / 32
+				_ = packed[n*nb*q4_0x8TokBlock-1]
+				if groups := rows / 8; groups > 0 {
+					dot(&out[0], ostride, groups, &w[0], nb, &packed[0], tileAhead)
+				}
+			},
+			rowStep:   8,
+			rowBlock:  16, // groups of 8 rows go two at a time
+			tokens:    n,
+			packBytes: func(cols int) int { return cols / 32 * n * q4_0x8TokBlock },
+			pack:      packQ4_0x8TN,
+		}
+		if n > 2 {
+			k[n].rest = &k[n-1]
+		}
+	}
+	return k
+}()
 
 //go:noescape
 func dotQ8_0x4RowsAVX512(out *float32, groups int, w *byte, nb int, aux *byte, ahead int)
@@ -288,15 +307,15 @@ var tileQ4_0GemvAVX512 = tileKernel{
 }
 
 // packBytesQ4_0GemvT4Z is the size of packQ4_0GemvT4Z's form: that of
-// packQ4_0x8T4Z, then that of packQ4_0GemvT4.
+// packQ4_0x8TZ, then that of packQ4_0GemvT4.
 func packBytesQ4_0GemvT4Z(cols int) int { return packBytesQ4_0x8T4(cols) + packBytesQ4_0GemvT4(cols) }
 
 // packQ4_0GemvT4Z packs tileTokens Q8_0 activations for q4_0GemvT4AVX512:
-// in packQ4_0x8T4Z's form for the pairs of groups of 8 rows, then in
+// in packQ4_0x8TZ's form for the pairs of groups of 8 rows, then in
 // packQ4_0GemvT4's for a last odd group (the AVX2 tile's).
 func packQ4_0GemvT4Z(dst, acts []byte, actBytes, cols int) {
 	n := packBytesQ4_0x8T4(cols)
-	packQ4_0x8T4Z(dst[:n], acts, actBytes, cols)
+	packQ4_0x8TZ(dst[:n], acts, actBytes, cols)
 	packQ4_0GemvT4(dst[n:], acts, actBytes, cols)
 }
 

@@ -3,8 +3,9 @@
 #include "textflag.h"
 #include "hsum_amd64.h"
 
-// AVX-512 VNNI kernels of the avx512 tier for the repacked matrices
-// (Q4_0x8, Q8_0x4; see repack.go and q8_0x4.go). Each computes what its
+// AVX-512 VNNI kernels of the avx512 tier for the repacked Q8_0x4
+// matrices (q8_0x4.go; the Q4_0x8 ones are generated:
+// q40x8_avx512_amd64.s) and float tiles. Each computes what its
 // AVX2 twin (q4_0x8_amd64.s, q8_0_amd64.s, matmul_amd64.s) computes, bit
 // for bit:
 //
@@ -32,145 +33,6 @@
 	MOVQ actStride+56(FP), R13 \
 	LEAQ (R13)(R13*2), DX \
 	MOVQ scratch+64(FP), DI
-
-// Q4_0x8: lanes 0..7 of a zmm are the rows of group g, lanes 8..15 those
-// of group g+1, the same block of both loaded into the two halves (the
-// second group starts R13 = nb·144 bytes on). Chunk c's low nibbles (the
-// quants 4c..4c+3 of each row, unsigned q+8) go to Z(16+2c), its high
-// nibbles (16+4c..19+4c) to Z(17+2c); VPDPBUSD with the activation's
-// quants broadcast from memory sums each row's four products per lane.
-// The bias 8·Σa comes with the prepared activation (prepQ4_0x8).
-
-// X16NIBS loads chunk c of the block at woff(SI) of both groups and
-// splits it into its low nibbles (lo) and high nibbles (hi).
-#define X16NIBS(woff, c, lo, ylo, hi) \
-	VMOVDQU64 (woff+16+32*c)(SI), ylo \
-	VINSERTI64X4 $1, (woff+16+32*c)(SI)(R13*1), lo, lo \
-	VPSRLW $4, lo, hi \
-	VPANDD Z31, lo, lo \
-	VPANDD Z31, hi, hi
-
-// X16LOAD loads the block at woff(SI) of both groups: the rows' scales as
-// float32 in Z4, chunk c's low nibbles in Z(16+2c), its high ones in
-// Z(17+2c).
-#define X16LOAD(woff) \
-	VMOVDQU woff(SI), X4 \
-	VINSERTI128 $1, woff(SI)(R13*1), Y4, Y4 \
-	VCVTPH2PS Y4, Z4 \
-	X16NIBS(woff, 0, Z16, Y16, Z17) \
-	X16NIBS(woff, 1, Z18, Y18, Z19) \
-	X16NIBS(woff, 2, Z20, Y20, Z21) \
-	X16NIBS(woff, 3, Z22, Y22, Z23)
-
-// X16TOK accumulates into acc the block of one activation, prepared at
-// aoff+base (q4_0x8TokBlock bytes: 32 quants, da as float32, 8·Σa as
-// int32), against the block X16LOAD loaded. Low and high nibbles sum in
-// two chains, Z5 and Z6.
-#define X16TOK(aoff, base, acc) \
-	VPXORD Z5, Z5, Z5 \
-	VPXORD Z6, Z6, Z6 \
-	VPDPBUSD.BCST (aoff+0)base, Z16, Z5 \
-	VPDPBUSD.BCST (aoff+16)base, Z17, Z6 \
-	VPDPBUSD.BCST (aoff+4)base, Z18, Z5 \
-	VPDPBUSD.BCST (aoff+20)base, Z19, Z6 \
-	VPDPBUSD.BCST (aoff+8)base, Z20, Z5 \
-	VPDPBUSD.BCST (aoff+24)base, Z21, Z6 \
-	VPDPBUSD.BCST (aoff+12)base, Z22, Z5 \
-	VPDPBUSD.BCST (aoff+28)base, Z23, Z6 \
-	VPADDD Z6, Z5, Z5 \
-	VPSUBD.BCST (aoff+36)base, Z5, Z5 \
-	VCVTDQ2PS Z5, Z5 \
-	VMULPS.BCST (aoff+32)base, Z4, Z6 \
-	VFMADD231PS Z6, Z5, acc
-
-// NIBMASK sets Z31 to the low-nibble mask.
-#define NIBMASK \
-	MOVL $0x0f0f0f0f, AX \
-	VPBROADCASTD AX, Z31
-
-// func dotQ4_0x8T4AVX512(out *float32, ostride, pairs int, w *byte, nb int, packed *byte, ahead int)
-//
-// The tile: four activations (packed by packQ4_0x8T4Z: activation t's
-// prepQ4_0x8 form at t·nb·40) against pairs of groups of 8 rows, each
-// block's nibbles unpacked once for the four. The two groups are two
-// streams, each prefetched ahead bytes ahead (five lines per two blocks),
-// as in the decode kernel: a tile of a few tokens computes little more
-// than decode per byte of weights, so it too waits on memory without.
-TEXT ·dotQ4_0x8T4AVX512(SB), NOSPLIT, $0-56
-	MOVQ out+0(FP), R8
-	MOVQ ostride+8(FP), R12
-	SHLQ $2, R12
-	LEAQ (R12)(R12*2), DX
-	MOVQ pairs+16(FP), R9
-	MOVQ w+24(FP), SI
-	MOVQ nb+32(FP), R10
-	MOVQ packed+40(FP), R11
-	MOVQ R10, R13
-	IMULQ $144, R13
-	MOVQ R10, R14
-	IMULQ $40, R14 // activation stride
-	LEAQ (R14)(R14*2), R15
-	NIBMASK
-	MOVQ ahead+48(FP), AX
-	LEAQ (R13)(AX*1), BX
-
-x16x4pair:
-	VPXORD Z0, Z0, Z0
-	VPXORD Z1, Z1, Z1
-	VPXORD Z2, Z2, Z2
-	VPXORD Z3, Z3, Z3
-	MOVQ R11, DI
-	MOVQ R10, CX
-
-x16x4block:
-	CMPQ CX, $2
-	JLT  x16x4single
-	PREFETCHT0 0(SI)(AX*1)
-	PREFETCHT0 64(SI)(AX*1)
-	PREFETCHT0 128(SI)(AX*1)
-	PREFETCHT0 192(SI)(AX*1)
-	PREFETCHT0 256(SI)(AX*1)
-	PREFETCHT0 0(SI)(BX*1)
-	PREFETCHT0 64(SI)(BX*1)
-	PREFETCHT0 128(SI)(BX*1)
-	PREFETCHT0 192(SI)(BX*1)
-	PREFETCHT0 256(SI)(BX*1)
-	X16LOAD(0)
-	X16TOK(0, (DI), Z0)
-	X16TOK(0, (DI)(R14*1), Z1)
-	X16TOK(0, (DI)(R14*2), Z2)
-	X16TOK(0, (DI)(R15*1), Z3)
-	X16LOAD(144)
-	X16TOK(40, (DI), Z0)
-	X16TOK(40, (DI)(R14*1), Z1)
-	X16TOK(40, (DI)(R14*2), Z2)
-	X16TOK(40, (DI)(R15*1), Z3)
-	ADDQ $288, SI
-	ADDQ $80, DI
-	SUBQ $2, CX
-	JMP  x16x4block
-
-x16x4single:
-	TESTQ CX, CX
-	JZ    x16x4store
-	X16LOAD(0)
-	X16TOK(0, (DI), Z0)
-	X16TOK(0, (DI)(R14*1), Z1)
-	X16TOK(0, (DI)(R14*2), Z2)
-	X16TOK(0, (DI)(R15*1), Z3)
-	ADDQ $144, SI
-
-x16x4store:
-	VMOVUPS Z0, (R8)
-	VMOVUPS Z1, (R8)(R12*1)
-	VMOVUPS Z2, (R8)(R12*2)
-	VMOVUPS Z3, (R8)(DX*1)
-	ADDQ $64, R8
-	ADDQ R13, SI // past the second group
-	DECQ R9
-	JNZ  x16x4pair
-	VZEROUPPER
-	RET
 
 // Q8_0x4: a zmm holds two rows of a group of four (rows 0, 1 in Z16 for
 // the decode kernel, rows 2, 3 in Z17), whose quants are 64 contiguous
@@ -323,7 +185,7 @@ r8reduce:
 
 // func dotQ8_0x4T4AVX512(out *float32, ostride, groups int, w *byte, nb int, packed *byte)
 //
-// The tile: four activations packed by packQ4_0x8T4Z (activation t's
+// The tile: four activations packed by packQ4_0x8TZ (activation t's
 // prepQ4_0x8 form at t·nb·40) against groups of four rows; activation t's rows (0, 1) and (2, 3) accumulate in Z(16+2t) and
 // Z(17+2t).
 TEXT ·dotQ8_0x4T4AVX512(SB), NOSPLIT, $0-48

@@ -38,8 +38,8 @@ func arbitraryRows(r *rand.Rand, t quant.Type, rows, cols int) []byte {
 // TestAVX512Kernels checks the avx512 kernels, called directly, against
 // the avx2 ones bit for bit on arbitrary bytes, and against the generic
 // kernels of the repacked types, for odd numbers of groups (the avx512
-// Q4_0x8 kernels take pairs of groups and hand a last odd one to the avx2
-// kernel), odd numbers of blocks and one block, and tiles whose output
+// Q4_0x8 kernels take pairs of groups and compute a last odd one alone
+// or hand it to the avx2 kernel), odd numbers of blocks and one block, and tiles whose output
 // stride exceeds the rows. It runs whether or not the tier is listed.
 func TestAVX512Kernels(t *testing.T) {
 	if !haveAVX512 {
@@ -107,7 +107,7 @@ func TestAVX512Kernels(t *testing.T) {
 					k2.run(want[t0*ostride:], ostride, packed, rowBytes, sh.cols, sh.rows, pk2)
 				}
 				equalBits(t, name+"/tile vs avx2", got, want)
-				if r := k512.rest; r != nil {
+				for r := k512.rest; r != nil; r = r.rest { // the chain of narrower tiles
 					rest := make([]float32, r.width()*ostride)
 					for i := range rest {
 						rest[i] = 42
@@ -115,7 +115,7 @@ func TestAVX512Kernels(t *testing.T) {
 					pkr := make([]byte, r.packBytes(sh.cols))
 					r.pack(pkr, acts[:r.width()*actBytes], actBytes, sh.cols)
 					r.run(rest, ostride, packed, rowBytes, sh.cols, sh.rows, pkr)
-					equalBits(t, name+"/rest tile vs avx2", rest, want[:len(rest)])
+					equalBits(t, fmt.Sprintf("%s/rest tile of %d vs avx2", name, r.width()), rest, want[:len(rest)])
 				}
 				for tok := 0; tok < n && !arbitrary; tok++ {
 					one := make([]float32, sh.rows)

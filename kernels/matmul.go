@@ -105,22 +105,21 @@ func (j *matmulJob) init(tr *Tier, t quant.Type, out []float32, w []byte, cols i
 		fits := func(k *tileKernel) bool {
 			return k != nil && rows%k.rowStep == 0 && rowAlign%k.rowStep == 0
 		}
-		// The widest kernel of the tier's chain (a tile and its rests,
-		// ever narrower) that n fills takes whole tiles of its width; the
-		// widest after it that the rest fills takes those of its own.
-		k := tileFor(j.tier, tt)
-		for fits(k) && n < k.width() {
-			k = k.rest
+		// pick returns the first kernel of the chain k, k.rest, ...
+		// that fits and takes at most n activations.
+		pick := func(k *tileKernel, n int) *tileKernel {
+			for ; fits(k); k = k.rest {
+				if n >= k.width() {
+					return k
+				}
+			}
+			return nil
 		}
-		if fits(k) {
+		if k := pick(tileFor(j.tier, tt), n); k != nil {
 			j.tile = k
 			j.tileEnd = n / k.width() * k.width()
 			j.restEnd = j.tileEnd
-			r := k.rest
-			for fits(r) && n-j.tileEnd < r.width() {
-				r = r.rest
-			}
-			if fits(r) {
+			if r := pick(k.rest, n-j.tileEnd); r != nil {
 				j.rest = r
 				j.restEnd += (n - j.tileEnd) / r.width() * r.width()
 			}

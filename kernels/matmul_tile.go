@@ -43,7 +43,10 @@ type tileKernel struct {
 	tileBytes int
 	// rest, if not nil, is the kernel for the activations left over
 	// after the last whole tile of this one (fewer than tokens), in
-	// tiles of its own width.
+	// tiles of its own width. MatMul takes the first kernel of the
+	// chain rest, rest.rest, ... no wider than what is left, and for
+	// fewer activations than tokens the first of the chain no wider
+	// than them as the tile.
 	rest *tileKernel
 	// packBytes returns the size of the packed form of width()
 	// activations of cols elements.

@@ -10,8 +10,44 @@ package kernels
 //go:noescape
 func dotQ4_0x8AVX512(out *float32, groups int, w *byte, nb int, aux *byte, ahead int)
 
-// dotQ4_0x8T8AVX512 multiplies pairs of groups of 8 Q4_0x8 rows with eight Q8_0 activations
-// packed by packQ4_0x8TZ.
+// dotQ4_0x8T2AVX512 multiplies groups of 8 Q4_0x8 rows with 2 Q8_0 activations packed by
+// packQ4_0x8TN, prefetching each stream of weights ahead bytes ahead.
 //
 //go:noescape
-func dotQ4_0x8T8AVX512(out *float32, ostride int, pairs int, w *byte, nb int, packed *byte)
+func dotQ4_0x8T2AVX512(out *float32, ostride int, groups int, w *byte, nb int, packed *byte, ahead int)
+
+// dotQ4_0x8T3AVX512 multiplies groups of 8 Q4_0x8 rows with 3 Q8_0 activations packed by
+// packQ4_0x8TN, prefetching each stream of weights ahead bytes ahead.
+//
+//go:noescape
+func dotQ4_0x8T3AVX512(out *float32, ostride int, groups int, w *byte, nb int, packed *byte, ahead int)
+
+// dotQ4_0x8T4AVX512 multiplies groups of 8 Q4_0x8 rows with 4 Q8_0 activations packed by
+// packQ4_0x8TN, prefetching each stream of weights ahead bytes ahead.
+//
+//go:noescape
+func dotQ4_0x8T4AVX512(out *float32, ostride int, groups int, w *byte, nb int, packed *byte, ahead int)
+
+// dotQ4_0x8T5AVX512 multiplies groups of 8 Q4_0x8 rows with 5 Q8_0 activations packed by
+// packQ4_0x8TN, prefetching each stream of weights ahead bytes ahead.
+//
+//go:noescape
+func dotQ4_0x8T5AVX512(out *float32, ostride int, groups int, w *byte, nb int, packed *byte, ahead int)
+
+// dotQ4_0x8T6AVX512 multiplies groups of 8 Q4_0x8 rows with 6 Q8_0 activations packed by
+// packQ4_0x8TN, prefetching each stream of weights ahead bytes ahead.
+//
+//go:noescape
+func dotQ4_0x8T6AVX512(out *float32, ostride int, groups int, w *byte, nb int, packed *byte, ahead int)
+
+// dotQ4_0x8T7AVX512 multiplies groups of 8 Q4_0x8 rows with 7 Q8_0 activations packed by
+// packQ4_0x8TN, prefetching each stream of weights ahead bytes ahead.
+//
+//go:noescape
+func dotQ4_0x8T7AVX512(out *float32, ostride int, groups int, w *byte, nb int, packed *byte, ahead int)
+
+// dotQ4_0x8T8AVX512 multiplies groups of 8 Q4_0x8 rows with 8 Q8_0 activations packed by
+// packQ4_0x8TN, prefetching each stream of weights ahead bytes ahead.
+//
+//go:noescape
+func dotQ4_0x8T8AVX512(out *float32, ostride int, groups int, w *byte, nb int, packed *byte, ahead int)

@@ -14,7 +14,7 @@
 // of nibbles (a 128-bit lane each), then a 4×4 transpose of dwords within
 // the 128-bit lanes leaves dword c of row L in lane L (chunk c: the low
 // nibbles are quants 4c..4c+3, the high ones 16+4c..19+4c, as in Q4_0x8's
-// chunks), split into the nibble registers X16TOK reads. All blocks but
+// chunks), split into the nibble registers of the Q4_0x8 tiles. All blocks but
 // the last load 32 bytes from each row (two rows a zmm) and take both the
 // nibbles and the 16 scales out of them with word permutations
 // (VPERMI2W/VPERMT2W, AVX-512 BW): a 16-element VPGATHERDD for the scales
@@ -74,14 +74,16 @@ DATA g16d3<>+56(SB)/8, $0x0000000000000000
 GLOBL g16d3<>(SB), RODATA|NOPTR, $64
 
 // G16NIBS splits chunk src into its low nibbles (lo) and high nibbles
-// (hi), as X16NIBS does.
+// (hi), as the Q4_0x8 tiles do (x40LoadM in _gen/q40x8.go).
 #define G16NIBS(src, lo, hi) \
 	VPSRLW $4, src, hi \
 	VPANDD Z31, src, lo \
 	VPANDD Z31, hi, hi
 
-// G16TOK is X16TOK (avx512_amd64.s): the block of one activation at
-// aoff+base against the block G16LOAD loaded, into acc.
+// G16TOK accumulates into acc the block of one activation at aoff+base
+// against the block G16LOAD loaded: the Q4_0x8 tiles' steps (x40TokN in
+// _gen/q40x8.go) on an activation whose bias is 8·Σa, subtracted once the
+// low and high nibbles' two chains of sums are added.
 #define G16TOK(aoff, base, acc) \
 	VPXORD Z5, Z5, Z5 \
 	VPXORD Z6, Z6, Z6 \
@@ -102,7 +104,7 @@ GLOBL g16d3<>(SB), RODATA|NOPTR, $64
 // func dotQ4_0GemvT4AVX512(out *float32, ostride, pairs int, w *byte, nb, rowBytes int, packed *byte, index *int32)
 //
 // Pairs of groups of 8 rows (16 rows, rowBytes apart) against four
-// activations packed by packQ4_0x8T4Z (activation t's prepQ4_0x8 form at
+// activations packed by packQ4_0x8TZ (activation t's prepQ4_0x8 form at
 // t·nb·40); index holds r·rowBytes for r in [0, 16) (the gather's).
 //
 // Registers: SI, AX, BX, R13 rows 0, 4, 8, 12 at the current block; R12

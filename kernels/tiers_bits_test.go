@@ -232,7 +232,8 @@ func TestQuantizeTiersBits(t *testing.T) {
 // the types that have them) of every tier bit for bit against the generic
 // tier's: the repacked types and those with tiles on some tier, row
 // counts of whole groups and odd ones, block counts with tails, and token
-// counts of whole tiles with a remainder (for Q6_K, 1 to 12).
+// counts of whole tiles with a remainder (for Q6_K, 1 to 12; for Q4_0x8,
+// 1 to 9).
 func TestTierTilesBits(t *testing.T) {
 	r := rand.New(rand.NewPCG(75, 76))
 	types := []quant.Type{Q4_0x8, Q8_0x4, quant.Q4_0, quant.Q8_0, quant.Q4_K, quant.Q6_K, quant.F32, quant.F16, quant.BF16}
@@ -260,10 +261,13 @@ func TestTierTilesBits(t *testing.T) {
 						continue // repacked types are whole groups
 					}
 					ns := []int{4, 9}
-					if typ == quant.Q6_K {
+					switch typ {
+					case quant.Q6_K:
 						// The avx512 tier's Q6_K tiles of 8, 4, 3 and 2
 						// activations, alone and as rests.
 						ns = []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}
+					case Q4_0x8: // the avx512 tiles of 2..8 activations and their rests
+						ns = []int{1, 2, 3, 4, 5, 6, 7, 8, 9}
 					}
 					for _, n := range ns {
 						w := randomRows(r, file, rows, cols)

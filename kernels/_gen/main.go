@@ -27,7 +27,12 @@ var files = map[string]func(){
 			q6KTR2(scaleLo, gather, n)
 		}
 	},
-	"q40x8": func() { q40x8Rows(); q40x8T8() },
+	"q40x8": func() {
+		q40x8Rows()
+		for t := 2; t <= 8; t++ {
+			q40x8Tn(t)
+		}
+	},
 	"float": func() {
 		f32Rows()
 		f32R3T8()

@@ -1,139 +1,18 @@
 package main
 
 import (
+	"fmt"
+
 	. "github.com/mmcloughlin/avo/build"
 	. "github.com/mmcloughlin/avo/operand"
 	. "github.com/mmcloughlin/avo/reg"
 )
 
-// The avx512 Q4_0x8 tile of eight activations (q40x8_avx512_amd64.s):
-// per (row, activation) the arithmetic of the AVX2 Q4_0x8 kernel
-// (q4_0x8_amd64.s): VPDPBUSD forms its exact integer sums, lane r of a
-// group's 8 lanes being row r, and each block adds fma(float(isum − 8·Σa),
-// dw·da, acc) in the same lanes. A zmm holds two groups of 8 rows (the
-// second nb·144 bytes on, R13), as in the hand-written four-activation
-// tile of avx512_amd64.s, whose steps x40Load and x40Tok repeat.
-
-// x40Load loads the block at SI of both groups: the rows' scales as
-// float32 in Z4, chunk c's low nibbles (quants 4c..4c+3 of each row,
-// unsigned q+8) in Z(16+2c), its high ones (16+4c..19+4c) in Z(17+2c).
-func x40Load() {
-	VMOVDQU(m(RSI, 0), X4)
-	VINSERTI128(U8(1), mi(RSI, 0, R13, 1), Y4, Y4)
-	VCVTPH2PS(Y4, Z4)
-	for c := 0; c < 4; c++ {
-		lo, hi := zr[16+2*c], zr[17+2*c]
-		VMOVDQU64(m(RSI, 16+32*c), lo.AsY())
-		VINSERTI64X4(U8(1), mi(RSI, 16+32*c, R13, 1), lo, lo)
-		VPSRLW(U8(4), lo, hi)
-		VPANDD(Z31, lo, lo)
-		VPANDD(Z31, hi, hi)
-	}
-}
-
-// x40Tok accumulates into acc the block of one activation, prepared at
-// base (q4_0x8TokBlock bytes: 32 quants, da as float32, 8·Σa as int32),
-// against the block x40Load loaded; low and high nibbles sum in two
-// chains, Z5 and Z6.
-func x40Tok(base Mem, acc Op) {
-	VPXORD(Z5, Z5, Z5)
-	VPXORD(Z6, Z6, Z6)
-	for c := 0; c < 4; c++ {
-		raw("VPDPBUSD.BCST", base.Offset(4*c), zr[16+2*c], Z5)
-		raw("VPDPBUSD.BCST", base.Offset(16+4*c), zr[17+2*c], Z6)
-	}
-	VPADDD(Z6, Z5, Z5)
-	VPSUBD_BCST(base.Offset(36), Z5, Z5)
-	VCVTDQ2PS(Z5, Z5)
-	VMULPS_BCST(base.Offset(32), Z4, Z6)
-	VFMADD231PS(Z6, Z5, acc)
-}
-
-// q40x8T8 is dotQ4_0x8T8AVX512: eight activations (packed by
-// packQ4_0x8TZ: activation t's prepQ4_0x8 form at t·nb·40) against pairs
-// of groups of 8 rows, each block's nibbles unpacked once for the eight.
-//
-// Registers: DI activations 0..3 at the current block, BX 4..7, R14
-// their stride, R15 three strides; Z0..Z3 and Z24..Z27 the accumulators
-// of activations 0..7; R8 out (activation t at t·R12), AX four
-// activations on.
-func q40x8T8() {
-	const fn = "x40t8"
-	TEXT("dotQ4_0x8T8AVX512", NOSPLIT, "func(out *float32, ostride, pairs int, w *byte, nb int, packed *byte)")
-	Pragma("noescape")
-	Doc("dotQ4_0x8T8AVX512 multiplies pairs of groups of 8 Q4_0x8 rows with eight Q8_0 activations",
-		"packed by packQ4_0x8TZ.")
-	Load(Param("out"), R8)
-	Load(Param("ostride"), R12)
-	SHLQ(U8(2), R12)
-	LEAQ(mi(R12, 0, R12, 2), RDX)
-	Load(Param("pairs"), R9)
-	Load(Param("w"), RSI)
-	Load(Param("nb"), R10)
-	Load(Param("packed"), R11)
-	MOVQ(R10, R13)
-	IMUL3Q(U32(144), R13, R13)
-	MOVQ(R10, R14)
-	IMUL3Q(U32(40), R14, R14) // activation stride
-	LEAQ(mi(R14, 0, R14, 2), R15)
-	MOVL(U32(0x0f0f0f0f), EAX)
-	VPBROADCASTD(EAX, Z31)
-
-	accs := []VecPhysical{Z0, Z1, Z2, Z3, Z24, Z25, Z26, Z27}
-	Label(label(fn, "pair"))
-	for _, a := range accs {
-		VPXORD(a, a, a)
-	}
-	MOVQ(R11, RDI)
-	LEAQ(mi(R11, 0, R14, 4), RBX)
-	MOVQ(R10, RCX)
-
-	Label(label(fn, "block"))
-	x40Load()
-	for t, a := range accs {
-		base := []Register{RDI, RBX}[t/4]
-		var src Mem
-		switch t % 4 {
-		case 0:
-			src = m(base, 0)
-		case 1:
-			src = mi(base, 0, R14, 1)
-		case 2:
-			src = mi(base, 0, R14, 2)
-		case 3:
-			src = mi(base, 0, R15, 1)
-		}
-		x40Tok(src, a)
-	}
-	ADDQ(U32(144), RSI)
-	ADDQ(U32(40), RDI)
-	ADDQ(U32(40), RBX)
-	DECQ(RCX)
-	JNZ(LabelRef(label(fn, "block")))
-
-	LEAQ(mi(R8, 0, R12, 4), RAX)
-	for t, a := range accs {
-		base := []Register{R8, RAX}[t/4]
-		var dst Mem
-		switch t % 4 {
-		case 0:
-			dst = m(base, 0)
-		case 1:
-			dst = mi(base, 0, R12, 1)
-		case 2:
-			dst = mi(base, 0, R12, 2)
-		case 3:
-			dst = mi(base, 0, RDX, 1)
-		}
-		VMOVUPS(a, dst)
-	}
-	ADDQ(U32(64), R8)
-	ADDQ(R13, RSI) // past the second group
-	DECQ(R9)
-	JNZ(LabelRef(label(fn, "pair")))
-	VZEROUPPER()
-	RET()
-}
+// The avx512 Q4_0x8 kernels (q40x8_avx512_amd64.s): per (row,
+// activation) the arithmetic of the AVX2 Q4_0x8 kernel (q4_0x8_amd64.s):
+// VPDPBUSD forms its exact integer sums, lane r of a group's 8 lanes being
+// row r, and each block adds fma(float(isum − 8·Σa), dw·da, acc) in the
+// same lanes.
 
 // q40x8Rows is dotQ4_0x8AVX512, the decode kernel: groups of 8 rows
 // against one activation prepared by prepQ4_0x8, per (row, block) the
@@ -150,7 +29,7 @@ func q40x8T8() {
 // Registers: SI the group's block, DI the activation's, CX blocks left,
 // R14 the prefetch pointer (ahead bytes past the block), Y0 the
 // accumulator, Z4 the two blocks' row scales, Z16..Z23 their nibbles
-// (x40Load's registers), Z8 both blocks' activation quants, K1 and K2
+// (x40LoadM's registers), Z8 both blocks' activation quants, K1 and K2
 // the low and high halves.
 func q40x8Rows() {
 	const fn = "x40r"
@@ -258,6 +137,179 @@ func q40x8Rows() {
 	ADDQ(U8(32), R8)
 	DECQ(R9)
 	JNZ(LabelRef(label(fn, "group")))
+	VZEROUPPER()
+	RET()
+}
+
+// x40LoadM loads the block at woff(SI) of both groups: the rows' scales as
+// float32 in Z4, chunk c's low nibbles (quants 4c..4c+3 of each row,
+// unsigned q+8) in Z(16+2c), its high ones (16+4c..19+4c) in Z(17+2c),
+// the second group's data merged into the upper
+// halves by masked broadcasts from memory (K2: the upper half of a ymm of
+// dwords or a zmm of qwords) instead of inserts, which took more of the
+// tiles' time; woff is the block's offset from SI.
+func x40LoadM(woff int) {
+	VMOVDQU(m(RSI, woff), X4)
+	VBROADCASTI32X4(mi(RSI, woff, R13, 1), K2, Y4)
+	VCVTPH2PS(Y4, Z4)
+	for c := 0; c < 4; c++ {
+		lo, hi := zr[16+2*c], zr[17+2*c]
+		VMOVDQU64(m(RSI, woff+16+32*c), lo.AsY())
+		VBROADCASTI64X4(mi(RSI, woff+16+32*c, R13, 1), K2, lo)
+		VPSRLW(U8(4), lo, hi)
+		VPANDD(Z31, lo, lo)
+		VPANDD(Z31, hi, hi)
+	}
+}
+
+// x40TokN accumulates into acc the block of one activation prepared at
+// base by packQ4_0x8TN (q4_0x8TokBlock bytes: 32 quants, da as float32,
+// the bias −8·Σa as int32) against the block x40LoadM loaded: one chain
+// of integer sums started at the bias, in tmp (the AVX2 kernel's sum:
+// integer sums are exact in any order), then acc = fma(float(isum),
+// dw·da, acc) with dw·da in tmp2, the AVX2 kernel's float step.
+func x40TokN(base Mem, acc, tmp, tmp2 VecPhysical) {
+	VPBROADCASTD(base.Offset(36), tmp)
+	for c := 0; c < 4; c++ {
+		raw("VPDPBUSD.BCST", base.Offset(4*c), zr[16+2*c], tmp)
+		raw("VPDPBUSD.BCST", base.Offset(16+4*c), zr[17+2*c], tmp)
+	}
+	VCVTDQ2PS(tmp, tmp)
+	VMULPS_BCST(base.Offset(32), Z4, tmp2)
+	VFMADD231PS(tmp2, tmp, acc)
+}
+
+// q40x8Tn is dotQ4_0x8T<tokens>AVX512, the tile of 2 to 8 activations
+// (packed by packQ4_0x8TN: activation t's prepQ4_0x8 form, the bias
+// negated, at t·nb·40) against groups of 8 rows, two at a time (lanes
+// 0..7 of a zmm the first, 8..15 the second, nb·144 bytes on: R13), each
+// block's nibbles unpacked once for all the activations; a last odd
+// group goes through the same steps with both halves on it (R13 = 0) and
+// stores its low 8 lanes (K1). The two groups are two streams, each
+// prefetched ahead bytes ahead (five lines per two blocks): a tile of a
+// few activations computes little more than decode per byte of weights,
+// so it too waits on memory without.
+//
+// Registers: DI activations 0..3 at the current block, DX 4..7, R14
+// their stride, R15 three strides; Z0..Z3 and Z24..Z27 the accumulators
+// of activations 0..7; R8 out (activation t at t·R12); AX and BX the
+// prefetch distances of the streams; R9 groups left.
+func q40x8Tn(tokens int) {
+	fn := fmt.Sprintf("x40t%d", tokens)
+	name := fmt.Sprintf("dotQ4_0x8T%dAVX512", tokens)
+	TEXT(name, NOSPLIT, "func(out *float32, ostride, groups int, w *byte, nb int, packed *byte, ahead int)")
+	Pragma("noescape")
+	Doc(fmt.Sprintf("%s multiplies groups of 8 Q4_0x8 rows with %d Q8_0 activations packed by", name, tokens),
+		"packQ4_0x8TN, prefetching each stream of weights ahead bytes ahead.")
+	Load(Param("out"), R8)
+	Load(Param("ostride"), R12)
+	SHLQ(U8(2), R12)
+	Load(Param("groups"), R9)
+	Load(Param("w"), RSI)
+	Load(Param("nb"), R10)
+	Load(Param("packed"), R11)
+	MOVQ(R10, R13)
+	IMUL3Q(U32(144), R13, R13)
+	MOVQ(R10, R14)
+	IMUL3Q(U32(40), R14, R14) // activation stride
+	LEAQ(mi(R14, 0, R14, 2), R15)
+	MOVL(U32(0x0f0f0f0f), EAX)
+	VPBROADCASTD(EAX, Z31)
+	Load(Param("ahead"), RAX)
+	LEAQ(mi(R13, 0, RAX, 1), RBX)
+	MOVL(U32(0xffff), ECX)
+	KMOVW(ECX, K1)
+	MOVL(U32(0xf0), ECX)
+	KMOVW(ECX, K2)
+
+	accs := []VecPhysical{Z0, Z1, Z2, Z3, Z24, Z25, Z26, Z27}[:tokens]
+	tmps := [][2]VecPhysical{{Z5, Z6}, {Z7, Z8}, {Z9, Z10}, {Z11, Z12}}
+	// quad returns the memory operand at off of activation t%4 of the
+	// four at base, whose stride is R14 (R15 three strides).
+	quad := func(base Register, t, off int) Mem {
+		switch t % 4 {
+		case 0:
+			return m(base, off)
+		case 1:
+			return mi(base, off, R14, 1)
+		case 2:
+			return mi(base, off, R14, 2)
+		}
+		return mi(base, off, R15, 1)
+	}
+	block := func(woff, aoff int) {
+		x40LoadM(woff)
+		for t, a := range accs {
+			x40TokN(quad([]Register{RDI, RDX}[t/4], t, aoff), a, tmps[t%4][0], tmps[t%4][1])
+		}
+	}
+
+	Label(label(fn, "pair"))
+	CMPQ(R9, U8(2))
+	JGE(LabelRef(label(fn, "both")))
+	XORQ(R13, R13) // a last odd group: both halves on it
+	MOVQ(RAX, RBX)
+	MOVL(U32(0x00ff), ECX)
+	KMOVW(ECX, K1)
+
+	Label(label(fn, "both"))
+	for _, a := range accs {
+		VPXORD(a, a, a)
+	}
+	MOVQ(R11, RDI)
+	if tokens > 4 {
+		LEAQ(mi(R11, 0, R14, 4), RDX)
+	}
+	MOVQ(R10, RCX)
+
+	Label(label(fn, "block"))
+	CMPQ(RCX, U8(2))
+	JLT(LabelRef(label(fn, "single")))
+	for _, d := range []Register{RAX, RBX} {
+		for l := 0; l < 5; l++ {
+			PREFETCHT0(mi(RSI, 64*l, d, 1))
+		}
+	}
+	block(0, 0)
+	block(144, 40)
+	ADDQ(U32(288), RSI)
+	ADDQ(U32(80), RDI)
+	if tokens > 4 {
+		ADDQ(U32(80), RDX)
+	}
+	SUBQ(U8(2), RCX)
+	JMP(LabelRef(label(fn, "block")))
+
+	Label(label(fn, "single"))
+	TESTQ(RCX, RCX)
+	JZ(LabelRef(label(fn, "store")))
+	block(0, 0)
+	ADDQ(U32(144), RSI)
+
+	// Activation t's outputs at R8 + t·R12: CX three strides, DX four
+	// on.
+	Label(label(fn, "store"))
+	LEAQ(mi(R12, 0, R12, 2), RCX)
+	LEAQ(mi(R8, 0, R12, 4), RDX)
+	for t, a := range accs {
+		base := []Register{R8, RDX}[t/4]
+		var dst Mem
+		switch t % 4 {
+		case 0:
+			dst = m(base, 0)
+		case 1:
+			dst = mi(base, 0, R12, 1)
+		case 2:
+			dst = mi(base, 0, R12, 2)
+		case 3:
+			dst = mi(base, 0, RCX, 1)
+		}
+		VMOVUPS(a, K1, dst)
+	}
+	ADDQ(U8(64), R8)
+	ADDQ(R13, RSI) // past the second group
+	SUBQ(U8(2), R9)
+	JG(LabelRef(label(fn, "pair")))
 	VZEROUPPER()
 	RET()
 }
