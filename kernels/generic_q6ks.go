@@ -163,6 +163,10 @@ func q6_KSRows(out []float32, w []byte, rowBytes, cols int, _, aux []byte) {
 func q6_KSRow(b *[210]byte, nb int, p *[q6_KSPrepBlock]uint64, fp16 *[1 << 16]float32) float32 {
 	var acc [8]float32
 	for {
+		// The block's scale first: the group loop leaves w and u at
+		// its end.
+		d := math.Float32frombits(uint32(p[8*q6_KSPrepGroup])) * fp16[binary.LittleEndian.Uint16(b[208:])]
+		d64 := float64(d)
 		var sum [4]uint64
 		w, u := unsafe.Pointer(b), unsafe.Pointer(p)
 		for g := 0; g < 8; g++ {
@@ -179,8 +183,6 @@ func q6_KSRow(b *[210]byte, nb int, p *[q6_KSPrepBlock]uint64, fp16 *[1 << 16]fl
 			sum[3] += uint64(int64(v1>>6&m[21]*m[6]+m[7])>>48)*sa + uint64(int64((v1>>12&m[24]|v2>>10&m[25])*m[14]+m[15])>>48)*sb
 			w, u = unsafe.Add(w, 26), unsafe.Add(u, q6_KSPrepGroup*8)
 		}
-		d := math.Float32frombits(uint32(p[8*q6_KSPrepGroup])) * fp16[binary.LittleEndian.Uint16(b[208:])]
-		d64 := float64(d)
 		// Lane l's sum is the low half of sum[l], l+4's the high half
 		// (the low half taken as signed).
 		if !q6_KSTry(&acc[0], float64(int32(sum[0])), d64) {
@@ -210,8 +212,8 @@ func q6_KSRow(b *[210]byte, nb int, p *[q6_KSPrepBlock]uint64, fp16 *[1 << 16]fl
 		if nb--; nb == 0 {
 			break
 		}
-		b = (*[210]byte)(unsafe.Add(unsafe.Pointer(b), 210))
-		p = (*[q6_KSPrepBlock]uint64)(unsafe.Add(unsafe.Pointer(p), q6_KSPrepBlock*8))
+		b = (*[210]byte)(unsafe.Add(w, 210-8*26))
+		p = (*[q6_KSPrepBlock]uint64)(unsafe.Add(u, 8*(q6_KSPrepBlock-8*q6_KSPrepGroup)))
 	}
 	r0, r1, r2, r3 := acc[4]+acc[0], acc[5]+acc[1], acc[6]+acc[2], acc[7]+acc[3]
 	return (r0 + r2) + (r1 + r3)
