@@ -244,8 +244,11 @@ func q4_0x8SpanSums(sums *[q4_0x8Span][16]uint64, grp []byte, u []uint64) {
 	// Block b < n is in bounds: its sums are 128·b bytes into sums, its
 	// quants at b·q4_0x8Block + 16 of grp, its multipliers at word
 	// b·q4_0x8PrepBlock of u.
+	if n <= 0 {
+		return
+	}
 	s, o, p := unsafe.Pointer(sums), unsafe.Pointer(unsafe.SliceData(grp)), unsafe.Pointer(unsafe.SliceData(u))
-	for ; n > 0; n-- {
+	for {
 		const m = 0x000F000F000F000F
 		sum := (*[16]uint64)(s)
 		// Chunk by chunk (8 bytes per pair of rows), its multipliers in
@@ -290,6 +293,11 @@ func q4_0x8SpanSums(sums *[q4_0x8Span][16]uint64, grp []byte, u []uint64) {
 		sum[14] = v*w0 + v>>4&m*w1 + v>>8&m*w2 + v>>12&m*w3
 		v = uint64(b[24]) | uint64(b[25])<<8 | uint64(b[26])<<16 | uint64(b[27])<<24 | uint64(b[28])<<32 | uint64(b[29])<<40 | uint64(b[30])<<48 | uint64(b[31])<<56
 		sum[15] = v*w0 + v>>4&m*w1 + v>>8&m*w2 + v>>12&m*w3
+		// Step to the next block only when there is one: a pointer
+		// past the end of its allocation is invalid (checkptr).
+		if n--; n == 0 {
+			return
+		}
 		s, o, p = unsafe.Add(s, 128), unsafe.Add(o, q4_0x8Block), unsafe.Add(p, 8*q4_0x8PrepBlock)
 	}
 }
