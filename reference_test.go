@@ -40,19 +40,11 @@ type parityRow struct {
 	minCos, maxDiff float64
 }
 
-// parityResidual holds the largest |logit diff| tolerated for the
-// reference files that are known not to be bit-identical (see package
-// model's synthResidual); every other file must give llama.cpp's logits bit
-// for bit.
-var parityResidual = map[string]float64{
-	"synth-gpt2-f32.gguf": 5e-5,
-}
-
 // TestReferenceParity runs every (model, prompt) pair in the reference
 // folder and compares prompt tokens, prompt logits and 64 greedy tokens
 // with llama.cpp's. Every pair must keep the prompt tokens and all greedy
-// tokens, and its prompt logits must be bit-identical (within
-// parityResidual for the known inexact files), on every tier and GOARCH.
+// tokens, and its prompt logits must be bit-identical, on every tier and
+// GOARCH.
 func TestReferenceParity(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the full llama.cpp reference walk is skipped in -short mode")
@@ -99,8 +91,8 @@ func TestReferenceParity(t *testing.T) {
 		if r.same != r.total {
 			t.Errorf("%s %q: greedy tokens differ from step %d", r.file, r.prompt, r.same)
 		}
-		if tol := parityResidual[r.file]; r.maxDiff > tol {
-			t.Errorf("%s %q: prompt logits differ by up to %.3g, want <= %g", r.file, r.prompt, r.maxDiff, tol)
+		if r.maxDiff > 0 {
+			t.Errorf("%s %q: prompt logits differ by up to %.3g, want 0", r.file, r.prompt, r.maxDiff)
 		}
 	}
 	fmt.Fprintf(&b, "pairs with identical tokens and bit-identical logits: %d of %d\n", identical, len(rows))

@@ -15,21 +15,12 @@ import (
 	"github.com/qsf-llm/qsf/model"
 )
 
-// f16Residual is the largest |logit diff| tolerated with an f16 cache for
-// the files that are inexact with an f32 one (synthResidual): rounding
-// keys, values and probabilities to f16 amplifies that residual, still
-// well below the greedy margins.
-var f16Residual = map[string]float64{
-	"synth-gpt2-f32": 1e-3, // 7.27e-4 from position 1
-}
-
 // TestForwardExactF16KV runs every reference model with an f16 KV cache,
 // fed one token per call as the references were, and compares with
 // llama.cpp's run with its default f16 cache (kv_f16): the prompt logits
-// must be bit-identical (within f16Residual for the known inexact files)
-// and the 64 greedy tokens identical. It runs on the current tier; the
-// generic tier, slower, checks only the prompt logits of one prompt per
-// file.
+// must be bit-identical and the 64 greedy tokens identical. It runs on the
+// current tier; the generic tier, slower, checks only the prompt logits of
+// one prompt per file.
 func TestForwardExactF16KV(t *testing.T) {
 	if testing.Short() {
 		t.Skip("every reference model with an f16 cache: skipped in -short mode")
@@ -51,17 +42,13 @@ func TestForwardExactF16KV(t *testing.T) {
 			if !greedy && !strings.Contains(c.ref, "once-upon-a-time") {
 				continue
 			}
-			stem := strings.TrimSuffix(filepath.Base(c.model), ".gguf")
-			c.maxDiff = f16Residual[stem]
 			t.Run(tier+"/"+strings.TrimSuffix(filepath.Base(c.ref), ".json"), func(t *testing.T) {
 				worst, first, err := runF16KV(t, dir, c, greedy)
 				if err != nil {
 					t.Fatal(err)
 				}
-				if worst > c.maxDiff {
-					t.Errorf("max |logit diff| %.3g (first inexact position %d), want <= %g", worst, first, c.maxDiff)
-				} else {
-					t.Logf("max |logit diff| %.3g", worst)
+				if worst > 0 {
+					t.Errorf("max |logit diff| %.3g (first inexact position %d), want 0", worst, first)
 				}
 			})
 		}

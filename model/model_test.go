@@ -92,19 +92,10 @@ func TestForwardMatchesLlamaCpp(t *testing.T) {
 	}
 }
 
-// exactCase is one model and reference file of TestForwardExactGeneric;
-// maxDiff is the largest |logit diff| tolerated (0: bit-identical).
+// exactCase is one model and reference file of TestForwardExactGeneric,
+// whose logits must be llama.cpp's bit for bit.
 type exactCase struct {
 	ref, model string
-	maxDiff    float64
-}
-
-// synthResidual holds the known inexact synthetic F32 files. Their
-// differences are outside the quantized dot products: position 0 is exact
-// and the Q8_0/Q4_0 files of the same architectures are bit-identical, so
-// they come from an F32-only path of the forward pass.
-var synthResidual = map[string]float64{
-	"synth-gpt2-f32": 5e-5, // 3.24e-5 from position 1
 }
 
 // exactCases lists every stories260K GGUF with its three prompts and every
@@ -128,7 +119,7 @@ func exactCases(t *testing.T, dir string) []exactCase {
 	}
 	for _, m := range synth {
 		stem := strings.TrimSuffix(filepath.Base(m), ".gguf")
-		cases = append(cases, exactCase{ref: filepath.Join("reference", "synthetic", stem+"__once-upon-a-time.json"), model: m, maxDiff: synthResidual[stem]})
+		cases = append(cases, exactCase{ref: filepath.Join("reference", "synthetic", stem+"__once-upon-a-time.json"), model: m})
 	}
 	// The ternary folder: stories260K forced to TQ1_0/TQ2_0 (three
 	// prompts) and the synthetic bitnet model ("Once upon a time").
@@ -209,10 +200,8 @@ func TestForwardExactGeneric(t *testing.T) {
 				}
 				worst = math.Max(worst, w)
 			}
-			if worst > c.maxDiff {
-				t.Errorf("max |logit diff| %.3g (first inexact position %d of %d), want <= %g", worst, first, len(ref.IDs), c.maxDiff)
-			} else {
-				t.Logf("max |logit diff| %.3g", worst)
+			if worst > 0 {
+				t.Errorf("max |logit diff| %.3g (first inexact position %d of %d), want 0", worst, first, len(ref.IDs))
 			}
 		})
 	}
