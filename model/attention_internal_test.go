@@ -91,17 +91,7 @@ func BenchmarkAttendCoded(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	k, v := make([]float32, m.KDim()), make([]float32, m.VDim())
-	const n = 110
-	for pos := range n {
-		s.KV.SetLen(pos)
-		for i := range k {
-			k[i], v[i] = float32(rng.NormFloat64()), float32(rng.NormFloat64())
-		}
-		slot, _ := s.KV.Slot(0)
-		s.KV.Store(0, slot, k, v)
-	}
-	s.KV.SetLen(n)
+	fillCache(s, 110, rng)
 	for i := range s.q {
 		s.q[i] = float32(rng.NormFloat64())
 	}
@@ -130,17 +120,7 @@ func BenchmarkAttendF32(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	k, v := make([]float32, m.KDim()), make([]float32, m.VDim())
-	const n = 55
-	for pos := range n {
-		s.KV.SetLen(pos)
-		for i := range k {
-			k[i], v[i] = float32(rng.NormFloat64()), float32(rng.NormFloat64())
-		}
-		slot, _ := s.KV.Slot(0)
-		s.KV.Store(0, slot, k, v)
-	}
-	s.KV.SetLen(n)
+	fillCache(s, 55, rng)
 	for i := range s.q {
 		s.q[i] = float32(rng.NormFloat64())
 	}
@@ -159,7 +139,6 @@ func TestAttendF32Tiers(t *testing.T) {
 	for _, shape := range []struct{ heads, kvHeads, hd int }{{12, 12, 64}, {12, 4, 64}, {6, 2, 48}, {4, 4, 40}} {
 		m := &Model{Hparams: Hparams{Layers: 1, Embd: shape.heads * shape.hd, FFN: 8, Vocab: 4,
 			Heads: shape.heads, KVHeads: shape.kvHeads, HeadDimK: shape.hd, HeadDimV: shape.hd, RopeDim: shape.hd}}
-		k, v := make([]float32, m.KDim()), make([]float32, m.VDim())
 		q := make([]float32, m.QDim())
 		for _, n := range []int{1, 7, 32, 33, 55, 100} {
 			for i := range q {
@@ -176,16 +155,7 @@ func TestAttendF32Tiers(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				r := rand.New(rand.NewPCG(uint64(n), 5)) // the same cache on every tier
-				for pos := range n {
-					s.KV.SetLen(pos)
-					for i := range k {
-						k[i], v[i] = float32(r.NormFloat64()), float32(r.NormFloat64())
-					}
-					slot, _ := s.KV.Slot(0)
-					s.KV.Store(0, slot, k, v)
-				}
-				s.KV.SetLen(n)
+				fillCache(s, n, rand.New(rand.NewPCG(uint64(n), 5))) // the same cache on every tier
 				copy(s.q, q)
 				a := attnArgs{layer: 0, n: s.KV.Used(0), q: s.q, att: s.att}
 				split := shape.heads / 3
@@ -204,4 +174,20 @@ func TestAttendF32Tiers(t *testing.T) {
 			}
 		}
 	}
+}
+
+// fillCache stores n positions of keys and values drawn from r (a key's
+// element and the value's in turn) in layer 0 of s's cache and sets its
+// length to n.
+func fillCache(s *State, n int, r *rand.Rand) {
+	k, v := make([]float32, s.m.KDim()), make([]float32, s.m.VDim())
+	for pos := range n {
+		s.KV.SetLen(pos)
+		for i := range k {
+			k[i], v[i] = float32(r.NormFloat64()), float32(r.NormFloat64())
+		}
+		slot, _ := s.KV.Slot(0)
+		s.KV.Store(0, slot, k, v)
+	}
+	s.KV.SetLen(n)
 }
