@@ -155,3 +155,91 @@ func reduce32F32(acc *[32]float32) float32 {
 	t0, t1, t2, t3 := x[0]+x[4], x[1]+x[5], x[2]+x[6], x[3]+x[7]
 	return (t0 + t1) + (t2 + t3)
 }
+
+// DotF16Heads is DotF32Heads for a cache of half-precision keys: the
+// attention scores of several query heads over n cached positions, each
+// position's heads together, so that the cache's rows are read in order,
+// once. For query head j < len(q)/d and position t < n, out[j·ostride+t]
+// is DotF16Rows' sum of q[j·d:(j+1)·d] with keys[t·stride+kv(j)·d:][:d],
+// its key head kv(j) = (g0+j)/group (group query heads share a key head;
+// the first, j = 0, is head g0 of its group).
+//
+// next, if not nil, is laid out as keys (the values of the same heads,
+// when they are as wide): a kernel may fetch the parts of its rows that a
+// later pass over them (ValuesF16Heads) reads into the cache on the way.
+// It does not change the result.
+func DotF16Heads(out []float32, ostride int, keys []uint16, stride, n int, q []float32, d, group, g0 int, next []uint16) {
+	current.Load().DotF16Heads(out, ostride, keys, stride, n, q, d, group, g0, next)
+}
+
+// DotF16Heads is the package function DotF16Heads on tier tr.
+func (tr *Tier) DotF16Heads(out []float32, ostride int, keys []uint16, stride, n int, q []float32, d, group, g0 int, next []uint16) {
+	heads := checkHeads("DotF16Heads", len(q), stride, n, len(keys), d, group, g0)
+	if heads == 0 || n == 0 {
+		return
+	}
+	if ostride < n || (heads-1)*ostride+n > len(out) {
+		panic("kernels: DotF16Heads: scores do not fit in out")
+	}
+	if len(next) < len(keys) {
+		next = nil // fetched only where it is as long as keys
+	}
+	if tr != genericTier && dotF16HeadsAsm(tr, out, ostride, keys, stride, n, q, d, group, g0, heads, next) {
+		return
+	}
+	for j := range heads {
+		kv := (g0 + j) / group
+		tr.DotF16Rows(out[j*ostride:j*ostride+n], keys[kv*d:], stride, q[j*d:(j+1)*d])
+	}
+}
+
+// ValuesF16Heads is ValuesF32Heads for a cache of half-precision values,
+// stored as the keys (position t's values at values[t·stride:], head after
+// head): the attention outputs of several heads, their weighted values.
+// For head j < len(out)/d and each of its d dimensions c, out[j·d+c] is
+// the sum llama.cpp's ggml_vec_dot_f16 takes of p[j·pstride:][:n] with
+// dimension c of value head kv(j) = (g0+j)/group over the n positions
+// (the row of its transposed f16 cache), padded to a multiple of 32
+// positions: position t goes into lane t%32 of 32 float32 lanes that start
+// at +0, as the fused multiply-add of the value (widened exactly) and p[t],
+// and the lanes are added as GGML_F32x8_REDUCE (ReduceLanes32F32). That is
+// DotF16RowsPadded of p with the transposed values, bit for bit. llama.cpp
+// rounds the weights to half precision first (see RoundF16); p is used as
+// given.
+//
+// lanes (32·d elements a head) is scratch space: the call may overwrite
+// it and leaves it undefined (a tier may sum the lanes in registers).
+func ValuesF16Heads(out, lanes []float32, values []uint16, stride, n int, p []float32, pstride, d, group, g0 int) {
+	current.Load().ValuesF16Heads(out, lanes, values, stride, n, p, pstride, d, group, g0)
+}
+
+// ValuesF16Heads is the package function ValuesF16Heads on tier tr.
+func (tr *Tier) ValuesF16Heads(out, lanes []float32, values []uint16, stride, n int, p []float32, pstride, d, group, g0 int) {
+	heads := checkHeads("ValuesF16Heads", len(out), stride, n, len(values), d, group, g0)
+	if heads == 0 {
+		return
+	}
+	if len(lanes) != 32*len(out) {
+		panic("kernels: ValuesF16Heads: lanes is not 32 rows of out")
+	}
+	if n > 0 && (pstride < n || (heads-1)*pstride+n > len(p)) {
+		panic("kernels: ValuesF16Heads: weights do not fit in p")
+	}
+	if tr != genericTier && n > 0 && valuesF16HeadsAsm(tr, out, values, stride, n, p, pstride, d, group, g0, heads) {
+		return
+	}
+	clear(lanes)
+	for j := range heads {
+		kv := (g0 + j) / group
+		hl := lanes[j*32*d : (j+1)*32*d]
+		for t := range n {
+			a := p[j*pstride+t]
+			row := values[t*stride+kv*d:][:d]
+			ln := hl[(t%32)*d:][:d]
+			for c, v := range row {
+				ln[c] = quant.FMA32(quant.FP16ToFP32(v), a, ln[c])
+			}
+		}
+		tr.ReduceLanes32F32(out[j*d:(j+1)*d], hl)
+	}
+}

@@ -55,3 +55,15 @@ func dotF16RowsAsm(tr *Tier, out []float32, w []uint16, stride int, x []float32,
 	dotF16F32NEON(&out[0], len(out), &w[0], cols/32, 2*stride, &x[0])
 	return true
 }
+
+// dotF16HeadsAsm is DotF16Heads in the assembly of tier tr; false where
+// the tier has none (the caller then runs DotF16Rows head by head).
+func dotF16HeadsAsm(tr *Tier, out []float32, ostride int, keys []uint16, stride, n int, q []float32, d, group, g0, heads int, next []uint16) bool {
+	return false
+}
+
+// valuesF16HeadsAsm is ValuesF16Heads in the assembly of tier tr; false
+// where the tier has none (the caller then runs the generic code).
+func valuesF16HeadsAsm(tr *Tier, out []float32, values []uint16, stride, n int, p []float32, pstride, d, group, g0, heads int) bool {
+	return false
+}

@@ -274,3 +274,110 @@ func FuzzDotF16Rows(f *testing.F) {
 		}
 	})
 }
+
+// TestF16HeadsTiers checks DotF16Heads and ValuesF16Heads on every tier
+// against what they are defined as, bit for bit: DotF16Rows of each head
+// on the generic tier, and DotF16RowsPadded of each head's weights with
+// its values transposed (llama.cpp's f16 value cache). Shapes cover head
+// widths of 5 to 128 (tails of 32 and of 8), grouped heads, 0 to 200
+// positions (partial lane rounds), padded rows, specials (±0, subnormals,
+// ±Inf, NaN) and rows of −0 products only.
+func TestF16HeadsTiers(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	specials := []uint16{0, 0x8000, 0x0001, 0x83ff, 0x7bff, 0xfbff, 0x7c00, 0xfc00, 0x7e00}
+	special := false
+	half := func(n int) []uint16 {
+		v := make([]uint16, n)
+		for i := range v {
+			v[i] = quant.FP32ToFP16(float32(rng.NormFloat64()))
+			if special && rng.IntN(40) == 0 {
+				v[i] = specials[rng.IntN(len(specials))]
+			}
+		}
+		return v
+	}
+	vec := func(n int) []float32 {
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = quant.FP16ToFP32(quant.FP32ToFP16(float32(rng.NormFloat64())))
+			if special && rng.IntN(40) == 0 {
+				v[i] = quant.FP16ToFP32(specials[rng.IntN(len(specials))])
+			}
+		}
+		return v
+	}
+	type shape struct{ d, heads, group, g0, n, pad int }
+	tests := []shape{
+		{64, 12, 1, 0, 36, 0}, {64, 6, 1, 0, 1, 0}, {64, 5, 2, 1, 70, 3}, {32, 7, 3, 2, 33, 1},
+		{128, 3, 4, 0, 64, 0}, {40, 4, 1, 0, 31, 8}, {8, 9, 2, 0, 40, 0}, {5, 3, 1, 0, 12, 2},
+		{64, 4, 2, 1, 0, 0}, {96, 2, 1, 0, 100, 0}, {16, 3, 1, 0, 57, 0}, {48, 2, 2, 0, 97, 5},
+		{80, 2, 1, 0, 45, 0}, {64, 12, 1, 0, 200, 0},
+	}
+	for n := 1; n <= 41; n++ {
+		tests = append(tests, shape{64, 3, 1, 0, n, 0}, shape{16, 2, 2, 1, n, 1})
+	}
+	for _, tier := range Tiers() {
+		tr, err := TierNamed(tier)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, tc := range tests {
+			special = i%2 == 1
+			kvs := (tc.g0+tc.heads-1)/tc.group + 1
+			stride := (kvs+1)*tc.d + tc.pad // a head more than the call reads
+			keys := half(max(tc.n, 1) * stride)
+			q := vec(tc.heads * tc.d)
+			if i%4 == 2 { // products of −0 only: their lanes start from +0
+				clear(keys)
+				for i := range q {
+					q[i] = -1
+				}
+			}
+			ostride := tc.n + 3
+			out := vec(tc.heads * ostride)
+			want := append([]float32(nil), out...)
+			var next []uint16
+			if tc.pad%2 == 0 {
+				next = half(len(keys)) // fetched, not read
+			}
+			tr.DotF16Heads(out, ostride, keys, stride, tc.n, q, tc.d, tc.group, tc.g0, next)
+			for j := range tc.heads {
+				kv := (tc.g0 + j) / tc.group
+				genericTier.DotF16Rows(want[j*ostride:j*ostride+tc.n], keys[kv*tc.d:], stride, q[j*tc.d:(j+1)*tc.d])
+			}
+			for i := range out {
+				if !sameF32(out[i], want[i]) {
+					t.Fatalf("%s: DotF16Heads %+v element %d = %g (%#x), want %g (%#x)", tier, tc, i, out[i], math.Float32bits(out[i]), want[i], math.Float32bits(want[i]))
+				}
+			}
+			// The values: keys as values, weights p; the reference is
+			// each head's transposed values, padded to 32 positions.
+			p := vec(tc.heads * ostride)
+			if i%4 == 2 {
+				for i := range p {
+					p[i] = 1
+				}
+			}
+			vals := vec(tc.heads * tc.d) // garbage to be overwritten
+			lanes := vec(tc.heads * 32 * tc.d)
+			tr.ValuesF16Heads(vals, lanes, keys, stride, tc.n, p, ostride, tc.d, tc.group, tc.g0)
+			tstride := (tc.n + 31) &^ 31
+			vt := half(tc.d * max(tstride, 1)) // padding: garbage the lanes do not read
+			wantVals := make([]float32, len(vals))
+			for j := range tc.heads {
+				kv := (tc.g0 + j) / tc.group
+				for c := range tc.d {
+					for s := range tc.n {
+						vt[c*tstride+s] = keys[s*stride+kv*tc.d+c]
+					}
+				}
+				genericTier.DotF16RowsPadded(wantVals[j*tc.d:(j+1)*tc.d], vt, max(tstride, 1), p[j*ostride:j*ostride+tc.n])
+			}
+			for i := range vals {
+				if !sameF32(vals[i], wantVals[i]) {
+					t.Fatalf("%s: ValuesF16Heads %+v element %d = %g (%#x), want %g (%#x)", tier, tc, i, vals[i], math.Float32bits(vals[i]), wantVals[i], math.Float32bits(wantVals[i]))
+				}
+			}
+		}
+	}
+}
