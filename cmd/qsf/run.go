@@ -31,6 +31,7 @@ type modelFlags struct {
 	budget     string
 	sessions   int // sessions the budget holds (qsf serve --parallel)
 	kvType     string
+	kvDefault  string // the KV type when --kv-type is not given and the budget allows it ("" = the library's)
 	kvEvict    string
 	noPrefetch bool
 	dropCache  bool
@@ -50,7 +51,11 @@ func (mf *modelFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&mf.noMmap, "no-mmap", false, "read the weights into memory instead of mapping the file")
 	fs.BoolVar(&mf.noRepack, "no-repack", false, "keep Q4_0, Q8_0, QSF rotated and F32 weights (and Q6_K on the generic kernel tier) in the file's layout (mapped in place) instead of repacking them at load for the faster kernels")
 	fs.StringVar(&mf.budget, "ram-budget", "", "peak memory budget, e.g. 200MB or 1.5GiB (streams the layers when the model does not fit)")
-	fs.StringVar(&mf.kvType, "kv-type", "", "KV cache type: f32, f16, q8, q4 or q2 (default f32, less under a tight budget)")
+	kv := "f32"
+	if mf.kvDefault != "" {
+		kv = mf.kvDefault
+	}
+	fs.StringVar(&mf.kvType, "kv-type", "", "KV cache type: f32, f16, q8, q4 or q2 (default "+kv+", less under a tight budget)")
 	fs.StringVar(&mf.kvEvict, "kv-evict", "", "run past the context: window (sliding) or h2o (heavy hitters + recent)")
 	fs.BoolVar(&mf.noPrefetch, "no-prefetch", false, "streaming: use the smallest ring buffer (read at most about one matrix group ahead)")
 	fs.BoolVar(&mf.dropCache, "drop-cache", false, "streaming: drop the file's pages from the page cache after reading them")
@@ -76,6 +81,20 @@ func (mf *modelFlags) config() (qsf.Config, error) {
 }
 
 func (mf *modelFlags) load() (*qsf.Model, error) { return mf.loadWith(nil) }
+
+// kvDefault returns the KV type a command prefers, kv, for a model the
+// user gave no --kv-type: kv when there is no budget or when the budget
+// holds the library's own choice at full precision (f32, which kv is
+// smaller than), else "" to let the plan lower the precision further.
+func kvDefault(path string, cfg qsf.Config, kv string) string {
+	if cfg.RAMBudget == 0 {
+		return kv
+	}
+	if p, err := qsf.PlanFile(path, cfg); err == nil && p.KVType == "f32" {
+		return kv
+	}
+	return ""
+}
 
 // loadWith loads the model, with adjust (when non-nil) changing the
 // configuration the flags ask for.
@@ -105,6 +124,9 @@ func (mf *modelFlags) loadWith(adjust func(*qsf.Config)) (*qsf.Model, error) {
 	}
 	if adjust != nil {
 		adjust(&cfg)
+	}
+	if cfg.KVType == "" && mf.kvDefault != "" {
+		cfg.KVType = kvDefault(mf.path, cfg, mf.kvDefault)
 	}
 	m, err := qsf.Load(mf.path, cfg)
 	bar.clear()

@@ -19,7 +19,9 @@ import (
 
 func cmdServe(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("serve", "-m FILE [--host 127.0.0.1] [--port 8080] [--api-key KEY] [--parallel N] [flags]", stderr)
-	var mf modelFlags
+	// The KV cache is f16 unless told otherwise, as llama-server's: half
+	// the bytes a batched step's attention reads.
+	mf := modelFlags{kvDefault: "f16"}
 	mf.register(fs)
 	host := fs.String("host", "127.0.0.1", "address to listen on (another than loopback exposes the model to the network: set --api-key)")
 	port := fs.Int("port", 8080, "port to listen on (0 = any free port)")
@@ -94,7 +96,7 @@ func cmdServe(args []string, stdout, stderr io.Writer) error {
 	defer srv.Close()
 	handler.Store(ptr(http.Handler(srv)))
 	info := m.Info()
-	log.Info("listening", "addr", ln.Addr().String(), "model", mf.path, "parallel", *parallel, "context", info.ContextLength)
+	log.Info("listening", "addr", ln.Addr().String(), "model", mf.path, "parallel", *parallel, "context", info.ContextLength, "kv", m.Plan().KVType)
 	select {
 	case err := <-errc:
 		return err

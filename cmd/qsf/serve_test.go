@@ -5,6 +5,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -15,7 +16,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/qsf-llm/qsf"
 	"github.com/qsf-llm/qsf/internal/testfiles"
+	"github.com/qsf-llm/qsf/plan"
 )
 
 // TestServeWarnsNonLoopback checks the warning for --host 0.0.0.0 (the
@@ -103,6 +106,39 @@ func TestServeGracefulShutdown(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), "msg=stopped") {
 		t.Errorf("no stop record: %s", stderr.String())
+	}
+	if !regexp.MustCompile(`msg=listening .* kv=f16`).MatchString(stderr.String()) {
+		t.Errorf("the listening record does not give llama-server's f16 KV cache: %s", stderr.String())
+	}
+}
+
+// TestServeKVDefault checks the KV type qsf serve picks when --kv-type is
+// not given: f16 without a budget and under a budget that holds an f32
+// cache, the plan's lower choice under a tighter one.
+func TestServeKVDefault(t *testing.T) {
+	path := testfiles.Path(t, "models", "synthetic", "synth-qwen2-Q8_0.gguf")
+	cfg := qsf.Config{Threads: 1, ContextLength: 256}
+	if got := kvDefault(path, cfg, "f16"); got != "f16" {
+		t.Errorf("no budget: %q, want f16", got)
+	}
+	cfg.RAMBudget = 1 << 40
+	if got := kvDefault(path, cfg, "f16"); got != "f16" {
+		t.Errorf("a budget that holds everything: %q, want f16", got)
+	}
+	// The smallest budget that works makes the plan give up KV precision
+	// (a q4 cache): kvDefault leaves that to the plan.
+	cfg.RAMBudget = 1
+	var be *plan.BudgetError
+	if _, err := qsf.PlanFile(path, cfg); !errors.As(err, &be) {
+		t.Fatalf("plan with a 1-byte budget: %v, want a BudgetError", err)
+	}
+	cfg.RAMBudget = be.Min
+	p, err := qsf.PlanFile(path, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := kvDefault(path, cfg, "f16"); p.KVType == "f32" || got != "" {
+		t.Errorf("the smallest budget (plan kv %s): %q, want the plan's choice", p.KVType, got)
 	}
 }
 
