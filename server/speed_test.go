@@ -33,14 +33,22 @@ import (
 // QSF_SERVE_MODEL is set. It logs the batcher's mean batch, and the same
 // figures for the same generations through the library without HTTP,
 // interleaved with the others; it fails if a client's streamed text is not
-// the library's.
+// the library's. The KV cache is qsf serve's (f16, or the plan's under the
+// budget), or the type QSF_SERVE_KV names.
 func TestServeSpeed(t *testing.T) {
 	path := os.Getenv("QSF_SERVE_MODEL")
 	if path == "" {
 		t.Skip("set QSF_SERVE_MODEL to a model file to measure the server")
 	}
-	cfg := qsf.Config{Threads: 2, ContextLength: 256, ChatTemplate: "chatml"}
+	// The KV cache qsf serve picks: f16 (llama-server's), or what the
+	// plan lowers it to under the smallest budget; QSF_SERVE_KV names
+	// another.
+	cfg := qsf.Config{Threads: 2, ContextLength: 256, ChatTemplate: "chatml", KVType: "f16"}
+	if kv := os.Getenv("QSF_SERVE_KV"); kv != "" {
+		cfg.KVType = kv
+	}
 	if os.Getenv("QSF_SERVE_STREAM") != "" {
+		cfg.KVType = os.Getenv("QSF_SERVE_KV")
 		cfg.RAMBudget, cfg.Sessions = 1, 4 // the server's sessions (the library's below come on top)
 		var be *plan.BudgetError
 		if _, err := qsf.PlanFile(path, cfg); !errors.As(err, &be) {
@@ -216,8 +224,8 @@ func TestServeSpeed(t *testing.T) {
 		}
 	}
 	one, four := median(ones), median(fours)
-	t.Logf("streaming %v: aggregate decode 1 client %.2f tok/s, 4 clients %.2f tok/s (%.2fx; medians of 3 interleaved rounds: %.1f and %.1f); first chunk after %v and %v",
-		m.Streaming(), one, four, four/one, ones, fours, first1.Round(time.Millisecond), first4.Round(time.Millisecond))
+	t.Logf("kv %s, streaming %v: aggregate decode 1 client %.2f tok/s, 4 clients %.2f tok/s (%.2fx; medians of 3 interleaved rounds: %.1f and %.1f); first chunk after %v and %v",
+		m.Plan().KVType, m.Streaming(), one, four, four/one, ones, fours, first1.Round(time.Millisecond), first4.Round(time.Millisecond))
 	t.Logf("the server's batcher in the 4-client rounds: %.2f decoding tokens a step (%.0f steps)", toks/steps, steps)
 	libOne, libFour := median(libOnes), median(libFours)
 	t.Logf("the same in the library, without HTTP: 1 session %.2f tok/s, 4 sessions %.2f tok/s (%.2fx; %.1f and %.1f); HTTP keeps %.0f%% and %.0f%% of it",
