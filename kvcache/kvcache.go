@@ -10,8 +10,9 @@
 // after the rotary embedding, so an evicted cache keeps each key's original
 // position.
 //
-// Entries are stored as float32, as float16 (llama.cpp's default cache)
-// or, to save memory, as 8-, 4- or 2-bit codes: keys with a scale and offset per
+// Entries are stored as float32, as float16 (llama.cpp's default cache;
+// both slot after slot, a slot's KV heads side by side) or, to save
+// memory, as 8-, 4- or 2-bit codes: keys with a scale and offset per
 // channel and group of KeyGroup slots (the group being written stays
 // exact), values with a scale and offset per position and head. The cache
 // only stores: it hands out its rows as they are stored (Keys and Values,
