@@ -1,6 +1,7 @@
 //go:build amd64 && !purego
 
 #include "textflag.h"
+#include "attn_amd64.h"
 
 // f16idx holds the lane numbers 0..31, to build the masks of a partial
 // chunk.
@@ -161,5 +162,153 @@ reduce:
 	ADDQ R12, SI
 	DECQ R9
 	JNZ  row
+	VZEROUPPER
+	RET
+
+// func dotF16HeadsAVX2(out *float32, ostride, n int, keys *uint16, kstride int, q *float32, heads, chunks, group, g0, next int)
+// dotF32HeadsAVX2 on half-precision keys: position by position, head by
+// head, four 8-lane accumulators over the chunks of 32 (a chunk of a key
+// one line, fetched two rows ahead, and its counterpart next bytes on),
+// reduced as GGML_F32x8_REDUCE.
+//
+// Registers: as dotF32HeadsAVX2, R14 the bytes of a key head.
+TEXT ·dotF16HeadsAVX2(SB), NOSPLIT, $0-88
+	MOVQ out+0(FP), R8
+	MOVQ ostride+8(FP), R12
+	MOVQ next+80(FP), R9
+	MOVQ keys+24(FP), SI
+	MOVQ kstride+32(FP), R13
+	MOVQ chunks+56(FP), R10
+	MOVQ R10, R14
+	SHLQ $6, R14 // bytes of a key head
+
+fpos:
+	MOVQ R8, DX
+	MOVQ q+40(FP), R11
+	MOVQ SI, R15
+	MOVQ g0+72(FP), AX
+	MOVQ heads+48(FP), BX
+
+fhead:
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	MOVQ R15, DI
+	MOVQ R10, CX
+
+fchunk:
+	PREFETCHT0 0(DI)(R13*2)
+	PREFETCHT0 0(DI)(R9*1)
+	VCVTPH2PS 0(DI), Y4
+	VCVTPH2PS 16(DI), Y5
+	VCVTPH2PS 32(DI), Y6
+	VCVTPH2PS 48(DI), Y7
+	VFMADD231PS 0(R11), Y4, Y0
+	VFMADD231PS 32(R11), Y5, Y1
+	VFMADD231PS 64(R11), Y6, Y2
+	VFMADD231PS 96(R11), Y7, Y3
+	ADDQ $64, DI
+	ADDQ $128, R11
+	DECQ CX
+	JNZ  fchunk
+	VADDPS Y2, Y0, Y0
+	VADDPS Y3, Y1, Y1
+	VADDPS Y1, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS X1, X0, X0
+	VHADDPS X0, X0, X0
+	VHADDPS X0, X0, X0
+	VMOVSS X0, (DX)
+	ADDQ R12, DX
+	INCQ AX
+	CMPQ AX, group+64(FP)
+	JLT  fsame
+	XORQ AX, AX
+	ADDQ R14, R15
+
+fsame:
+	DECQ BX
+	JNZ  fhead
+	ADDQ $4, R8
+	ADDQ R13, SI
+	DECQ n+16(FP) // the positions left
+	JNZ  fpos
+	VZEROUPPER
+	RET
+
+// func valuesF16HeadsAVX2(out *float32, n int, values *uint16, vstride int, p *float32, pstride, heads, cols, group, g0 int)
+// valuesF32HeadsAVX2 on half-precision values: valuesF16HeadsAVX512 in
+// 8-lane registers, 16 columns (half a line of each value row) at a time,
+// each lane quadruple's first reduction step folded into the rest of the
+// tree as soon as its partner is done.
+//
+// Registers: as valuesF32HeadsAVX2, DI the column block in bytes of halves
+// (its output twice as far on).
+TEXT ·valuesF16HeadsAVX2(SB), NOSPLIT, $0-80
+	MOVQ out+0(FP), R8
+	MOVQ n+8(FP), R10
+	LEAQ -24(R10), R14
+	MOVQ values+16(FP), R13
+	MOVQ vstride+24(FP), R12
+	SHLQ $3, R12
+	MOVQ p+32(FP), R11
+	MOVQ g0+72(FP), AX
+	MOVQ heads+48(FP), BX
+
+zhead:
+	XORQ DI, DI
+
+zblock:
+	LEAQ (R13)(DI*1), CX
+	YLANE(0, zf0, zt0, zd0, FMAF16, 16, Y8)
+	VMOVAPS Y0, Y9
+	VMOVAPS Y4, Y10
+	YLANE(4, zf4, zt4, zd4, FMAF16, 16, Y8)
+	VADDPS  Y0, Y9, Y9
+	VADDPS  Y4, Y10, Y10
+	YLANE(1, zf1, zt1, zd1, FMAF16, 16, Y8)
+	VMOVAPS Y0, Y11
+	VMOVAPS Y4, Y12
+	YLANE(5, zf5, zt5, zd5, FMAF16, 16, Y8)
+	VADDPS  Y0, Y11, Y11
+	VADDPS  Y4, Y12, Y12
+	VADDPS  Y11, Y9, Y9
+	VADDPS  Y12, Y10, Y10
+	YLANE(2, zf2, zt2, zd2, FMAF16, 16, Y8)
+	VMOVAPS Y0, Y11
+	VMOVAPS Y4, Y12
+	YLANE(6, zf6, zt6, zd6, FMAF16, 16, Y8)
+	VADDPS  Y0, Y11, Y11
+	VADDPS  Y4, Y12, Y12
+	YLANE(3, zf3, zt3, zd3, FMAF16, 16, Y8)
+	VMOVAPS Y0, Y13
+	VMOVAPS Y4, Y14
+	YLANE(7, zf7, zt7, zd7, FMAF16, 16, Y8)
+	VADDPS  Y0, Y13, Y13
+	VADDPS  Y4, Y14, Y14
+	VADDPS  Y13, Y11, Y11
+	VADDPS  Y14, Y12, Y12
+	VADDPS  Y11, Y9, Y9
+	VADDPS  Y12, Y10, Y10
+	VMOVUPS Y9, (R8)(DI*2)
+	VMOVUPS Y10, 32(R8)(DI*2)
+	ADDQ    $32, DI
+	MOVQ    cols+56(FP), R9
+	SHLQ    $1, R9
+	CMPQ    DI, R9
+	JLT     zblock
+	ADDQ    R9, R8
+	ADDQ    R9, R8
+	ADDQ    pstride+40(FP), R11
+	INCQ    AX
+	CMPQ    AX, group+64(FP)
+	JLT     zsame
+	XORQ    AX, AX
+	ADDQ    R9, R13
+
+zsame:
+	DECQ BX
+	JNZ  zhead
 	VZEROUPPER
 	RET

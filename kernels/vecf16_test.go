@@ -279,7 +279,7 @@ func FuzzDotF16Rows(f *testing.F) {
 // against what they are defined as, bit for bit: DotF16Rows of each head
 // on the generic tier, and DotF16RowsPadded of each head's weights with
 // its values transposed (llama.cpp's f16 value cache). Shapes cover head
-// widths of 5 to 128 (tails of 32 and of 8), grouped heads, 0 to 200
+// widths of 5 to 128 (tails of 32 and of 8), grouped heads, 0 to 300
 // positions (partial lane rounds), padded rows, specials (±0, subnormals,
 // ±Inf, NaN) and rows of −0 products only.
 func TestF16HeadsTiers(t *testing.T) {
@@ -315,6 +315,14 @@ func TestF16HeadsTiers(t *testing.T) {
 	}
 	for n := 1; n <= 41; n++ {
 		tests = append(tests, shape{64, 3, 1, 0, n, 0}, shape{16, 2, 2, 1, n, 1})
+	}
+	// The amd64 kernels' edges: blocks of 8 positions, rounds of 32
+	// lanes, heads of one, two and more chunks of 32 columns (and a last
+	// 16), many rounds.
+	for _, n := range []int{7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 95, 96, 97, 300} {
+		for _, d := range []int{16, 32, 48, 64, 128} {
+			tests = append(tests, shape{d, 3, 2, 1, n, d % 3})
+		}
 	}
 	for _, tier := range Tiers() {
 		tr, err := TierNamed(tier)

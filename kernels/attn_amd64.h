@@ -1,0 +1,278 @@
+// Shared by the amd64 attention kernels (#include "attn_amd64.h"): the
+// loops over a KV cache's rows of DotF32Heads / ValuesF32Heads
+// (attn_avx512_amd64.s, vecf32_amd64.s) and of their half-precision twins
+// DotF16Heads / ValuesF16Heads (attn_avx512_amd64.s, vecf16_amd64.s), the
+// same code but for how a row's elements are read: a float32 row as a
+// memory operand, a half-precision one widened (exactly) by VCVTPH2PS
+// first. The macros take the reading as a parameter:
+//
+//	FMA(mem, w, acc, T)  acc += mem·w, fused; T a register it may clobber
+//	LOAD                 the instruction that loads a row's part into a register
+//	PF(R)                fetches a chunk's counterpart at R into the cache
+//
+// and the byte offsets that follow from the element's width.
+
+// FMAF32 adds the float32 elements at mem times w to acc, fused.
+#define FMAF32(mem, w, acc, T) VFMADD231PS mem, w, acc
+
+// FMAF16 adds the half-precision elements at mem (half as many bytes)
+// times w to acc, fused: the elements widened into T first.
+#define FMAF16(mem, w, acc, T) VCVTPH2PS mem, T; VFMADD231PS T, w, acc
+
+// PFF32 fetches the two lines R9 bytes on from R (a chunk of 32 floats);
+// PFF16 the one line of a chunk of 32 halves.
+#define PFF32(R) PREFETCHT0 (R)(R9*1); PREFETCHT0 64(R)(R9*1)
+#define PFF16(R) PREFETCHT0 (R)(R9*1)
+
+// VLANE sums lane l (0..7) of the 32 of the current head's column block
+// and lanes l+8, l+16, l+24 beside it (positions l+8k+32r < n, weight
+// times value row, each added with one rounding from +0, in increasing
+// r, as LanesF32 sums them), then sets T to their first step of
+// ReduceLanes32F32, (lane l + lane l+16) + (lane l+8 + lane l+24).
+// CX is the value row l at the block's column, R10 n, R14 n-24, R12 8
+// value rows (bytes), R11 the weights of the head; R9, SI, DX, R15 and
+// Z0..Z7, Z12 are clobbered. FMA reads the rows.
+#define VLANE(l, T, full, tail, done, FMA) \
+	VPXORD Z0, Z0, Z0 \
+	VPXORD Z1, Z1, Z1 \
+	VPXORD Z2, Z2, Z2 \
+	VPXORD Z3, Z3, Z3 \
+	MOVQ   $l, R9 \
+	MOVQ   CX, SI \
+	LEAQ   (4*l)(R11), DX \
+	CMPQ   R9, R14 \
+	JGE    tail \
+full: \
+	VBROADCASTSS 0(DX), Z4 \
+	FMA((SI), Z4, Z0, Z12) \
+	VBROADCASTSS 32(DX), Z5 \
+	FMA((SI)(R12*1), Z5, Z1, Z12) \
+	VBROADCASTSS 64(DX), Z6 \
+	FMA((SI)(R12*2), Z6, Z2, Z12) \
+	LEAQ         (SI)(R12*2), R15 \
+	VBROADCASTSS 96(DX), Z7 \
+	FMA((R15)(R12*1), Z7, Z3, Z12) \
+	ADDQ         $32, R9 \
+	LEAQ         (SI)(R12*4), SI \
+	ADDQ         $128, DX \
+	CMPQ         R9, R14 \
+	JLT          full \
+tail: \
+	CMPQ         R9, R10 \
+	JGE          done \
+	VBROADCASTSS 0(DX), Z4 \
+	FMA((SI), Z4, Z0, Z12) \
+	LEAQ         8(R9), R15 \
+	CMPQ         R15, R10 \
+	JGE          done \
+	VBROADCASTSS 32(DX), Z5 \
+	FMA((SI)(R12*1), Z5, Z1, Z12) \
+	LEAQ         16(R9), R15 \
+	CMPQ         R15, R10 \
+	JGE          done \
+	VBROADCASTSS 64(DX), Z6 \
+	FMA((SI)(R12*2), Z6, Z2, Z12) \
+done: \
+	VADDPS Z2, Z0, Z0 \
+	VADDPS Z3, Z1, Z1 \
+	VADDPS Z1, Z0, T \
+	ADDQ   vstride+24(FP), CX
+
+// VLANE2 is VLANE on 32 columns, the lanes of the first 16 in Z0..Z3
+// (their first reduction step to Ta), of the next 16 (off bytes on in a
+// row) in Z4..Z7 (to Tb); Z8..Z11 and Z13 are clobbered too.
+#define VLANE2(l, Ta, Tb, full, tail, done, FMA, off) \
+	VPXORD Z0, Z0, Z0 \
+	VPXORD Z1, Z1, Z1 \
+	VPXORD Z2, Z2, Z2 \
+	VPXORD Z3, Z3, Z3 \
+	VPXORD Z4, Z4, Z4 \
+	VPXORD Z5, Z5, Z5 \
+	VPXORD Z6, Z6, Z6 \
+	VPXORD Z7, Z7, Z7 \
+	MOVQ   $l, R9 \
+	MOVQ   CX, SI \
+	LEAQ   (4*l)(R11), DX \
+	CMPQ   R9, R14 \
+	JGE    tail \
+full: \
+	VBROADCASTSS 0(DX), Z8 \
+	FMA((SI), Z8, Z0, Z12) \
+	FMA(off(SI), Z8, Z4, Z13) \
+	VBROADCASTSS 32(DX), Z9 \
+	FMA((SI)(R12*1), Z9, Z1, Z12) \
+	FMA(off(SI)(R12*1), Z9, Z5, Z13) \
+	VBROADCASTSS 64(DX), Z10 \
+	FMA((SI)(R12*2), Z10, Z2, Z12) \
+	FMA(off(SI)(R12*2), Z10, Z6, Z13) \
+	LEAQ         (SI)(R12*2), R15 \
+	VBROADCASTSS 96(DX), Z11 \
+	FMA((R15)(R12*1), Z11, Z3, Z12) \
+	FMA(off(R15)(R12*1), Z11, Z7, Z13) \
+	ADDQ         $32, R9 \
+	LEAQ         (SI)(R12*4), SI \
+	ADDQ         $128, DX \
+	CMPQ         R9, R14 \
+	JLT          full \
+tail: \
+	CMPQ         R9, R10 \
+	JGE          done \
+	VBROADCASTSS 0(DX), Z8 \
+	FMA((SI), Z8, Z0, Z12) \
+	FMA(off(SI), Z8, Z4, Z13) \
+	LEAQ         8(R9), R15 \
+	CMPQ         R15, R10 \
+	JGE          done \
+	VBROADCASTSS 32(DX), Z9 \
+	FMA((SI)(R12*1), Z9, Z1, Z12) \
+	FMA(off(SI)(R12*1), Z9, Z5, Z13) \
+	LEAQ         16(R9), R15 \
+	CMPQ         R15, R10 \
+	JGE          done \
+	VBROADCASTSS 64(DX), Z10 \
+	FMA((SI)(R12*2), Z10, Z2, Z12) \
+	FMA(off(SI)(R12*2), Z10, Z6, Z13) \
+done: \
+	VADDPS Z2, Z0, Z0 \
+	VADDPS Z3, Z1, Z1 \
+	VADDPS Z1, Z0, Ta \
+	VADDPS Z6, Z4, Z4 \
+	VADDPS Z7, Z5, Z5 \
+	VADDPS Z5, Z4, Tb \
+	ADDQ   vstride+24(FP), CX
+
+// VTREE sets T0 to ((T0+T4)+(T1+T5))+((T2+T6)+(T3+T7)), the rest of
+// ReduceLanes32F32's tree.
+#define VTREE(T0, T1, T2, T3, T4, T5, T6, T7) \
+	VADDPS T4, T0, T0 \
+	VADDPS T5, T1, T1 \
+	VADDPS T1, T0, T0 \
+	VADDPS T6, T2, T2 \
+	VADDPS T7, T3, T3 \
+	VADDPS T3, T2, T2 \
+	VADDPS T2, T0, T0
+
+// YLANE is VLANE in 8-lane registers on 16 columns: lanes l, l+8, l+16,
+// l+24 of the first 8 columns in Y0..Y3, of the next 8 (off bytes on in a
+// row) in Y4..Y7, their first reduction step left in Y0 and Y4. CX is the
+// head's value row 0 at the block's column; Y8 and W hold the weights (W
+// may be Y8: FMAF16 needs Y15 for the elements); R9, SI, DX, R15 and Y15
+// are clobbered.
+#define YLANE(l, full, tail, done, FMA, off, W) \
+	VXORPS Y0, Y0, Y0 \
+	VXORPS Y1, Y1, Y1 \
+	VXORPS Y2, Y2, Y2 \
+	VXORPS Y3, Y3, Y3 \
+	VXORPS Y4, Y4, Y4 \
+	VXORPS Y5, Y5, Y5 \
+	VXORPS Y6, Y6, Y6 \
+	VXORPS Y7, Y7, Y7 \
+	MOVQ   $l, R9 \
+	MOVQ   R9, SI \
+	IMULQ  vstride+24(FP), SI \
+	ADDQ   CX, SI \
+	LEAQ   (4*l)(R11), DX \
+	CMPQ   R9, R14 \
+	JGE    tail \
+full: \
+	VBROADCASTSS 0(DX), Y8 \
+	FMA((SI), Y8, Y0, Y15) \
+	FMA(off(SI), Y8, Y4, Y15) \
+	VBROADCASTSS 32(DX), W \
+	FMA((SI)(R12*1), W, Y1, Y15) \
+	FMA(off(SI)(R12*1), W, Y5, Y15) \
+	VBROADCASTSS 64(DX), Y8 \
+	FMA((SI)(R12*2), Y8, Y2, Y15) \
+	FMA(off(SI)(R12*2), Y8, Y6, Y15) \
+	LEAQ         (SI)(R12*2), R15 \
+	VBROADCASTSS 96(DX), W \
+	FMA((R15)(R12*1), W, Y3, Y15) \
+	FMA(off(R15)(R12*1), W, Y7, Y15) \
+	ADDQ         $32, R9 \
+	LEAQ         (SI)(R12*4), SI \
+	ADDQ         $128, DX \
+	CMPQ         R9, R14 \
+	JLT          full \
+tail: \
+	CMPQ         R9, R10 \
+	JGE          done \
+	VBROADCASTSS 0(DX), Y8 \
+	FMA((SI), Y8, Y0, Y15) \
+	FMA(off(SI), Y8, Y4, Y15) \
+	LEAQ         8(R9), R15 \
+	CMPQ         R15, R10 \
+	JGE          done \
+	VBROADCASTSS 32(DX), W \
+	FMA((SI)(R12*1), W, Y1, Y15) \
+	FMA(off(SI)(R12*1), W, Y5, Y15) \
+	LEAQ         16(R9), R15 \
+	CMPQ         R15, R10 \
+	JGE          done \
+	VBROADCASTSS 64(DX), Y8 \
+	FMA((SI)(R12*2), Y8, Y2, Y15) \
+	FMA(off(SI)(R12*2), Y8, Y6, Y15) \
+done: \
+	VADDPS Y2, Y0, Y0 \
+	VADDPS Y3, Y1, Y1 \
+	VADDPS Y1, Y0, Y0 \
+	VADDPS Y6, Y4, Y4 \
+	VADDPS Y7, Y5, Y5 \
+	VADDPS Y5, Y4, Y4
+
+// DOTP sets S to the sum of position p's accumulators of one head,
+// (x0+x2 | x1+x3) of GGML_F32x8_REDUCE: the chunks of 32 elements of its
+// key (R10, row p, + R15, the key head) times those of the query (R11),
+// in two 16-lane FMA accumulators (x0 and x1, x2 and x3 side by side),
+// the counterpart of each key chunk next bytes on (R9) fetched with it
+// (PF). A chunk is step bytes of the key, its second half at half, read by
+// LOAD; the query is scale times as far on as the key (CX: the key bytes
+// done). Then R10 moves to row p+1 unless p+1 positions are all that are
+// left (R12): a block's rows past the last repeat it. hb-8(SP) holds the
+// bytes of a key head; DI, CX, R14, Z0, Z1, Z4, Z5 are clobbered.
+#define DOTP(p, S, loop, LOAD, PF, half, step, scale) \
+	VPXORD Z0, Z0, Z0 \
+	VPXORD Z1, Z1, Z1 \
+	LEAQ   (R10)(R15*1), DI \
+	XORQ   CX, CX \
+loop: \
+	LEAQ        (DI)(CX*1), R14 \
+	PF(R14) \
+	LOAD        (R14), Z4 \
+	LOAD        half(R14), Z5 \
+	VFMADD231PS (R11)(CX*scale), Z4, Z0 \
+	VFMADD231PS 64(R11)(CX*scale), Z5, Z1 \
+	ADDQ        $step, CX \
+	CMPQ        CX, hb-8(SP) \
+	JLT         loop \
+	VADDPS      Z1, Z0, S \
+	LEAQ        (R10)(R13*1), R14 \
+	CMPQ        R12, $(p+1) \
+	CMOVQGT     R14, R10
+
+// DOTP2 is DOTP for heads of two chunks (64 elements), without the loop,
+// the parts of the key half bytes apart, the 64-byte lines next bytes on
+// fetched by PF2(DI). The first chunk is added to +0 too (a product of −0
+// makes a lane +0, as in ggml): not a plain product. Z2 and Z3 are
+// clobbered too.
+#define DOTP2(p, S, LOAD, PF2, half) \
+	LEAQ        (R10)(R15*1), DI \
+	PF2(DI) \
+	VPXORD      Z0, Z0, Z0 \
+	VPXORD      Z1, Z1, Z1 \
+	LOAD        (DI), Z2 \
+	LOAD        half(DI), Z3 \
+	VFMADD231PS (R11), Z2, Z0 \
+	VFMADD231PS 64(R11), Z3, Z1 \
+	LOAD        (2*half)(DI), Z4 \
+	LOAD        (3*half)(DI), Z5 \
+	VFMADD231PS 128(R11), Z4, Z0 \
+	VFMADD231PS 192(R11), Z5, Z1 \
+	VADDPS      Z1, Z0, S \
+	LEAQ        (R10)(R13*1), R14 \
+	CMPQ        R12, $(p+1) \
+	CMOVQGT     R14, R10
+
+// PF2F32 fetches the four lines of a key of 64 floats R9 bytes on from R;
+// PF2F16 the two of 64 halves.
+#define PF2F32(R) PREFETCHT0 (R)(R9*1); PREFETCHT0 64(R)(R9*1); PREFETCHT0 128(R)(R9*1); PREFETCHT0 192(R)(R9*1)
+#define PF2F16(R) PREFETCHT0 (R)(R9*1); PREFETCHT0 64(R)(R9*1)
