@@ -20,9 +20,10 @@
 #define FMAF16(mem, w, acc, T) VCVTPH2PS mem, T; VFMADD231PS T, w, acc
 
 // PFF32 fetches the two lines R9 bytes on from R (a chunk of 32 floats);
-// PFF16 the one line of a chunk of 32 halves.
+// PFF16 the one line of a chunk of 32 halves, and the chunk's line eight
+// rows (R13 bytes apart) on, in the next block of positions.
 #define PFF32(R) PREFETCHT0 (R)(R9*1); PREFETCHT0 64(R)(R9*1)
-#define PFF16(R) PREFETCHT0 (R)(R9*1)
+#define PFF16(R) PREFETCHT0 (R)(R9*1); PREFETCHT0 (R)(R13*8)
 
 // VLANE sums lane l (0..7) of the 32 of the current head's column block
 // and lanes l+8, l+16, l+24 beside it (positions l+8k+32r < n, weight
@@ -224,7 +225,7 @@ done: \
 // key (R10, row p, + R15, the key head) times those of the query (R11),
 // in two 16-lane FMA accumulators (x0 and x1, x2 and x3 side by side),
 // the counterpart of each key chunk next bytes on (R9) fetched with it
-// (PF). A chunk is step bytes of the key, its second half at half, read by
+// (PF, given the chunk's address). A chunk is step bytes of the key, its second half at half, read by
 // LOAD; the query is scale times as far on as the key (CX: the key bytes
 // done). Then R10 moves to row p+1 unless p+1 positions are all that are
 // left (R12): a block's rows past the last repeat it. hb-8(SP) holds the
@@ -273,6 +274,7 @@ loop: \
 	CMOVQGT     R14, R10
 
 // PF2F32 fetches the four lines of a key of 64 floats R9 bytes on from R;
-// PF2F16 the two of 64 halves.
+// PF2F16 the two of 64 halves, and the key's two lines eight rows (R13
+// bytes apart) on, in the next block of positions.
 #define PF2F32(R) PREFETCHT0 (R)(R9*1); PREFETCHT0 64(R)(R9*1); PREFETCHT0 128(R)(R9*1); PREFETCHT0 192(R)(R9*1)
-#define PF2F16(R) PREFETCHT0 (R)(R9*1); PREFETCHT0 64(R)(R9*1)
+#define PF2F16(R) PREFETCHT0 (R)(R9*1); PREFETCHT0 64(R)(R9*1); PREFETCHT0 (R)(R13*8); PREFETCHT0 64(R)(R13*8)
