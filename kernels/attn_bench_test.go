@@ -86,13 +86,13 @@ func BenchmarkF32Heads(b *testing.B) {
 }
 
 // BenchmarkF16Heads is BenchmarkF32Heads for a half-precision cache
-// (DotF16Heads, ValuesF16Heads), at 50 and 200 positions: the same layer's
-// attention over half the bytes. The queries and weights are rounded to
-// half precision, as the model rounds them.
+// (DotF16Heads, ValuesF16Heads): the same layer's attention over half the
+// bytes. The queries and weights are rounded to half precision, as the
+// model rounds them.
 func BenchmarkF16Heads(b *testing.B) {
 	const heads, d = 12, 64
 	r := rand.New(rand.NewPCG(21, 22))
-	for _, n := range []int{50, 200} {
+	for _, n := range []int{50, 100, 200} {
 		for _, temp := range []string{"hot", "cold"} {
 			row := heads * d
 			layers := 1

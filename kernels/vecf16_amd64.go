@@ -132,6 +132,35 @@ func valuesF16HeadsAsm(tr *Tier, out []float32, values []uint16, stride, n int, 
 		valuesF16HeadsAVX512(&out[0], n, &values[0], 2*stride, &p[0], 4*pstride, heads, d, group, g0)
 		return true
 	}
+	if n > 64 && d <= maxLanesF16 {
+		// Past two lanes' rounds the 16-column passes are slower than
+		// lanes of 32 columns and their reduction, as for f32
+		// (BenchmarkF16Heads at 200 positions: half the CPU in L2, a
+		// quarter less from memory after the key pass).
+		valuesF16Lanes(out, values, stride, n, p, pstride, d, group, g0, heads)
+		return true
+	}
 	valuesF16HeadsAVX2(&out[0], n, &values[0], 2*stride, &p[0], 4*pstride, heads, d, group, g0)
 	return true
 }
+
+// maxLanesF16 is the widest head whose lanes valuesF16Lanes keeps on its
+// stack.
+const maxLanesF16 = 128
+
+// valuesF16Lanes is ValuesF16Heads head by head as LanesF32Heads and
+// ReduceLanes32F32 compute ValuesF32Heads: lanesF16HeadsAVX2 sums a head's
+// 32 lanes (in a stack array: ValuesF16Heads' scratch lanes do not reach
+// the hook) and reduceLanes32AVX2 adds them up. n > 32, d%8 == 0 and d <=
+// maxLanesF16.
+func valuesF16Lanes(out []float32, values []uint16, stride, n int, p []float32, pstride, d, group, g0, heads int) {
+	var lanes [32 * maxLanesF16]float32
+	for j := range heads {
+		kv := (g0 + j) / group
+		lanesF16HeadsAVX2(&lanes[0], n, &values[kv*d], 2*stride, &p[j*pstride], 4*pstride, 1, d, 1, 0)
+		reduceLanes32AVX2(&out[j*d], &lanes[0], d)
+	}
+}
+
+//go:noescape
+func lanesF16HeadsAVX2(lanes *float32, n int, values *uint16, vstride int, p *float32, pstride, heads, cols, group, g0 int)

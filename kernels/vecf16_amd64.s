@@ -312,3 +312,119 @@ zsame:
 	JNZ  zhead
 	VZEROUPPER
 	RET
+
+// func lanesF16HeadsAVX2(lanes *float32, n int, values *uint16, vstride int, p *float32, pstride, heads, cols, group, g0 int)
+// lanesF32HeadsAVX2 on half-precision values (the same arguments and
+// sums): lane t%32 of head j += p[j·pstride+4t] times the cols elements of
+// j's value head in row t, each widened exactly and added with one
+// rounding, from zero; lanes n.. (n < 32) are not written. cols is a
+// multiple of 8; a lane's 32 columns are a line of its value row.
+//
+// Registers: as lanesF32HeadsAVX2, R14 the bytes of a head's value row
+// (a lane is twice as many), DI the column in bytes of halves.
+TEXT ·lanesF16HeadsAVX2(SB), NOSPLIT, $0-80
+	MOVQ values+16(FP), R13
+	MOVQ vstride+24(FP), R12
+	MOVQ R12, R15
+	SHLQ $5, R15
+	MOVQ p+32(FP), R11
+	MOVQ cols+56(FP), R14
+	SHLQ $1, R14
+	MOVQ g0+72(FP), AX
+	MOVQ heads+48(FP), BX
+
+mhead:
+	MOVQ lanes+0(FP), R8
+	XORQ CX, CX
+
+mlane:
+	CMPQ CX, $32
+	JGE  mheaddone
+	CMPQ CX, n+8(FP)
+	JGE  mheaddone
+	XORQ DI, DI
+	MOVQ R14, R10
+
+mcol32:
+	CMPQ R10, $64
+	JLT  mcol8
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	MOVQ CX, R9
+	MOVQ CX, SI
+	IMULQ R12, SI
+	ADDQ R13, SI
+	ADDQ DI, SI
+	LEAQ (R11)(CX*4), DX
+
+mt32:
+	VBROADCASTSS (DX), Y15
+	VCVTPH2PS 0(SI), Y4
+	VFMADD231PS Y4, Y15, Y0
+	VCVTPH2PS 16(SI), Y5
+	VFMADD231PS Y5, Y15, Y1
+	VCVTPH2PS 32(SI), Y6
+	VFMADD231PS Y6, Y15, Y2
+	VCVTPH2PS 48(SI), Y7
+	VFMADD231PS Y7, Y15, Y3
+	ADDQ $32, R9
+	ADDQ R15, SI
+	ADDQ $128, DX
+	CMPQ R9, n+8(FP)
+	JLT  mt32
+	VMOVUPS Y0, 0(R8)(DI*2)
+	VMOVUPS Y1, 32(R8)(DI*2)
+	VMOVUPS Y2, 64(R8)(DI*2)
+	VMOVUPS Y3, 96(R8)(DI*2)
+	ADDQ $64, DI
+	SUBQ $64, R10
+	JMP  mcol32
+
+mcol8:
+	TESTQ R10, R10
+	JZ    mlanedone
+	VXORPS Y0, Y0, Y0
+	MOVQ CX, R9
+	MOVQ CX, SI
+	IMULQ R12, SI
+	ADDQ R13, SI
+	ADDQ DI, SI
+	LEAQ (R11)(CX*4), DX
+
+mt8:
+	VBROADCASTSS (DX), Y15
+	VCVTPH2PS (SI), Y4
+	VFMADD231PS Y4, Y15, Y0
+	ADDQ $32, R9
+	ADDQ R15, SI
+	ADDQ $128, DX
+	CMPQ R9, n+8(FP)
+	JLT  mt8
+	VMOVUPS Y0, (R8)(DI*2)
+	ADDQ $16, DI
+	SUBQ $16, R10
+	JMP  mcol8
+
+mlanedone:
+	LEAQ (R8)(R14*2), R8
+	INCQ CX
+	JMP  mlane
+
+mheaddone:
+	MOVQ R14, R10
+	SHLQ $6, R10
+	ADDQ R10, lanes+0(FP)
+	ADDQ pstride+40(FP), R11
+	INCQ AX
+	CMPQ AX, group+64(FP)
+	JLT  msame
+	XORQ AX, AX
+	ADDQ R14, R13
+
+msame:
+	DECQ BX
+	JNZ  mhead
+	VZEROUPPER
+	RET
