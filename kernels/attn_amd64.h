@@ -1,16 +1,12 @@
 // Shared by the amd64 attention kernels (#include "attn_amd64.h"): the
-// loops over a KV cache's rows of DotF32Heads / ValuesF32Heads
-// (attn_avx512_amd64.s, vecf32_amd64.s) and of their half-precision twins
-// DotF16Heads / ValuesF16Heads (attn_avx512_amd64.s, vecf16_amd64.s), the
-// same code but for how a row's elements are read: a float32 row as a
-// memory operand, a half-precision one widened (exactly) by VCVTPH2PS
-// first. The macros take the reading as a parameter:
-//
-//	FMA(mem, w, acc, T)  acc += mem·w, fused; T a register it may clobber
-//	LOAD                 the instruction that loads a row's part into a register
-//	PF(R)                fetches a chunk's counterpart at R into the cache
-//
-// and the byte offsets that follow from the element's width.
+// loops over a KV cache's value rows of ValuesF32Heads
+// (attn_avx512_amd64.s, vecf32_amd64.s) and of its half-precision twin
+// ValuesF16Heads (attn_avx512_amd64.s, vecf16_amd64.s), the same code but
+// for how a row's elements are read: a float32 row as a memory operand, a
+// half-precision one widened (exactly) by VCVTPH2PS first. The macros take
+// the reading as a parameter, FMA(mem, w, acc, T): acc += mem·w, fused, T
+// a register it may clobber; and the byte offsets that follow from the
+// element's width.
 
 // FMAF32 adds the float32 elements at mem times w to acc, fused.
 #define FMAF32(mem, w, acc, T) VFMADD231PS mem, w, acc
@@ -18,12 +14,6 @@
 // FMAF16 adds the half-precision elements at mem (half as many bytes)
 // times w to acc, fused: the elements widened into T first.
 #define FMAF16(mem, w, acc, T) VCVTPH2PS mem, T; VFMADD231PS T, w, acc
-
-// PFF32 fetches the two lines R9 bytes on from R (a chunk of 32 floats);
-// PFF16 the one line of a chunk of 32 halves, and the chunk's line eight
-// rows (R13 bytes apart) on, in the next block of positions.
-#define PFF32(R) PREFETCHT0 (R)(R9*1); PREFETCHT0 64(R)(R9*1)
-#define PFF16(R) PREFETCHT0 (R)(R9*1); PREFETCHT0 (R)(R13*8)
 
 // VLANE sums lane l (0..7) of the 32 of the current head's column block
 // and lanes l+8, l+16, l+24 beside it (positions l+8k+32r < n, weight
@@ -219,62 +209,3 @@ done: \
 	VADDPS Y6, Y4, Y4 \
 	VADDPS Y7, Y5, Y5 \
 	VADDPS Y5, Y4, Y4
-
-// DOTP sets S to the sum of position p's accumulators of one head,
-// (x0+x2 | x1+x3) of GGML_F32x8_REDUCE: the chunks of 32 elements of its
-// key (R10, row p, + R15, the key head) times those of the query (R11),
-// in two 16-lane FMA accumulators (x0 and x1, x2 and x3 side by side),
-// the counterpart of each key chunk next bytes on (R9) fetched with it
-// (PF, given the chunk's address). A chunk is step bytes of the key, its second half at half, read by
-// LOAD; the query is scale times as far on as the key (CX: the key bytes
-// done). Then R10 moves to row p+1 unless p+1 positions are all that are
-// left (R12): a block's rows past the last repeat it. hb-8(SP) holds the
-// bytes of a key head; DI, CX, R14, Z0, Z1, Z4, Z5 are clobbered.
-#define DOTP(p, S, loop, LOAD, PF, half, step, scale) \
-	VPXORD Z0, Z0, Z0 \
-	VPXORD Z1, Z1, Z1 \
-	LEAQ   (R10)(R15*1), DI \
-	XORQ   CX, CX \
-loop: \
-	LEAQ        (DI)(CX*1), R14 \
-	PF(R14) \
-	LOAD        (R14), Z4 \
-	LOAD        half(R14), Z5 \
-	VFMADD231PS (R11)(CX*scale), Z4, Z0 \
-	VFMADD231PS 64(R11)(CX*scale), Z5, Z1 \
-	ADDQ        $step, CX \
-	CMPQ        CX, hb-8(SP) \
-	JLT         loop \
-	VADDPS      Z1, Z0, S \
-	LEAQ        (R10)(R13*1), R14 \
-	CMPQ        R12, $(p+1) \
-	CMOVQGT     R14, R10
-
-// DOTP2 is DOTP for heads of two chunks (64 elements), without the loop,
-// the parts of the key half bytes apart, the 64-byte lines next bytes on
-// fetched by PF2(DI). The first chunk is added to +0 too (a product of −0
-// makes a lane +0, as in ggml): not a plain product. Z2 and Z3 are
-// clobbered too.
-#define DOTP2(p, S, LOAD, PF2, half) \
-	LEAQ        (R10)(R15*1), DI \
-	PF2(DI) \
-	VPXORD      Z0, Z0, Z0 \
-	VPXORD      Z1, Z1, Z1 \
-	LOAD        (DI), Z2 \
-	LOAD        half(DI), Z3 \
-	VFMADD231PS (R11), Z2, Z0 \
-	VFMADD231PS 64(R11), Z3, Z1 \
-	LOAD        (2*half)(DI), Z4 \
-	LOAD        (3*half)(DI), Z5 \
-	VFMADD231PS 128(R11), Z4, Z0 \
-	VFMADD231PS 192(R11), Z5, Z1 \
-	VADDPS      Z1, Z0, S \
-	LEAQ        (R10)(R13*1), R14 \
-	CMPQ        R12, $(p+1) \
-	CMOVQGT     R14, R10
-
-// PF2F32 fetches the four lines of a key of 64 floats R9 bytes on from R;
-// PF2F16 the two of 64 halves, and the key's two lines eight rows (R13
-// bytes apart) on, in the next block of positions.
-#define PF2F32(R) PREFETCHT0 (R)(R9*1); PREFETCHT0 64(R)(R9*1); PREFETCHT0 128(R)(R9*1); PREFETCHT0 192(R)(R9*1)
-#define PF2F16(R) PREFETCHT0 (R)(R9*1); PREFETCHT0 64(R)(R9*1); PREFETCHT0 (R)(R13*8); PREFETCHT0 64(R)(R13*8)

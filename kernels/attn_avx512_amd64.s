@@ -4,11 +4,11 @@
 #include "attn_amd64.h"
 
 // The avx512 tier's attention kernels (vecf32.go, vecf16.go): the scores
-// of several heads, eight positions at a time (DotF32Heads, DotF16Heads),
-// and their weighted values summed to the outputs in one pass
-// (ValuesF32Heads, ValuesF16Heads). The half-precision kernels are the
-// float32 ones on rows of halves, each element widened exactly by
-// VCVTPH2PS: the same sums in the same order, over half the bytes.
+// of several heads (DotF32Heads eight positions at a time, DotF16Heads
+// position by position) and their weighted values summed to the outputs in
+// one pass (ValuesF32Heads, ValuesF16Heads: the same loops, attn_amd64.h,
+// on rows of halves widened exactly by VCVTPH2PS for f16, so the same sums
+// in the same order over half the bytes).
 
 // func valuesF32HeadsAVX512(out *float32, n int, values *byte, vstride int, p *float32, pstride, heads, cols, group, g0 int)
 // For head j < heads and column c < cols (a multiple of 16): out[j·cols+c]
@@ -116,6 +116,58 @@ DATA dotOrder<>+56(SB)/4, $0
 DATA dotOrder<>+60(SB)/4, $0
 GLOBL dotOrder<>(SB), RODATA|NOPTR, $64
 
+// DOTP sets S to the sum of position p's accumulators of one head,
+// (x0+x2 | x1+x3) of GGML_F32x8_REDUCE: the chunks of 32 floats of its
+// key (R10, row p, + R15, the key head) times those of the query (R11),
+// in two 16-lane FMA accumulators (x0 and x1, x2 and x3 side by side),
+// the line next bytes on (R9) from each key line fetched with it. Then R10 moves to row p+1 unless p+1 positions are all that are
+// left (R12): a block's rows past the last repeat it. hb-8(SP) holds the
+// bytes of a head; DI, CX, R14, Z0, Z1, Z4, Z5 are clobbered.
+#define DOTP(p, S, loop) \
+	VPXORD Z0, Z0, Z0 \
+	VPXORD Z1, Z1, Z1 \
+	LEAQ   (R10)(R15*1), DI \
+	XORQ   CX, CX \
+loop: \
+	LEAQ        (DI)(CX*1), R14 \
+	PREFETCHT0  (R14)(R9*1) \
+	PREFETCHT0  64(R14)(R9*1) \
+	VMOVUPS     (R14), Z4 \
+	VMOVUPS     64(R14), Z5 \
+	VFMADD231PS (R11)(CX*1), Z4, Z0 \
+	VFMADD231PS 64(R11)(CX*1), Z5, Z1 \
+	ADDQ        $128, CX \
+	CMPQ        CX, hb-8(SP) \
+	JLT         loop \
+	VADDPS      Z1, Z0, S \
+	LEAQ        (R10)(R13*1), R14 \
+	CMPQ        R12, $(p+1) \
+	CMOVQGT     R14, R10
+
+// DOTP2 is DOTP for heads of two chunks (64 floats), without the loop.
+// The first chunk is added to +0 too (a product of −0 makes a lane +0, as
+// in ggml): not a plain product. Z2 and Z3 are clobbered too.
+#define DOTP2(p, S) \
+	LEAQ        (R10)(R15*1), DI \
+	PREFETCHT0  (DI)(R9*1) \
+	PREFETCHT0  64(DI)(R9*1) \
+	PREFETCHT0  128(DI)(R9*1) \
+	PREFETCHT0  192(DI)(R9*1) \
+	VPXORD      Z0, Z0, Z0 \
+	VPXORD      Z1, Z1, Z1 \
+	VMOVUPS     (DI), Z2 \
+	VMOVUPS     64(DI), Z3 \
+	VFMADD231PS (R11), Z2, Z0 \
+	VFMADD231PS 64(R11), Z3, Z1 \
+	VMOVUPS     128(DI), Z4 \
+	VMOVUPS     192(DI), Z5 \
+	VFMADD231PS 128(R11), Z4, Z0 \
+	VFMADD231PS 192(R11), Z5, Z1 \
+	VADDPS      Z1, Z0, S \
+	LEAQ        (R10)(R13*1), R14 \
+	CMPQ        R12, $(p+1) \
+	CMOVQGT     R14, R10
+
 // func dotF32HeadsAVX512(out *float32, ostride, n int, keys *byte, kstride int, q *byte, heads, chunks, group, g0, next int)
 // dotF32HeadsAVX2 (the same arguments and sums) eight positions at a
 // time: for a block of 8 positions (the last repeating its last row)
@@ -163,25 +215,25 @@ dhead:
 	MOVQ SI, R10
 	CMPQ hb-8(SP), $256
 	JNE  dany
-	DOTP2(0, Z16, VMOVUPS, PF2F32, 64)
-	DOTP2(1, Z17, VMOVUPS, PF2F32, 64)
-	DOTP2(2, Z18, VMOVUPS, PF2F32, 64)
-	DOTP2(3, Z19, VMOVUPS, PF2F32, 64)
-	DOTP2(4, Z20, VMOVUPS, PF2F32, 64)
-	DOTP2(5, Z21, VMOVUPS, PF2F32, 64)
-	DOTP2(6, Z22, VMOVUPS, PF2F32, 64)
-	DOTP2(7, Z23, VMOVUPS, PF2F32, 64)
+	DOTP2(0, Z16)
+	DOTP2(1, Z17)
+	DOTP2(2, Z18)
+	DOTP2(3, Z19)
+	DOTP2(4, Z20)
+	DOTP2(5, Z21)
+	DOTP2(6, Z22)
+	DOTP2(7, Z23)
 	JMP  dreduce
 
 dany:
-	DOTP(0, Z16, dl0, VMOVUPS, PFF32, 64, 128, 1)
-	DOTP(1, Z17, dl1, VMOVUPS, PFF32, 64, 128, 1)
-	DOTP(2, Z18, dl2, VMOVUPS, PFF32, 64, 128, 1)
-	DOTP(3, Z19, dl3, VMOVUPS, PFF32, 64, 128, 1)
-	DOTP(4, Z20, dl4, VMOVUPS, PFF32, 64, 128, 1)
-	DOTP(5, Z21, dl5, VMOVUPS, PFF32, 64, 128, 1)
-	DOTP(6, Z22, dl6, VMOVUPS, PFF32, 64, 128, 1)
-	DOTP(7, Z23, dl7, VMOVUPS, PFF32, 64, 128, 1)
+	DOTP(0, Z16, dl0)
+	DOTP(1, Z17, dl1)
+	DOTP(2, Z18, dl2)
+	DOTP(3, Z19, dl3)
+	DOTP(4, Z20, dl4)
+	DOTP(5, Z21, dl5)
+	DOTP(6, Z22, dl6)
+	DOTP(7, Z23, dl7)
 
 dreduce:
 	// (x0+x2)+(x1+x3) of each, two positions a register.
@@ -228,120 +280,6 @@ dsame:
 	LEAQ (SI)(R13*8), SI
 	SUBQ $8, R12
 	JGT  dblock
-	VZEROUPPER
-	RET
-
-// func dotF16HeadsAVX512(out *float32, ostride, n int, keys *uint16, kstride int, q *float32, heads, chunks, group, g0, next int)
-// dotF32HeadsAVX512 (the same arguments, the keys half-precision) eight
-// positions at a time, each score DotF16Rows' sum of heads of chunks·32
-// elements (no tail): for a block of 8 positions (the last repeating its
-// last row) and each head, the 8 dot products' accumulators are reduced
-// together (GGML_F32x8_REDUCE's tree on each) and the 8 scores stored at
-// once (under a mask past n). Unlike dotF32HeadsAVX512 it fetches each key
-// line of the next block as it reads the line eight rows before: that
-// takes a quarter off its time with the keys in memory (BenchmarkF16Heads,
-// cold: 12 heads of 64, 200 positions) and nothing with them in L2.
-//
-// Registers: as dotF32HeadsAVX512; hb-8(SP) holds the bytes of a key head
-// (a query head is twice as many).
-TEXT ·dotF16HeadsAVX512(SB), NOSPLIT, $8-88
-	MOVQ out+0(FP), R8
-	MOVQ n+16(FP), R12
-	MOVQ keys+24(FP), SI
-	MOVQ kstride+32(FP), R13
-	MOVQ next+80(FP), R9
-	MOVQ chunks+56(FP), CX
-	SHLQ $6, CX
-	MOVQ CX, hb-8(SP)
-	VMOVDQU32 dotOrder<>(SB), Z31
-
-eblock:
-	MOVQ   R12, CX
-	CMPQ   CX, $8
-	JLE    emask
-	MOVQ   $8, CX
-
-emask:
-	MOVL   $1, R14
-	SHLL   CX, R14
-	DECL   R14
-	KMOVW  R14, K1
-	MOVQ   R8, DX
-	MOVQ   q+40(FP), R11
-	XORQ   R15, R15
-	MOVQ   g0+72(FP), AX
-	MOVQ   heads+48(FP), BX
-
-ehead:
-	MOVQ SI, R10
-	CMPQ hb-8(SP), $128
-	JNE  eany
-	DOTP2(0, Z16, VCVTPH2PS, PF2F16, 32)
-	DOTP2(1, Z17, VCVTPH2PS, PF2F16, 32)
-	DOTP2(2, Z18, VCVTPH2PS, PF2F16, 32)
-	DOTP2(3, Z19, VCVTPH2PS, PF2F16, 32)
-	DOTP2(4, Z20, VCVTPH2PS, PF2F16, 32)
-	DOTP2(5, Z21, VCVTPH2PS, PF2F16, 32)
-	DOTP2(6, Z22, VCVTPH2PS, PF2F16, 32)
-	DOTP2(7, Z23, VCVTPH2PS, PF2F16, 32)
-	JMP  ereduce
-
-eany:
-	DOTP(0, Z16, el0, VCVTPH2PS, PFF16, 32, 64, 2)
-	DOTP(1, Z17, el1, VCVTPH2PS, PFF16, 32, 64, 2)
-	DOTP(2, Z18, el2, VCVTPH2PS, PFF16, 32, 64, 2)
-	DOTP(3, Z19, el3, VCVTPH2PS, PFF16, 32, 64, 2)
-	DOTP(4, Z20, el4, VCVTPH2PS, PFF16, 32, 64, 2)
-	DOTP(5, Z21, el5, VCVTPH2PS, PFF16, 32, 64, 2)
-	DOTP(6, Z22, el6, VCVTPH2PS, PFF16, 32, 64, 2)
-	DOTP(7, Z23, el7, VCVTPH2PS, PFF16, 32, 64, 2)
-
-ereduce:
-	// (x0+x2)+(x1+x3) of each, two positions a register.
-	VSHUFF64X2 $0x44, Z17, Z16, Z24
-	VSHUFF64X2 $0xee, Z17, Z16, Z25
-	VADDPS     Z25, Z24, Z16
-	VSHUFF64X2 $0x44, Z19, Z18, Z24
-	VSHUFF64X2 $0xee, Z19, Z18, Z25
-	VADDPS     Z25, Z24, Z18
-	VSHUFF64X2 $0x44, Z21, Z20, Z24
-	VSHUFF64X2 $0xee, Z21, Z20, Z25
-	VADDPS     Z25, Z24, Z20
-	VSHUFF64X2 $0x44, Z23, Z22, Z24
-	VSHUFF64X2 $0xee, Z23, Z22, Z25
-	VADDPS     Z25, Z24, Z22
-	// The low 128 bits plus the high, four positions a register.
-	VSHUFF32X4 $0x88, Z18, Z16, Z24
-	VSHUFF32X4 $0xdd, Z18, Z16, Z25
-	VADDPS     Z25, Z24, Z16
-	VSHUFF32X4 $0x88, Z22, Z20, Z24
-	VSHUFF32X4 $0xdd, Z22, Z20, Z25
-	VADDPS     Z25, Z24, Z20
-	// Two horizontal adds: lane k holds positions k and 4+k.
-	VSHUFPS $0x88, Z20, Z16, Z24
-	VSHUFPS $0xdd, Z20, Z16, Z25
-	VADDPS  Z25, Z24, Z16
-	VSHUFPS $0x88, Z16, Z16, Z24
-	VSHUFPS $0xdd, Z16, Z16, Z25
-	VADDPS  Z25, Z24, Z16
-	VPERMPS Z16, Z31, Z16
-	VMOVUPS Y16, K1, (DX)
-	ADDQ    ostride+8(FP), DX
-	ADDQ    hb-8(SP), R11
-	ADDQ    hb-8(SP), R11
-	INCQ    AX
-	CMPQ    AX, group+64(FP)
-	JLT     esame
-	XORQ    AX, AX
-	ADDQ    hb-8(SP), R15
-
-esame:
-	DECQ BX
-	JNZ  ehead
-	ADDQ $32, R8
-	LEAQ (SI)(R13*8), SI
-	SUBQ $8, R12
-	JGT  eblock
 	VZEROUPPER
 	RET
 
@@ -422,5 +360,77 @@ uheaddone:
 usame:
 	DECQ BX
 	JNZ  uhead
+	VZEROUPPER
+	RET
+
+// func dotF16HeadsAVX512(out *float32, ostride, n int, keys *uint16, kstride int, q *float32, heads, chunks, group, g0, next int)
+// dotF16HeadsAVX2 (the same arguments and sums: each score DotF16Rows' sum
+// of heads of chunks·32 elements, no tail) in 16-lane registers, x0 and x1,
+// x2 and x3 of GGML_F32x8_REDUCE side by side: position by position, head
+// by head, so that the rows are read in order, each key line fetched two
+// rows ahead and its counterpart next bytes on. dotF32HeadsAVX512's order
+// (eight positions' dots reduced together, head by head) takes less CPU
+// with the keys in L2, but the rows read out of order leave the hardware's
+// prefetch behind with them in memory: with the values fetched on the way
+// and summed after (BenchmarkF16Heads, both, cold) it took ~35% more at 50
+// positions and ~15% more at 200.
+//
+// Registers: as dotF32HeadsAVX2.
+TEXT ·dotF16HeadsAVX512(SB), NOSPLIT, $0-88
+	MOVQ out+0(FP), R8
+	MOVQ ostride+8(FP), R12
+	MOVQ next+80(FP), R9
+	MOVQ keys+24(FP), SI
+	MOVQ kstride+32(FP), R13
+	MOVQ chunks+56(FP), R10
+	MOVQ R10, R14
+	SHLQ $6, R14 // bytes of a key head
+
+gpos:
+	MOVQ R8, DX
+	MOVQ q+40(FP), R11
+	MOVQ SI, R15
+	MOVQ g0+72(FP), AX
+	MOVQ heads+48(FP), BX
+
+ghead:
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	MOVQ R15, DI
+	MOVQ R10, CX
+
+gchunk:
+	PREFETCHT0 0(DI)(R13*2)
+	PREFETCHT0 0(DI)(R9*1)
+	VCVTPH2PS 0(DI), Z4
+	VCVTPH2PS 32(DI), Z5
+	VFMADD231PS 0(R11), Z4, Z0
+	VFMADD231PS 64(R11), Z5, Z1
+	ADDQ $64, DI
+	ADDQ $128, R11
+	DECQ CX
+	JNZ  gchunk
+	VADDPS Z1, Z0, Z0
+	VEXTRACTF64X4 $1, Z0, Y1
+	VADDPS Y1, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS X1, X0, X0
+	VHADDPS X0, X0, X0
+	VHADDPS X0, X0, X0
+	VMOVSS X0, (DX)
+	ADDQ R12, DX
+	INCQ AX
+	CMPQ AX, group+64(FP)
+	JLT  gsame
+	XORQ AX, AX
+	ADDQ R14, R15
+
+gsame:
+	DECQ BX
+	JNZ  ghead
+	ADDQ $4, R8
+	ADDQ R13, SI
+	DECQ n+16(FP) // the positions left
+	JNZ  gpos
 	VZEROUPPER
 	RET
