@@ -123,10 +123,17 @@ func valuesF16HeadsAVX2(out *float32, n int, values *uint16, vstride int, p *flo
 
 // valuesF16HeadsAsm is ValuesF16Heads in the assembly of tier tr
 // (attn_avx512_amd64.s, vecf16_amd64.s); false where the tier has none,
-// for heads of d%16 != 0 too (the caller then runs the generic code).
+// for heads of d%8 != 0 too (the caller then runs the generic code).
 func valuesF16HeadsAsm(tr *Tier, out []float32, values []uint16, stride, n int, p []float32, pstride, d, group, g0, heads int) bool {
-	if d%16 != 0 || n == 0 || !hasAVX2() {
+	if d%8 != 0 || n == 0 || !hasAVX2() {
 		return false
+	}
+	if d%16 != 0 { // the lanes, whichever tier
+		if d > maxLanesF16 {
+			return false
+		}
+		valuesF16Lanes(out, values, stride, n, p, pstride, d, group, g0, heads)
+		return true
 	}
 	if tr == avx512Tier && haveAVX512 {
 		valuesF16HeadsAVX512(&out[0], n, &values[0], 2*stride, &p[0], 4*pstride, heads, d, group, g0)
@@ -151,8 +158,8 @@ const maxLanesF16 = 128
 // valuesF16Lanes is ValuesF16Heads head by head as LanesF32Heads and
 // ReduceLanes32F32 compute ValuesF32Heads: lanesF16HeadsAVX2 sums a head's
 // 32 lanes (in a stack array: ValuesF16Heads' scratch lanes do not reach
-// the hook) and reduceLanes32AVX2 adds them up. n > 32, d%8 == 0 and d <=
-// maxLanesF16.
+// the hook; those of positions past n < 32 stay +0) and reduceLanes32AVX2
+// adds them up. n > 0, d%8 == 0 and d <= maxLanesF16.
 func valuesF16Lanes(out []float32, values []uint16, stride, n int, p []float32, pstride, d, group, g0, heads int) {
 	var lanes [32 * maxLanesF16]float32
 	for j := range heads {

@@ -329,6 +329,11 @@ func TestF16HeadsTiers(t *testing.T) {
 			tests = append(tests, shape{d, 3, 2, 1, n, d % 3})
 		}
 	}
+	for _, n := range []int{1, 7, 31, 32, 33, 65, 100} { // heads of 8 + 16k columns
+		for _, d := range []int{8, 24, 40, 80, 120} {
+			tests = append(tests, shape{d, 3, 2, 1, n, d % 3})
+		}
+	}
 	for _, tier := range Tiers() {
 		tr, err := TierNamed(tier)
 		if err != nil {
