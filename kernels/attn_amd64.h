@@ -1,11 +1,13 @@
 // Shared by the amd64 attention kernels (#include "attn_amd64.h"): the
-// loops over a KV cache's value rows of ValuesF32Heads
-// (attn_avx512_amd64.s, vecf32_amd64.s) and of its half-precision twin
-// ValuesF16Heads (attn_avx512_amd64.s, vecf16_amd64.s), the same code but
-// for how a row's elements are read: a float32 row as a memory operand, a
+// loops over a KV cache's rows of ValuesF32Heads (attn_avx512_amd64.s,
+// vecf32_amd64.s) and DotF32Heads' avx2 kernel and of their
+// half-precision twins ValuesF16Heads and DotF16Heads
+// (attn_avx512_amd64.s, vecf16_amd64.s), the same code but for how a
+// row's elements are read: a float32 row as a memory operand, a
 // half-precision one widened (exactly) by VCVTPH2PS first. The macros take
 // the reading as a parameter, FMA(mem, w, acc, T): acc += mem·w, fused, T
-// a register it may clobber; and the byte offsets that follow from the
+// a register it may clobber (or LOAD, the instruction that loads a row's
+// elements into a register); and the byte offsets that follow from the
 // element's width.
 
 // FMAF32 adds the float32 elements at mem times w to acc, fused.
@@ -209,3 +211,74 @@ done: \
 	VADDPS Y6, Y4, Y4 \
 	VADDPS Y7, Y5, Y5 \
 	VADDPS Y5, Y4, Y4
+
+// DOTHEADS is the body of dotF32HeadsAVX2 and dotF16HeadsAVX2 (their
+// arguments and registers): position by position, head by head, four
+// 8-lane FMA accumulators over the chunks of 32 elements of a key, reduced
+// as GGML_F32x8_REDUCE. A chunk is 4·w bytes of the key (w bytes of 8
+// elements), its parts read by LOAD and its lines fetched by PF(DI); a key
+// head is chunks<<sh bytes.
+#define DOTHEADS(LOAD, w, sh, PF, pos, head, chunk, same) \
+	MOVQ out+0(FP), R8 \
+	MOVQ ostride+8(FP), R12 \
+	MOVQ next+80(FP), R9 \
+	MOVQ keys+24(FP), SI \
+	MOVQ kstride+32(FP), R13 \
+	MOVQ chunks+56(FP), R10 \
+	MOVQ R10, R14 \
+	SHLQ $sh, R14 \
+pos: \
+	MOVQ R8, DX \
+	MOVQ q+40(FP), R11 \
+	MOVQ SI, R15 \
+	MOVQ g0+72(FP), AX \
+	MOVQ heads+48(FP), BX \
+head: \
+	VXORPS Y0, Y0, Y0 \
+	VXORPS Y1, Y1, Y1 \
+	VXORPS Y2, Y2, Y2 \
+	VXORPS Y3, Y3, Y3 \
+	MOVQ R15, DI \
+	MOVQ R10, CX \
+chunk: \
+	PF(DI) \
+	LOAD (0*w)(DI), Y4 \
+	LOAD (1*w)(DI), Y5 \
+	LOAD (2*w)(DI), Y6 \
+	LOAD (3*w)(DI), Y7 \
+	VFMADD231PS 0(R11), Y4, Y0 \
+	VFMADD231PS 32(R11), Y5, Y1 \
+	VFMADD231PS 64(R11), Y6, Y2 \
+	VFMADD231PS 96(R11), Y7, Y3 \
+	ADDQ $(4*w), DI \
+	ADDQ $128, R11 \
+	DECQ CX \
+	JNZ  chunk \
+	VADDPS Y2, Y0, Y0 \
+	VADDPS Y3, Y1, Y1 \
+	VADDPS Y1, Y0, Y0 \
+	VEXTRACTF128 $1, Y0, X1 \
+	VADDPS X1, X0, X0 \
+	VHADDPS X0, X0, X0 \
+	VHADDPS X0, X0, X0 \
+	VMOVSS X0, (DX) \
+	ADDQ R12, DX \
+	INCQ AX \
+	CMPQ AX, group+64(FP) \
+	JLT  same \
+	XORQ AX, AX \
+	ADDQ R14, R15 \
+same: \
+	DECQ BX \
+	JNZ  head \
+	ADDQ $4, R8 \
+	ADDQ R13, SI \
+	DECQ n+16(FP) \
+	JNZ  pos \
+	VZEROUPPER \
+	RET
+
+// PFDOT32 fetches the two lines of a key chunk of 32 floats two rows on
+// and next bytes on; PFDOT16 the line of a chunk of 32 halves.
+#define PFDOT32(R) PREFETCHT0 0(R)(R13*2); PREFETCHT0 64(R)(R13*2); PREFETCHT0 0(R)(R9*1); PREFETCHT0 64(R)(R9*1)
+#define PFDOT16(R) PREFETCHT0 0(R)(R13*2); PREFETCHT0 0(R)(R9*1)

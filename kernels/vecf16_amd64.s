@@ -166,76 +166,12 @@ reduce:
 	RET
 
 // func dotF16HeadsAVX2(out *float32, ostride, n int, keys *uint16, kstride int, q *float32, heads, chunks, group, g0, next int)
-// dotF32HeadsAVX2 on half-precision keys: position by position, head by
-// head, four 8-lane accumulators over the chunks of 32 (a chunk of a key
-// one line, fetched two rows ahead, and its counterpart next bytes on),
-// reduced as GGML_F32x8_REDUCE.
-//
-// Registers: as dotF32HeadsAVX2, R14 the bytes of a key head.
+// dotF32HeadsAVX2 (the same loop, DOTHEADS) on half-precision keys:
+// position by position, head by head, four 8-lane accumulators over the
+// chunks of 32 (a chunk of a key one line, fetched two rows ahead, and its
+// counterpart next bytes on), reduced as GGML_F32x8_REDUCE.
 TEXT ·dotF16HeadsAVX2(SB), NOSPLIT, $0-88
-	MOVQ out+0(FP), R8
-	MOVQ ostride+8(FP), R12
-	MOVQ next+80(FP), R9
-	MOVQ keys+24(FP), SI
-	MOVQ kstride+32(FP), R13
-	MOVQ chunks+56(FP), R10
-	MOVQ R10, R14
-	SHLQ $6, R14 // bytes of a key head
-
-fpos:
-	MOVQ R8, DX
-	MOVQ q+40(FP), R11
-	MOVQ SI, R15
-	MOVQ g0+72(FP), AX
-	MOVQ heads+48(FP), BX
-
-fhead:
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	MOVQ R15, DI
-	MOVQ R10, CX
-
-fchunk:
-	PREFETCHT0 0(DI)(R13*2)
-	PREFETCHT0 0(DI)(R9*1)
-	VCVTPH2PS 0(DI), Y4
-	VCVTPH2PS 16(DI), Y5
-	VCVTPH2PS 32(DI), Y6
-	VCVTPH2PS 48(DI), Y7
-	VFMADD231PS 0(R11), Y4, Y0
-	VFMADD231PS 32(R11), Y5, Y1
-	VFMADD231PS 64(R11), Y6, Y2
-	VFMADD231PS 96(R11), Y7, Y3
-	ADDQ $64, DI
-	ADDQ $128, R11
-	DECQ CX
-	JNZ  fchunk
-	VADDPS Y2, Y0, Y0
-	VADDPS Y3, Y1, Y1
-	VADDPS Y1, Y0, Y0
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS X1, X0, X0
-	VHADDPS X0, X0, X0
-	VHADDPS X0, X0, X0
-	VMOVSS X0, (DX)
-	ADDQ R12, DX
-	INCQ AX
-	CMPQ AX, group+64(FP)
-	JLT  fsame
-	XORQ AX, AX
-	ADDQ R14, R15
-
-fsame:
-	DECQ BX
-	JNZ  fhead
-	ADDQ $4, R8
-	ADDQ R13, SI
-	DECQ n+16(FP) // the positions left
-	JNZ  fpos
-	VZEROUPPER
-	RET
+	DOTHEADS(VCVTPH2PS, 16, 6, PFDOT16, fpos, fhead, fchunk, fsame)
 
 // func valuesF16HeadsAVX2(out *float32, n int, values *uint16, vstride int, p *float32, pstride, heads, cols, group, g0 int)
 // valuesF32HeadsAVX2 on half-precision values: valuesF16HeadsAVX512 in

@@ -308,71 +308,7 @@ rot:
 // chunks left, AX j's place in its group, BX the heads left, R9 next; the
 // positions left are counted in n.
 TEXT ·dotF32HeadsAVX2(SB), NOSPLIT, $0-88
-	MOVQ out+0(FP), R8
-	MOVQ ostride+8(FP), R12
-	MOVQ next+80(FP), R9
-	MOVQ keys+24(FP), SI
-	MOVQ kstride+32(FP), R13
-	MOVQ chunks+56(FP), R10
-	MOVQ R10, R14
-	SHLQ $7, R14 // bytes of a head
-
-hpos:
-	MOVQ R8, DX
-	MOVQ q+40(FP), R11
-	MOVQ SI, R15
-	MOVQ g0+72(FP), AX
-	MOVQ heads+48(FP), BX
-
-hhead:
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	MOVQ R15, DI
-	MOVQ R10, CX
-
-hchunk:
-	PREFETCHT0 0(DI)(R13*2)
-	PREFETCHT0 64(DI)(R13*2)
-	PREFETCHT0 0(DI)(R9*1)
-	PREFETCHT0 64(DI)(R9*1)
-	VMOVUPS 0(DI), Y4
-	VMOVUPS 32(DI), Y5
-	VMOVUPS 64(DI), Y6
-	VMOVUPS 96(DI), Y7
-	VFMADD231PS 0(R11), Y4, Y0
-	VFMADD231PS 32(R11), Y5, Y1
-	VFMADD231PS 64(R11), Y6, Y2
-	VFMADD231PS 96(R11), Y7, Y3
-	ADDQ $128, DI
-	ADDQ $128, R11
-	DECQ CX
-	JNZ  hchunk
-	VADDPS Y2, Y0, Y0
-	VADDPS Y3, Y1, Y1
-	VADDPS Y1, Y0, Y0
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS X1, X0, X0
-	VHADDPS X0, X0, X0
-	VHADDPS X0, X0, X0
-	VMOVSS X0, (DX)
-	ADDQ R12, DX
-	INCQ AX
-	CMPQ AX, group+64(FP)
-	JLT  hsame
-	XORQ AX, AX
-	ADDQ R14, R15
-
-hsame:
-	DECQ BX
-	JNZ  hhead
-	ADDQ $4, R8
-	ADDQ R13, SI
-	DECQ n+16(FP) // the positions left
-	JNZ  hpos
-	VZEROUPPER
-	RET
+	DOTHEADS(VMOVUPS, 32, 7, PFDOT32, hpos, hhead, hchunk, hsame)
 
 // func lanesF32HeadsAVX2(lanes *float32, n int, values *byte, vstride int, p *float32, pstride, heads, cols, group, g0 int)
 // For position t < n and head j < heads: lane t%32 of head j (lanes +
