@@ -1,137 +1,14 @@
 //go:build amd64 && !purego
 
 #include "textflag.h"
+#include "attn_amd64.h"
 
-// The avx512 tier's attention kernels (vecf32.go): the weighted values of
-// several heads summed to their outputs in one pass (ValuesF32Heads).
-
-// VLANE sums lane l (0..7) of the 32 of the current head's column block
-// and lanes l+8, l+16, l+24 beside it (positions l+8k+32r < n, weight
-// times value row, each added with one rounding from +0, in increasing
-// r, as LanesF32 sums them), then sets T to their first step of
-// ReduceLanes32F32, (lane l + lane l+16) + (lane l+8 + lane l+24).
-// CX is the value row l at column DI, R10 n, R14 n-24, R12 8 value
-// rows (bytes), R11 the weights of the head; R9, SI, DX, R15 and
-// Z0..Z7 are clobbered.
-#define VLANE(l, T, full, tail, done) \
-	VPXORD Z0, Z0, Z0 \
-	VPXORD Z1, Z1, Z1 \
-	VPXORD Z2, Z2, Z2 \
-	VPXORD Z3, Z3, Z3 \
-	MOVQ   $l, R9 \
-	MOVQ   CX, SI \
-	LEAQ   (4*l)(R11), DX \
-	CMPQ   R9, R14 \
-	JGE    tail \
-full: \
-	VBROADCASTSS 0(DX), Z4 \
-	VFMADD231PS  (SI), Z4, Z0 \
-	VBROADCASTSS 32(DX), Z5 \
-	VFMADD231PS  (SI)(R12*1), Z5, Z1 \
-	VBROADCASTSS 64(DX), Z6 \
-	VFMADD231PS  (SI)(R12*2), Z6, Z2 \
-	LEAQ         (SI)(R12*2), R15 \
-	VBROADCASTSS 96(DX), Z7 \
-	VFMADD231PS  (R15)(R12*1), Z7, Z3 \
-	ADDQ         $32, R9 \
-	LEAQ         (SI)(R12*4), SI \
-	ADDQ         $128, DX \
-	CMPQ         R9, R14 \
-	JLT          full \
-tail: \
-	CMPQ         R9, R10 \
-	JGE          done \
-	VBROADCASTSS 0(DX), Z4 \
-	VFMADD231PS  (SI), Z4, Z0 \
-	LEAQ         8(R9), R15 \
-	CMPQ         R15, R10 \
-	JGE          done \
-	VBROADCASTSS 32(DX), Z5 \
-	VFMADD231PS  (SI)(R12*1), Z5, Z1 \
-	LEAQ         16(R9), R15 \
-	CMPQ         R15, R10 \
-	JGE          done \
-	VBROADCASTSS 64(DX), Z6 \
-	VFMADD231PS  (SI)(R12*2), Z6, Z2 \
-done: \
-	VADDPS Z2, Z0, Z0 \
-	VADDPS Z3, Z1, Z1 \
-	VADDPS Z1, Z0, T \
-	ADDQ   vstride+24(FP), CX
-
-// VLANE2 is VLANE on 32 columns, the lanes of the first 16 in Z0..Z3
-// (their first reduction step to Ta), of the next 16 in Z4..Z7 (to Tb);
-// Z8..Z11 are clobbered too.
-#define VLANE2(l, Ta, Tb, full, tail, done) \
-	VPXORD Z0, Z0, Z0 \
-	VPXORD Z1, Z1, Z1 \
-	VPXORD Z2, Z2, Z2 \
-	VPXORD Z3, Z3, Z3 \
-	VPXORD Z4, Z4, Z4 \
-	VPXORD Z5, Z5, Z5 \
-	VPXORD Z6, Z6, Z6 \
-	VPXORD Z7, Z7, Z7 \
-	MOVQ   $l, R9 \
-	MOVQ   CX, SI \
-	LEAQ   (4*l)(R11), DX \
-	CMPQ   R9, R14 \
-	JGE    tail \
-full: \
-	VBROADCASTSS 0(DX), Z8 \
-	VFMADD231PS  (SI), Z8, Z0 \
-	VFMADD231PS  64(SI), Z8, Z4 \
-	VBROADCASTSS 32(DX), Z9 \
-	VFMADD231PS  (SI)(R12*1), Z9, Z1 \
-	VFMADD231PS  64(SI)(R12*1), Z9, Z5 \
-	VBROADCASTSS 64(DX), Z10 \
-	VFMADD231PS  (SI)(R12*2), Z10, Z2 \
-	VFMADD231PS  64(SI)(R12*2), Z10, Z6 \
-	LEAQ         (SI)(R12*2), R15 \
-	VBROADCASTSS 96(DX), Z11 \
-	VFMADD231PS  (R15)(R12*1), Z11, Z3 \
-	VFMADD231PS  64(R15)(R12*1), Z11, Z7 \
-	ADDQ         $32, R9 \
-	LEAQ         (SI)(R12*4), SI \
-	ADDQ         $128, DX \
-	CMPQ         R9, R14 \
-	JLT          full \
-tail: \
-	CMPQ         R9, R10 \
-	JGE          done \
-	VBROADCASTSS 0(DX), Z8 \
-	VFMADD231PS  (SI), Z8, Z0 \
-	VFMADD231PS  64(SI), Z8, Z4 \
-	LEAQ         8(R9), R15 \
-	CMPQ         R15, R10 \
-	JGE          done \
-	VBROADCASTSS 32(DX), Z9 \
-	VFMADD231PS  (SI)(R12*1), Z9, Z1 \
-	VFMADD231PS  64(SI)(R12*1), Z9, Z5 \
-	LEAQ         16(R9), R15 \
-	CMPQ         R15, R10 \
-	JGE          done \
-	VBROADCASTSS 64(DX), Z10 \
-	VFMADD231PS  (SI)(R12*2), Z10, Z2 \
-	VFMADD231PS  64(SI)(R12*2), Z10, Z6 \
-done: \
-	VADDPS Z2, Z0, Z0 \
-	VADDPS Z3, Z1, Z1 \
-	VADDPS Z1, Z0, Ta \
-	VADDPS Z6, Z4, Z4 \
-	VADDPS Z7, Z5, Z5 \
-	VADDPS Z5, Z4, Tb \
-	ADDQ   vstride+24(FP), CX
-
-// VTREE sets T0 to ((T0+T4)+(T1+T5))+((T2+T6)+(T3+T7)), the rest of
-// ReduceLanes32F32's tree.
-#define VTREE(T0, T1, T2, T3, T4, T5, T6, T7) \
-	VADDPS T4, T0, T0 \
-	VADDPS T5, T1, T1 \
-	VADDPS T1, T0, T0 \
-	VADDPS T6, T2, T2 \
-	VADDPS T7, T3, T3 \
-	VADDPS T3, T2, T2 \
-	VADDPS T2, T0, T0
+// The avx512 tier's attention kernels (vecf32.go, vecf16.go): the scores
+// of several heads (DotF32Heads eight positions at a time, DotF16Heads
+// position by position) and their weighted values summed to the outputs in
+// one pass (ValuesF32Heads, ValuesF16Heads: the same loops, attn_amd64.h,
+// on rows of halves widened exactly by VCVTPH2PS for f16, so the same sums
+// in the same order over half the bytes).
 
 // func valuesF32HeadsAVX512(out *float32, n int, values *byte, vstride int, p *float32, pstride, heads, cols, group, g0 int)
 // For head j < heads and column c < cols (a multiple of 16): out[j·cols+c]
@@ -169,14 +46,14 @@ vblock2:
 	CMPQ CX, R9
 	JGT  vblock
 	LEAQ (R13)(DI*1), CX
-	VLANE2(0, Z16, Z24, wf0, wt0, wd0)
-	VLANE2(1, Z17, Z25, wf1, wt1, wd1)
-	VLANE2(2, Z18, Z26, wf2, wt2, wd2)
-	VLANE2(3, Z19, Z27, wf3, wt3, wd3)
-	VLANE2(4, Z20, Z28, wf4, wt4, wd4)
-	VLANE2(5, Z21, Z29, wf5, wt5, wd5)
-	VLANE2(6, Z22, Z30, wf6, wt6, wd6)
-	VLANE2(7, Z23, Z31, wf7, wt7, wd7)
+	VLANE2(0, Z16, Z24, wf0, wt0, wd0, FMAF32, 64)
+	VLANE2(1, Z17, Z25, wf1, wt1, wd1, FMAF32, 64)
+	VLANE2(2, Z18, Z26, wf2, wt2, wd2, FMAF32, 64)
+	VLANE2(3, Z19, Z27, wf3, wt3, wd3, FMAF32, 64)
+	VLANE2(4, Z20, Z28, wf4, wt4, wd4, FMAF32, 64)
+	VLANE2(5, Z21, Z29, wf5, wt5, wd5, FMAF32, 64)
+	VLANE2(6, Z22, Z30, wf6, wt6, wd6, FMAF32, 64)
+	VLANE2(7, Z23, Z31, wf7, wt7, wd7, FMAF32, 64)
 	VTREE(Z16, Z17, Z18, Z19, Z20, Z21, Z22, Z23)
 	VTREE(Z24, Z25, Z26, Z27, Z28, Z29, Z30, Z31)
 	VMOVUPS Z16, (R8)(DI*1)
@@ -190,14 +67,14 @@ vblock:
 	CMPQ DI, R9
 	JGE  vheaddone
 	LEAQ (R13)(DI*1), CX
-	VLANE(0, Z16, vf0, vt0, vd0)
-	VLANE(1, Z17, vf1, vt1, vd1)
-	VLANE(2, Z18, vf2, vt2, vd2)
-	VLANE(3, Z19, vf3, vt3, vd3)
-	VLANE(4, Z20, vf4, vt4, vd4)
-	VLANE(5, Z21, vf5, vt5, vd5)
-	VLANE(6, Z22, vf6, vt6, vd6)
-	VLANE(7, Z23, vf7, vt7, vd7)
+	VLANE(0, Z16, vf0, vt0, vd0, FMAF32)
+	VLANE(1, Z17, vf1, vt1, vd1, FMAF32)
+	VLANE(2, Z18, vf2, vt2, vd2, FMAF32)
+	VLANE(3, Z19, vf3, vt3, vd3, FMAF32)
+	VLANE(4, Z20, vf4, vt4, vd4, FMAF32)
+	VLANE(5, Z21, vf5, vt5, vd5, FMAF32)
+	VLANE(6, Z22, vf6, vt6, vd6, FMAF32)
+	VLANE(7, Z23, vf7, vt7, vd7, FMAF32)
 	VTREE(Z16, Z17, Z18, Z19, Z20, Z21, Z22, Z23)
 	VMOVUPS Z16, (R8)(DI*1)
 
@@ -403,5 +280,157 @@ dsame:
 	LEAQ (SI)(R13*8), SI
 	SUBQ $8, R12
 	JGT  dblock
+	VZEROUPPER
+	RET
+
+// func valuesF16HeadsAVX512(out *float32, n int, values *uint16, vstride int, p *float32, pstride, heads, cols, group, g0 int)
+// valuesF32HeadsAVX512 (the same arguments, the values half-precision):
+// for head j < heads and column c < cols (a multiple of 16), out[j·cols+c]
+// = ValuesF16Heads' sum, the lanes of 32 columns (one line of each value
+// row), then of the last 16, summed in registers and reduced at once. n >
+// 0.
+//
+// Registers: as valuesF32HeadsAVX512, DI the column block in bytes of
+// halves (its output twice as far on).
+TEXT ·valuesF16HeadsAVX512(SB), NOSPLIT, $0-80
+	MOVQ out+0(FP), R8
+	MOVQ n+8(FP), R10
+	LEAQ -24(R10), R14
+	MOVQ values+16(FP), R13
+	MOVQ vstride+24(FP), R12
+	SHLQ $3, R12
+	MOVQ p+32(FP), R11
+	MOVQ g0+72(FP), AX
+	MOVQ heads+48(FP), BX
+
+uhead:
+	XORQ DI, DI
+	MOVQ cols+56(FP), R9
+	SHLQ $1, R9
+
+ublock2:
+	LEAQ 64(DI), CX
+	CMPQ CX, R9
+	JGT  ublock
+	LEAQ (R13)(DI*1), CX
+	VLANE2(0, Z16, Z24, uf0, ut0, ud0, FMAF16, 32)
+	VLANE2(1, Z17, Z25, uf1, ut1, ud1, FMAF16, 32)
+	VLANE2(2, Z18, Z26, uf2, ut2, ud2, FMAF16, 32)
+	VLANE2(3, Z19, Z27, uf3, ut3, ud3, FMAF16, 32)
+	VLANE2(4, Z20, Z28, uf4, ut4, ud4, FMAF16, 32)
+	VLANE2(5, Z21, Z29, uf5, ut5, ud5, FMAF16, 32)
+	VLANE2(6, Z22, Z30, uf6, ut6, ud6, FMAF16, 32)
+	VLANE2(7, Z23, Z31, uf7, ut7, ud7, FMAF16, 32)
+	VTREE(Z16, Z17, Z18, Z19, Z20, Z21, Z22, Z23)
+	VTREE(Z24, Z25, Z26, Z27, Z28, Z29, Z30, Z31)
+	VMOVUPS Z16, (R8)(DI*2)
+	VMOVUPS Z24, 64(R8)(DI*2)
+	ADDQ $64, DI
+	MOVQ cols+56(FP), R9
+	SHLQ $1, R9
+	JMP  ublock2
+
+ublock:
+	CMPQ DI, R9
+	JGE  uheaddone
+	LEAQ (R13)(DI*1), CX
+	VLANE(0, Z16, vf0, vt0, vd0, FMAF16)
+	VLANE(1, Z17, vf1, vt1, vd1, FMAF16)
+	VLANE(2, Z18, vf2, vt2, vd2, FMAF16)
+	VLANE(3, Z19, vf3, vt3, vd3, FMAF16)
+	VLANE(4, Z20, vf4, vt4, vd4, FMAF16)
+	VLANE(5, Z21, vf5, vt5, vd5, FMAF16)
+	VLANE(6, Z22, vf6, vt6, vd6, FMAF16)
+	VLANE(7, Z23, vf7, vt7, vd7, FMAF16)
+	VTREE(Z16, Z17, Z18, Z19, Z20, Z21, Z22, Z23)
+	VMOVUPS Z16, (R8)(DI*2)
+
+uheaddone:
+	MOVQ cols+56(FP), R9
+	SHLQ $1, R9
+	ADDQ R9, R8
+	ADDQ R9, R8
+	ADDQ pstride+40(FP), R11
+	INCQ AX
+	CMPQ AX, group+64(FP)
+	JLT  usame
+	XORQ AX, AX
+	ADDQ R9, R13
+
+usame:
+	DECQ BX
+	JNZ  uhead
+	VZEROUPPER
+	RET
+
+// func dotF16HeadsAVX512(out *float32, ostride, n int, keys *uint16, kstride int, q *float32, heads, chunks, group, g0, next int)
+// dotF16HeadsAVX2 (the same arguments and sums: each score DotF16Rows' sum
+// of heads of chunks·32 elements, no tail) in 16-lane registers, x0 and x1,
+// x2 and x3 of GGML_F32x8_REDUCE side by side: position by position, head
+// by head, so that the rows are read in order, each key line fetched two
+// rows ahead and its counterpart next bytes on. dotF32HeadsAVX512's order
+// (eight positions' dots reduced together, head by head) takes less CPU
+// with the keys in L2, but the rows read out of order leave the hardware's
+// prefetch behind with them in memory: with the values fetched on the way
+// and summed after (BenchmarkF16Heads, both, cold) it took ~35% more at 50
+// positions and ~15% more at 200.
+//
+// Registers: as dotF32HeadsAVX2.
+TEXT ·dotF16HeadsAVX512(SB), NOSPLIT, $0-88
+	MOVQ out+0(FP), R8
+	MOVQ ostride+8(FP), R12
+	MOVQ next+80(FP), R9
+	MOVQ keys+24(FP), SI
+	MOVQ kstride+32(FP), R13
+	MOVQ chunks+56(FP), R10
+	MOVQ R10, R14
+	SHLQ $6, R14 // bytes of a key head
+
+gpos:
+	MOVQ R8, DX
+	MOVQ q+40(FP), R11
+	MOVQ SI, R15
+	MOVQ g0+72(FP), AX
+	MOVQ heads+48(FP), BX
+
+ghead:
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	MOVQ R15, DI
+	MOVQ R10, CX
+
+gchunk:
+	PREFETCHT0 0(DI)(R13*2)
+	PREFETCHT0 0(DI)(R9*1)
+	VCVTPH2PS 0(DI), Z4
+	VCVTPH2PS 32(DI), Z5
+	VFMADD231PS 0(R11), Z4, Z0
+	VFMADD231PS 64(R11), Z5, Z1
+	ADDQ $64, DI
+	ADDQ $128, R11
+	DECQ CX
+	JNZ  gchunk
+	VADDPS Z1, Z0, Z0
+	VEXTRACTF64X4 $1, Z0, Y1
+	VADDPS Y1, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS X1, X0, X0
+	VHADDPS X0, X0, X0
+	VHADDPS X0, X0, X0
+	VMOVSS X0, (DX)
+	ADDQ R12, DX
+	INCQ AX
+	CMPQ AX, group+64(FP)
+	JLT  gsame
+	XORQ AX, AX
+	ADDQ R14, R15
+
+gsame:
+	DECQ BX
+	JNZ  ghead
+	ADDQ $4, R8
+	ADDQ R13, SI
+	DECQ n+16(FP) // the positions left
+	JNZ  gpos
 	VZEROUPPER
 	RET

@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"testing"
+
+	"github.com/qsf-llm/qsf/quant"
 )
 
 // BenchmarkF32Heads measures one layer's attention kernels for the
@@ -67,6 +69,74 @@ func BenchmarkF32Heads(b *testing.B) {
 								case "both":
 									tr.DotF32Heads(scores, n, k, row, n, q[:hs*d], d, 1, 0, v)
 									tr.ValuesF32Heads(out[:hs*d], lanes[:hs*32*d], v, row, n, scores, n, d, 1, 0)
+								}
+								if l++; l == layers {
+									l = 0
+								}
+							}
+							if cpu1 := threadCPU(); cpu0 >= 0 && cpu1 > cpu0 {
+								b.ReportMetric(float64(cpu1-cpu0)/float64(b.N), "cpu-ns/op")
+							}
+						})
+					}
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkF16Heads is BenchmarkF32Heads for a half-precision cache
+// (DotF16Heads, ValuesF16Heads): the same layer's attention over half the
+// bytes. The queries and weights are rounded to half precision, as the
+// model rounds them.
+func BenchmarkF16Heads(b *testing.B) {
+	const heads, d = 12, 64
+	r := rand.New(rand.NewPCG(21, 22))
+	for _, n := range []int{50, 100, 200} {
+		for _, temp := range []string{"hot", "cold"} {
+			row := heads * d
+			layers := 1
+			if temp == "cold" {
+				layers = (128 << 20) / (2 * 2 * n * row)
+			}
+			keys, values := make([]uint16, layers*n*row), make([]uint16, layers*n*row)
+			for i := range keys {
+				keys[i] = quant.FP32ToFP16(float32(r.NormFloat64()))
+				values[i] = quant.FP32ToFP16(float32(r.NormFloat64()))
+			}
+			q := make([]float32, heads*d)
+			for i := range q {
+				q[i] = float32(r.NormFloat64())
+			}
+			RoundF16(q)
+			scores := make([]float32, heads*n)
+			for i := range scores {
+				scores[i] = float32(r.Float64() / float64(n))
+			}
+			RoundF16(scores)
+			lanes, out := make([]float32, heads*32*d), make([]float32, heads*d)
+			for _, op := range []string{"dot", "values", "both"} {
+				for _, hs := range []int{heads, heads / 2} {
+					if hs != heads && op != "both" {
+						continue
+					}
+					for _, name := range Tiers() {
+						tr, _ := TierNamed(name)
+						b.Run(fmt.Sprintf("n=%d/%s/%s/h=%d/%s", n, temp, op, hs, name), func(b *testing.B) {
+							runtime.LockOSThread()
+							defer runtime.UnlockOSThread()
+							cpu0 := threadCPU()
+							l := 0
+							for b.Loop() {
+								k, v := keys[l*n*row:(l+1)*n*row], values[l*n*row:(l+1)*n*row]
+								switch op {
+								case "dot":
+									tr.DotF16Heads(scores, n, k, row, n, q[:hs*d], d, 1, 0, v)
+								case "values":
+									tr.ValuesF16Heads(out[:hs*d], lanes[:hs*32*d], v, row, n, scores, n, d, 1, 0)
+								case "both":
+									tr.DotF16Heads(scores, n, k, row, n, q[:hs*d], d, 1, 0, v)
+									tr.ValuesF16Heads(out[:hs*d], lanes[:hs*32*d], v, row, n, scores, n, d, 1, 0)
 								}
 								if l++; l == layers {
 									l = 0

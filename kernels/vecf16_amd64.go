@@ -2,7 +2,11 @@
 
 package kernels
 
-import "github.com/qsf-llm/qsf/quant"
+import (
+	"unsafe"
+
+	"github.com/qsf-llm/qsf/quant"
+)
 
 //go:noescape
 func roundF16AVX2(x *float32, n int)
@@ -83,14 +87,87 @@ func dotF16RowsAsm(tr *Tier, out []float32, w []uint16, stride int, x []float32,
 	return true
 }
 
-// dotF16HeadsAsm is DotF16Heads in the assembly of tier tr; false where
-// the tier has none (the caller then runs DotF16Rows head by head).
+//go:noescape
+func dotF16HeadsAVX512(out *float32, ostride, n int, keys *uint16, kstride int, q *float32, heads, chunks, group, g0, next int)
+
+//go:noescape
+func dotF16HeadsAVX2(out *float32, ostride, n int, keys *uint16, kstride int, q *float32, heads, chunks, group, g0, next int)
+
+// dotF16HeadsAsm is DotF16Heads in the assembly of tier tr
+// (attn_avx512_amd64.s, vecf16_amd64.s); false where the tier has none,
+// for heads of d%32 != 0 too (the caller then runs DotF16Rows head by
+// head, which adds the tails).
 func dotF16HeadsAsm(tr *Tier, out []float32, ostride int, keys []uint16, stride, n int, q []float32, d, group, g0, heads int, next []uint16) bool {
-	return false
+	if d%32 != 0 || !hasAVX2() {
+		return false
+	}
+	// next as the distance in bytes from keys (0: keys again, already
+	// fetched), for the kernel to fetch at each key it reads.
+	off := 0
+	if next != nil {
+		off = int(uintptr(unsafe.Pointer(&next[0])) - uintptr(unsafe.Pointer(&keys[0])))
+	}
+	if tr == avx512Tier && haveAVX512 {
+		dotF16HeadsAVX512(&out[0], 4*ostride, n, &keys[0], 2*stride, &q[0], heads, d/32, group, g0, off)
+		return true
+	}
+	dotF16HeadsAVX2(&out[0], 4*ostride, n, &keys[0], 2*stride, &q[0], heads, d/32, group, g0, off)
+	return true
 }
 
-// valuesF16HeadsAsm is ValuesF16Heads in the assembly of tier tr; false
-// where the tier has none (the caller then runs the generic code).
+//go:noescape
+func valuesF16HeadsAVX512(out *float32, n int, values *uint16, vstride int, p *float32, pstride, heads, cols, group, g0 int)
+
+//go:noescape
+func valuesF16HeadsAVX2(out *float32, n int, values *uint16, vstride int, p *float32, pstride, heads, cols, group, g0 int)
+
+// valuesF16HeadsAsm is ValuesF16Heads in the assembly of tier tr
+// (attn_avx512_amd64.s, vecf16_amd64.s); false where the tier has none,
+// for heads of d%8 != 0 too (the caller then runs the generic code).
 func valuesF16HeadsAsm(tr *Tier, out []float32, values []uint16, stride, n int, p []float32, pstride, d, group, g0, heads int) bool {
-	return false
+	if d%8 != 0 || n == 0 || !hasAVX2() {
+		return false
+	}
+	if d%16 != 0 { // the lanes, whichever tier
+		if d > maxLanesF16 {
+			return false
+		}
+		valuesF16Lanes(out, values, stride, n, p, pstride, d, group, g0, heads)
+		return true
+	}
+	if tr == avx512Tier && haveAVX512 {
+		valuesF16HeadsAVX512(&out[0], n, &values[0], 2*stride, &p[0], 4*pstride, heads, d, group, g0)
+		return true
+	}
+	if n > 64 && d <= maxLanesF16 {
+		// Past two lanes' rounds the 16-column passes are slower than
+		// lanes of 32 columns and their reduction, as for f32
+		// (BenchmarkF16Heads at 200 positions: half the CPU in L2, a
+		// quarter less from memory after the key pass).
+		valuesF16Lanes(out, values, stride, n, p, pstride, d, group, g0, heads)
+		return true
+	}
+	valuesF16HeadsAVX2(&out[0], n, &values[0], 2*stride, &p[0], 4*pstride, heads, d, group, g0)
+	return true
 }
+
+// maxLanesF16 is the widest head whose lanes valuesF16Lanes keeps on its
+// stack.
+const maxLanesF16 = 128
+
+// valuesF16Lanes is ValuesF16Heads head by head as LanesF32Heads and
+// ReduceLanes32F32 compute ValuesF32Heads: lanesF16HeadsAVX2 sums a head's
+// 32 lanes (in a stack array: ValuesF16Heads' scratch lanes do not reach
+// the hook; those of positions past n < 32 stay +0) and reduceLanes32AVX2
+// adds them up. n > 0, d%8 == 0 and d <= maxLanesF16.
+func valuesF16Lanes(out []float32, values []uint16, stride, n int, p []float32, pstride, d, group, g0, heads int) {
+	var lanes [32 * maxLanesF16]float32
+	for j := range heads {
+		kv := (g0 + j) / group
+		lanesF16HeadsAVX2(&lanes[0], n, &values[kv*d], 2*stride, &p[j*pstride], 4*pstride, 1, d, 1, 0)
+		reduceLanes32AVX2(&out[j*d], &lanes[0], d)
+	}
+}
+
+//go:noescape
+func lanesF16HeadsAVX2(lanes *float32, n int, values *uint16, vstride int, p *float32, pstride, heads, cols, group, g0 int)

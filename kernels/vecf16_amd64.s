@@ -1,6 +1,7 @@
 //go:build amd64 && !purego
 
 #include "textflag.h"
+#include "attn_amd64.h"
 
 // f16idx holds the lane numbers 0..31, to build the masks of a partial
 // chunk.
@@ -161,5 +162,205 @@ reduce:
 	ADDQ R12, SI
 	DECQ R9
 	JNZ  row
+	VZEROUPPER
+	RET
+
+// func dotF16HeadsAVX2(out *float32, ostride, n int, keys *uint16, kstride int, q *float32, heads, chunks, group, g0, next int)
+// dotF32HeadsAVX2 (the same loop, DOTHEADS) on half-precision keys:
+// position by position, head by head, four 8-lane accumulators over the
+// chunks of 32 (a chunk of a key one line, fetched two rows ahead, and its
+// counterpart next bytes on), reduced as GGML_F32x8_REDUCE.
+TEXT ·dotF16HeadsAVX2(SB), NOSPLIT, $0-88
+	DOTHEADS(VCVTPH2PS, 16, 6, PFDOT16, fpos, fhead, fchunk, fsame)
+
+// func valuesF16HeadsAVX2(out *float32, n int, values *uint16, vstride int, p *float32, pstride, heads, cols, group, g0 int)
+// valuesF32HeadsAVX2 on half-precision values: valuesF16HeadsAVX512 in
+// 8-lane registers, 16 columns (half a line of each value row) at a time,
+// each lane quadruple's first reduction step folded into the rest of the
+// tree as soon as its partner is done.
+//
+// Registers: as valuesF32HeadsAVX2, DI the column block in bytes of halves
+// (its output twice as far on).
+TEXT ·valuesF16HeadsAVX2(SB), NOSPLIT, $0-80
+	MOVQ out+0(FP), R8
+	MOVQ n+8(FP), R10
+	LEAQ -24(R10), R14
+	MOVQ values+16(FP), R13
+	MOVQ vstride+24(FP), R12
+	SHLQ $3, R12
+	MOVQ p+32(FP), R11
+	MOVQ g0+72(FP), AX
+	MOVQ heads+48(FP), BX
+
+zhead:
+	XORQ DI, DI
+
+zblock:
+	LEAQ (R13)(DI*1), CX
+	YLANE(0, zf0, zt0, zd0, FMAF16, 16, Y8)
+	VMOVAPS Y0, Y9
+	VMOVAPS Y4, Y10
+	YLANE(4, zf4, zt4, zd4, FMAF16, 16, Y8)
+	VADDPS  Y0, Y9, Y9
+	VADDPS  Y4, Y10, Y10
+	YLANE(1, zf1, zt1, zd1, FMAF16, 16, Y8)
+	VMOVAPS Y0, Y11
+	VMOVAPS Y4, Y12
+	YLANE(5, zf5, zt5, zd5, FMAF16, 16, Y8)
+	VADDPS  Y0, Y11, Y11
+	VADDPS  Y4, Y12, Y12
+	VADDPS  Y11, Y9, Y9
+	VADDPS  Y12, Y10, Y10
+	YLANE(2, zf2, zt2, zd2, FMAF16, 16, Y8)
+	VMOVAPS Y0, Y11
+	VMOVAPS Y4, Y12
+	YLANE(6, zf6, zt6, zd6, FMAF16, 16, Y8)
+	VADDPS  Y0, Y11, Y11
+	VADDPS  Y4, Y12, Y12
+	YLANE(3, zf3, zt3, zd3, FMAF16, 16, Y8)
+	VMOVAPS Y0, Y13
+	VMOVAPS Y4, Y14
+	YLANE(7, zf7, zt7, zd7, FMAF16, 16, Y8)
+	VADDPS  Y0, Y13, Y13
+	VADDPS  Y4, Y14, Y14
+	VADDPS  Y13, Y11, Y11
+	VADDPS  Y14, Y12, Y12
+	VADDPS  Y11, Y9, Y9
+	VADDPS  Y12, Y10, Y10
+	VMOVUPS Y9, (R8)(DI*2)
+	VMOVUPS Y10, 32(R8)(DI*2)
+	ADDQ    $32, DI
+	MOVQ    cols+56(FP), R9
+	SHLQ    $1, R9
+	CMPQ    DI, R9
+	JLT     zblock
+	ADDQ    R9, R8
+	ADDQ    R9, R8
+	ADDQ    pstride+40(FP), R11
+	INCQ    AX
+	CMPQ    AX, group+64(FP)
+	JLT     zsame
+	XORQ    AX, AX
+	ADDQ    R9, R13
+
+zsame:
+	DECQ BX
+	JNZ  zhead
+	VZEROUPPER
+	RET
+
+// func lanesF16HeadsAVX2(lanes *float32, n int, values *uint16, vstride int, p *float32, pstride, heads, cols, group, g0 int)
+// lanesF32HeadsAVX2 on half-precision values (the same arguments and
+// sums): lane t%32 of head j += p[j·pstride+4t] times the cols elements of
+// j's value head in row t, each widened exactly and added with one
+// rounding, from zero; lanes n.. (n < 32) are not written. cols is a
+// multiple of 8; a lane's 32 columns are a line of its value row.
+//
+// Registers: as lanesF32HeadsAVX2, R14 the bytes of a head's value row
+// (a lane is twice as many), DI the column in bytes of halves.
+TEXT ·lanesF16HeadsAVX2(SB), NOSPLIT, $0-80
+	MOVQ values+16(FP), R13
+	MOVQ vstride+24(FP), R12
+	MOVQ R12, R15
+	SHLQ $5, R15
+	MOVQ p+32(FP), R11
+	MOVQ cols+56(FP), R14
+	SHLQ $1, R14
+	MOVQ g0+72(FP), AX
+	MOVQ heads+48(FP), BX
+
+mhead:
+	MOVQ lanes+0(FP), R8
+	XORQ CX, CX
+
+mlane:
+	CMPQ CX, $32
+	JGE  mheaddone
+	CMPQ CX, n+8(FP)
+	JGE  mheaddone
+	XORQ DI, DI
+	MOVQ R14, R10
+
+mcol32:
+	CMPQ R10, $64
+	JLT  mcol8
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	MOVQ CX, R9
+	MOVQ CX, SI
+	IMULQ R12, SI
+	ADDQ R13, SI
+	ADDQ DI, SI
+	LEAQ (R11)(CX*4), DX
+
+mt32:
+	VBROADCASTSS (DX), Y15
+	VCVTPH2PS 0(SI), Y4
+	VFMADD231PS Y4, Y15, Y0
+	VCVTPH2PS 16(SI), Y5
+	VFMADD231PS Y5, Y15, Y1
+	VCVTPH2PS 32(SI), Y6
+	VFMADD231PS Y6, Y15, Y2
+	VCVTPH2PS 48(SI), Y7
+	VFMADD231PS Y7, Y15, Y3
+	ADDQ $32, R9
+	ADDQ R15, SI
+	ADDQ $128, DX
+	CMPQ R9, n+8(FP)
+	JLT  mt32
+	VMOVUPS Y0, 0(R8)(DI*2)
+	VMOVUPS Y1, 32(R8)(DI*2)
+	VMOVUPS Y2, 64(R8)(DI*2)
+	VMOVUPS Y3, 96(R8)(DI*2)
+	ADDQ $64, DI
+	SUBQ $64, R10
+	JMP  mcol32
+
+mcol8:
+	TESTQ R10, R10
+	JZ    mlanedone
+	VXORPS Y0, Y0, Y0
+	MOVQ CX, R9
+	MOVQ CX, SI
+	IMULQ R12, SI
+	ADDQ R13, SI
+	ADDQ DI, SI
+	LEAQ (R11)(CX*4), DX
+
+mt8:
+	VBROADCASTSS (DX), Y15
+	VCVTPH2PS (SI), Y4
+	VFMADD231PS Y4, Y15, Y0
+	ADDQ $32, R9
+	ADDQ R15, SI
+	ADDQ $128, DX
+	CMPQ R9, n+8(FP)
+	JLT  mt8
+	VMOVUPS Y0, (R8)(DI*2)
+	ADDQ $16, DI
+	SUBQ $16, R10
+	JMP  mcol8
+
+mlanedone:
+	LEAQ (R8)(R14*2), R8
+	INCQ CX
+	JMP  mlane
+
+mheaddone:
+	MOVQ R14, R10
+	SHLQ $6, R10
+	ADDQ R10, lanes+0(FP)
+	ADDQ pstride+40(FP), R11
+	INCQ AX
+	CMPQ AX, group+64(FP)
+	JLT  msame
+	XORQ AX, AX
+	ADDQ R14, R13
+
+msame:
+	DECQ BX
+	JNZ  mhead
 	VZEROUPPER
 	RET

@@ -279,9 +279,10 @@ func FuzzDotF16Rows(f *testing.F) {
 // against what they are defined as, bit for bit: DotF16Rows of each head
 // on the generic tier, and DotF16RowsPadded of each head's weights with
 // its values transposed (llama.cpp's f16 value cache). Shapes cover head
-// widths of 5 to 128 (tails of 32 and of 8), grouped heads, 0 to 200
+// widths of 5 to 128 (tails of 32 and of 8), grouped heads, 0 to 300
 // positions (partial lane rounds), padded rows, specials (±0, subnormals,
-// ±Inf, NaN) and rows of −0 products only.
+// ±Inf, NaN), rows of −0 products only, and queries and weights that are
+// not half-precision values (whose products the kernels must not round).
 func TestF16HeadsTiers(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 10))
 	specials := []uint16{0, 0x8000, 0x0001, 0x83ff, 0x7bff, 0xfbff, 0x7c00, 0xfc00, 0x7e00}
@@ -296,10 +297,14 @@ func TestF16HeadsTiers(t *testing.T) {
 		}
 		return v
 	}
+	raw := false // float32 vectors, not half-precision values
 	vec := func(n int) []float32 {
 		v := make([]float32, n)
 		for i := range v {
 			v[i] = quant.FP16ToFP32(quant.FP32ToFP16(float32(rng.NormFloat64())))
+			if raw {
+				v[i] = float32(rng.NormFloat64())
+			}
 			if special && rng.IntN(40) == 0 {
 				v[i] = quant.FP16ToFP32(specials[rng.IntN(len(specials))])
 			}
@@ -316,6 +321,19 @@ func TestF16HeadsTiers(t *testing.T) {
 	for n := 1; n <= 41; n++ {
 		tests = append(tests, shape{64, 3, 1, 0, n, 0}, shape{16, 2, 2, 1, n, 1})
 	}
+	// The amd64 kernels' edges: blocks of 8 positions, rounds of 32
+	// lanes, heads of one, two and more chunks of 32 columns (and a last
+	// 16), many rounds.
+	for _, n := range []int{7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 95, 96, 97, 300} {
+		for _, d := range []int{16, 32, 48, 64, 128} {
+			tests = append(tests, shape{d, 3, 2, 1, n, d % 3})
+		}
+	}
+	for _, n := range []int{1, 7, 31, 32, 33, 65, 100} { // heads of 8 + 16k columns
+		for _, d := range []int{8, 24, 40, 80, 120} {
+			tests = append(tests, shape{d, 3, 2, 1, n, d % 3})
+		}
+	}
 	for _, tier := range Tiers() {
 		tr, err := TierNamed(tier)
 		if err != nil {
@@ -323,6 +341,9 @@ func TestF16HeadsTiers(t *testing.T) {
 		}
 		for i, tc := range tests {
 			special = i%2 == 1
+			// Products of halves are exact in float32; vectors used as
+			// given (not rounded to halves) tell fused from unfused.
+			raw = i%3 == 0
 			kvs := (tc.g0+tc.heads-1)/tc.group + 1
 			stride := (kvs+1)*tc.d + tc.pad // a head more than the call reads
 			keys := half(max(tc.n, 1) * stride)

@@ -1,72 +1,7 @@
 //go:build amd64 && !purego
 
 #include "textflag.h"
-
-// YLANE is VLANE (attn_avx512_amd64.s) in 8-lane registers on 16 columns:
-// lanes l, l+8, l+16, l+24 of the first 8 columns in Y0..Y3, of the next
-// 8 in Y4..Y7, their first reduction step left in Y0 and Y4. CX is the
-// head's value row 0 at column DI; Y8 and Y15 hold the weights; R9, SI,
-// DX, R15 are clobbered.
-#define YLANE(l, full, tail, done) \
-	VXORPS Y0, Y0, Y0 \
-	VXORPS Y1, Y1, Y1 \
-	VXORPS Y2, Y2, Y2 \
-	VXORPS Y3, Y3, Y3 \
-	VXORPS Y4, Y4, Y4 \
-	VXORPS Y5, Y5, Y5 \
-	VXORPS Y6, Y6, Y6 \
-	VXORPS Y7, Y7, Y7 \
-	MOVQ   $l, R9 \
-	MOVQ   R9, SI \
-	IMULQ  vstride+24(FP), SI \
-	ADDQ   CX, SI \
-	LEAQ   (4*l)(R11), DX \
-	CMPQ   R9, R14 \
-	JGE    tail \
-full: \
-	VBROADCASTSS 0(DX), Y8 \
-	VFMADD231PS  (SI), Y8, Y0 \
-	VFMADD231PS  32(SI), Y8, Y4 \
-	VBROADCASTSS 32(DX), Y15 \
-	VFMADD231PS  (SI)(R12*1), Y15, Y1 \
-	VFMADD231PS  32(SI)(R12*1), Y15, Y5 \
-	VBROADCASTSS 64(DX), Y8 \
-	VFMADD231PS  (SI)(R12*2), Y8, Y2 \
-	VFMADD231PS  32(SI)(R12*2), Y8, Y6 \
-	LEAQ         (SI)(R12*2), R15 \
-	VBROADCASTSS 96(DX), Y15 \
-	VFMADD231PS  (R15)(R12*1), Y15, Y3 \
-	VFMADD231PS  32(R15)(R12*1), Y15, Y7 \
-	ADDQ         $32, R9 \
-	LEAQ         (SI)(R12*4), SI \
-	ADDQ         $128, DX \
-	CMPQ         R9, R14 \
-	JLT          full \
-tail: \
-	CMPQ         R9, R10 \
-	JGE          done \
-	VBROADCASTSS 0(DX), Y8 \
-	VFMADD231PS  (SI), Y8, Y0 \
-	VFMADD231PS  32(SI), Y8, Y4 \
-	LEAQ         8(R9), R15 \
-	CMPQ         R15, R10 \
-	JGE          done \
-	VBROADCASTSS 32(DX), Y15 \
-	VFMADD231PS  (SI)(R12*1), Y15, Y1 \
-	VFMADD231PS  32(SI)(R12*1), Y15, Y5 \
-	LEAQ         16(R9), R15 \
-	CMPQ         R15, R10 \
-	JGE          done \
-	VBROADCASTSS 64(DX), Y8 \
-	VFMADD231PS  (SI)(R12*2), Y8, Y2 \
-	VFMADD231PS  32(SI)(R12*2), Y8, Y6 \
-done: \
-	VADDPS Y2, Y0, Y0 \
-	VADDPS Y3, Y1, Y1 \
-	VADDPS Y1, Y0, Y0 \
-	VADDPS Y6, Y4, Y4 \
-	VADDPS Y7, Y5, Y5 \
-	VADDPS Y5, Y4, Y4
+#include "attn_amd64.h"
 
 // func axpyF32AVX2(y, x *float32, n int, a float32)
 // y[i] = x[i]*a + y[i] with one rounding (VFMADD231), 8 lanes at a time,
@@ -373,71 +308,7 @@ rot:
 // chunks left, AX j's place in its group, BX the heads left, R9 next; the
 // positions left are counted in n.
 TEXT ·dotF32HeadsAVX2(SB), NOSPLIT, $0-88
-	MOVQ out+0(FP), R8
-	MOVQ ostride+8(FP), R12
-	MOVQ next+80(FP), R9
-	MOVQ keys+24(FP), SI
-	MOVQ kstride+32(FP), R13
-	MOVQ chunks+56(FP), R10
-	MOVQ R10, R14
-	SHLQ $7, R14 // bytes of a head
-
-hpos:
-	MOVQ R8, DX
-	MOVQ q+40(FP), R11
-	MOVQ SI, R15
-	MOVQ g0+72(FP), AX
-	MOVQ heads+48(FP), BX
-
-hhead:
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	MOVQ R15, DI
-	MOVQ R10, CX
-
-hchunk:
-	PREFETCHT0 0(DI)(R13*2)
-	PREFETCHT0 64(DI)(R13*2)
-	PREFETCHT0 0(DI)(R9*1)
-	PREFETCHT0 64(DI)(R9*1)
-	VMOVUPS 0(DI), Y4
-	VMOVUPS 32(DI), Y5
-	VMOVUPS 64(DI), Y6
-	VMOVUPS 96(DI), Y7
-	VFMADD231PS 0(R11), Y4, Y0
-	VFMADD231PS 32(R11), Y5, Y1
-	VFMADD231PS 64(R11), Y6, Y2
-	VFMADD231PS 96(R11), Y7, Y3
-	ADDQ $128, DI
-	ADDQ $128, R11
-	DECQ CX
-	JNZ  hchunk
-	VADDPS Y2, Y0, Y0
-	VADDPS Y3, Y1, Y1
-	VADDPS Y1, Y0, Y0
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS X1, X0, X0
-	VHADDPS X0, X0, X0
-	VHADDPS X0, X0, X0
-	VMOVSS X0, (DX)
-	ADDQ R12, DX
-	INCQ AX
-	CMPQ AX, group+64(FP)
-	JLT  hsame
-	XORQ AX, AX
-	ADDQ R14, R15
-
-hsame:
-	DECQ BX
-	JNZ  hhead
-	ADDQ $4, R8
-	ADDQ R13, SI
-	DECQ n+16(FP) // the positions left
-	JNZ  hpos
-	VZEROUPPER
-	RET
+	DOTHEADS(VMOVUPS, 32, 7, PFDOT32, hpos, hhead, hchunk, hsame)
 
 // func lanesF32HeadsAVX2(lanes *float32, n int, values *byte, vstride int, p *float32, pstride, heads, cols, group, g0 int)
 // For position t < n and head j < heads: lane t%32 of head j (lanes +
@@ -690,30 +561,30 @@ yhead:
 
 yblock:
 	LEAQ (R13)(DI*1), CX
-	YLANE(0, yf0, yt0, yd0)
+	YLANE(0, yf0, yt0, yd0, FMAF32, 32, Y15)
 	VMOVAPS Y0, Y9
 	VMOVAPS Y4, Y10
-	YLANE(4, yf4, yt4, yd4)
+	YLANE(4, yf4, yt4, yd4, FMAF32, 32, Y15)
 	VADDPS  Y0, Y9, Y9
 	VADDPS  Y4, Y10, Y10
-	YLANE(1, yf1, yt1, yd1)
+	YLANE(1, yf1, yt1, yd1, FMAF32, 32, Y15)
 	VMOVAPS Y0, Y11
 	VMOVAPS Y4, Y12
-	YLANE(5, yf5, yt5, yd5)
+	YLANE(5, yf5, yt5, yd5, FMAF32, 32, Y15)
 	VADDPS  Y0, Y11, Y11
 	VADDPS  Y4, Y12, Y12
 	VADDPS  Y11, Y9, Y9
 	VADDPS  Y12, Y10, Y10
-	YLANE(2, yf2, yt2, yd2)
+	YLANE(2, yf2, yt2, yd2, FMAF32, 32, Y15)
 	VMOVAPS Y0, Y11
 	VMOVAPS Y4, Y12
-	YLANE(6, yf6, yt6, yd6)
+	YLANE(6, yf6, yt6, yd6, FMAF32, 32, Y15)
 	VADDPS  Y0, Y11, Y11
 	VADDPS  Y4, Y12, Y12
-	YLANE(3, yf3, yt3, yd3)
+	YLANE(3, yf3, yt3, yd3, FMAF32, 32, Y15)
 	VMOVAPS Y0, Y13
 	VMOVAPS Y4, Y14
-	YLANE(7, yf7, yt7, yd7)
+	YLANE(7, yf7, yt7, yd7, FMAF32, 32, Y15)
 	VADDPS  Y0, Y13, Y13
 	VADDPS  Y4, Y14, Y14
 	VADDPS  Y13, Y11, Y11

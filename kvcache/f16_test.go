@@ -9,9 +9,10 @@ import (
 
 // TestF16Layout stores random keys and values in F16 caches (with and
 // without a sliding window, capacities on and off a multiple of 32) and
-// checks that KeysF16 and ValuesF16 hold them rounded to nearest even:
-// keys a row per slot within each head, values transposed. Past the
-// capacity, the window overwrites the oldest slot in both.
+// checks that KeysF16 and ValuesF16 hold them rounded to nearest even, a
+// row per slot with the KV heads side by side, and that DecodeKey and
+// DecodeValue read them. Past the capacity, the window overwrites the
+// oldest slot in both.
 func TestF16Layout(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	for _, tc := range []struct {
@@ -51,22 +52,18 @@ func TestF16Layout(t *testing.T) {
 		}
 		for l := range sh.Layers {
 			n := c.Used(l)
-			vt, stride := c.ValuesF16(l)
-			if stride%32 != 0 || stride < tc.capacity || len(vt) != vd*stride {
-				t.Fatalf("capacity %d: stride %d, %d values", tc.capacity, stride, len(vt))
+			keys, values := c.KeysF16(l, n), c.ValuesF16(l, n)
+			if len(keys) != n*kd || len(values) != n*vd {
+				t.Fatalf("capacity %d: %d keys, %d values for %d slots", tc.capacity, len(keys), len(values), n)
 			}
 			for s := range n {
 				e := want[[2]int{l, s}]
+				for i, x := range e[0] {
+					if got := keys[s*kd+i]; got != quant.FP32ToFP16(x) {
+						t.Fatalf("capacity %d layer %d slot %d key %d: %#04x, want %#04x", tc.capacity, l, s, i, got, quant.FP32ToFP16(x))
+					}
+				}
 				for h := range sh.KVHeads {
-					keys := c.KeysF16(l, h, n)
-					if len(keys) != n*sh.HeadDimK {
-						t.Fatalf("capacity %d: %d keys of head %d", tc.capacity, len(keys), h)
-					}
-					for i, x := range e[0][h*sh.HeadDimK : (h+1)*sh.HeadDimK] {
-						if got := keys[s*sh.HeadDimK+i]; got != quant.FP32ToFP16(x) {
-							t.Fatalf("capacity %d layer %d slot %d head %d key %d: %#04x, want %#04x", tc.capacity, l, s, h, i, got, quant.FP32ToFP16(x))
-						}
-					}
 					// DecodeKey reads the same layout.
 					k := make([]float32, sh.HeadDimK)
 					c.DecodeKey(k, l, s, h)
@@ -76,12 +73,12 @@ func TestF16Layout(t *testing.T) {
 						}
 					}
 				}
-				for r, x := range e[1] {
-					if got := vt[r*stride+s]; got != quant.FP32ToFP16(x) {
-						t.Fatalf("capacity %d layer %d slot %d value %d: %#04x, want %#04x", tc.capacity, l, s, r, got, quant.FP32ToFP16(x))
+				for i, x := range e[1] {
+					if got := values[s*vd+i]; got != quant.FP32ToFP16(x) {
+						t.Fatalf("capacity %d layer %d slot %d value %d: %#04x, want %#04x", tc.capacity, l, s, i, got, quant.FP32ToFP16(x))
 					}
 				}
-				// DecodeValue reads the transposed layout.
+				// DecodeValue reads the same layout.
 				out := make([]float32, sh.HeadDimV)
 				c.DecodeValue(out, l, s, 1)
 				for d, o := range out {
@@ -96,10 +93,40 @@ func TestF16Layout(t *testing.T) {
 		}
 	}
 	c, _ := New(1, 4, 2, 2)
-	if k := c.KeysF16(0, 0, 1); k != nil {
+	if k := c.KeysF16(0, 1); k != nil {
 		t.Error("KeysF16 of an F32 cache is not nil")
 	}
-	if v, s := c.ValuesF16(0); v != nil || s != 0 {
+	if v := c.ValuesF16(0, 1); v != nil {
 		t.Error("ValuesF16 of an F32 cache is not nil")
+	}
+}
+
+// BenchmarkStore measures storing one position's keys and values in every
+// layer of a cache shaped as 12L-768's (12 KV heads of 64, 256 slots), f32
+// against f16: the f16 cache converts each row with the vector kernel.
+func BenchmarkStore(b *testing.B) {
+	sh := Shape{Layers: 12, Capacity: 256, KVHeads: 12, HeadDimK: 64, HeadDimV: 64}
+	rng := rand.New(rand.NewPCG(1, 2))
+	k, v := make([]float32, sh.KVHeads*sh.HeadDimK), make([]float32, sh.KVHeads*sh.HeadDimV)
+	for i := range k {
+		k[i], v[i] = float32(rng.NormFloat64()), float32(rng.NormFloat64())
+	}
+	for _, typ := range []Type{F32, F16} {
+		b.Run(typ.String(), func(b *testing.B) {
+			c, err := NewWith(sh, Options{Type: typ, Policy: Window{}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			for i := range b.N {
+				for l := range sh.Layers {
+					s, err := c.Slot(l)
+					if err != nil {
+						b.Fatal(err)
+					}
+					c.Store(l, s, k, v)
+				}
+				c.SetLen(i + 1)
+			}
+		})
 	}
 }

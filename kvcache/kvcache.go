@@ -10,11 +10,9 @@
 // after the rotary embedding, so an evicted cache keeps each key's original
 // position.
 //
-// Entries are stored as float32, as float16 (llama.cpp's default cache,
-// laid out for reading one KV head at a time: keys slot after slot within
-// each head, values transposed, one row per value dimension with the slots
-// side by side; see KeysF16 and ValuesF16) or, to
-// save memory, as 8-, 4- or 2-bit codes: keys with a scale and offset per
+// Entries are stored as float32, as float16 (llama.cpp's default cache;
+// both slot after slot, a slot's KV heads side by side) or, to save
+// memory, as 8-, 4- or 2-bit codes: keys with a scale and offset per
 // channel and group of KeyGroup slots (the group being written stays
 // exact), values with a scale and offset per position and head. The cache
 // only stores: it hands out its rows as they are stored (Keys and Values,
@@ -70,7 +68,6 @@ type Cache struct {
 	policy Policy
 
 	kRow, vRow int // bytes of one slot's keys (values) in kdata (vdata)
-	vStride    int // F16: elements of a row of the transposed values
 	kl         keyLayout
 	stage      []float32 // quantized keys: the staged block of each layer, exact
 	stageBlk   []int32   // the block staged per layer, -1 for none
@@ -78,8 +75,8 @@ type Cache struct {
 	kdata      []byte
 	vdata      []byte
 	keys, vals []float32 // F32: kdata and vdata as float32
-	keys16     []uint16  // F16: kdata, head by head, as float16 bits
-	vals16     []uint16  // F16: vdata, transposed, as float16 bits
+	keys16     []uint16  // F16: kdata as float16 bits
+	vals16     []uint16  // F16: vdata as float16 bits
 
 	pos   []int32   // logical position of each layer×slot, -1 when empty
 	score []float32 // accumulated attention of each layer×slot (HeavyHitter)
@@ -96,25 +93,8 @@ func Bytes(sh Shape, t Type) int64 {
 		kl := newKeyLayout(sh, t)
 		keys = int64(sh.Layers) * int64(kl.layerBytes()+4*kl.stageLen()+8)
 	}
-	return keys + valueBytes(sh, t, v) + slots*8 + int64(sh.Layers)*4
+	return keys + slots*int64(v) + slots*8 + int64(sh.Layers)*4
 }
-
-// valueBytes returns the bytes of every layer's values, given those of one
-// slot.
-func valueBytes(sh Shape, t Type, row int) int64 {
-	if t == F16 {
-		return int64(sh.Layers) * int64(sh.KVHeads*sh.HeadDimV) * int64(f16Stride(sh.Capacity)) * 2
-	}
-	return int64(sh.Layers) * int64(sh.Capacity) * int64(row)
-}
-
-// f16Pad is the multiple of slots each row of F16 values is padded to, as
-// llama.cpp pads the KV rows it multiplies (so kernels can read whole
-// chunks).
-const f16Pad = 32
-
-// f16Stride returns the elements of a row of transposed F16 values.
-func f16Stride(capacity int) int { return (capacity + f16Pad - 1) &^ (f16Pad - 1) }
 
 // rowBytes returns the bytes of one slot's keys and values.
 func rowBytes(sh Shape, t Type) (k, v int) {
@@ -154,7 +134,7 @@ func NewWith(sh Shape, opts Options) (*Cache, error) {
 		}
 		c.stageBlk, c.stageOld = c.stageBlk[:sh.Layers], c.stageBlk[sh.Layers:]
 	}
-	vbytes := int(valueBytes(sh, c.typ, c.vRow))
+	vbytes := slots * c.vRow
 	c.kdata = alloc(kbytes)
 	c.vdata = alloc(vbytes)
 	c.pos = asInt32(alloc(slots * 4))
@@ -168,7 +148,6 @@ func NewWith(sh Shape, opts Options) (*Cache, error) {
 		c.keys, c.vals = asFloat32(c.kdata), asFloat32(c.vdata)
 	case F16:
 		c.keys16, c.vals16 = asUint16(c.kdata), asUint16(c.vdata)
-		c.vStride = f16Stride(sh.Capacity)
 	}
 	c.Reset()
 	return c, nil
@@ -273,23 +252,8 @@ func (c *Cache) Store(layer, slot int, k, v []float32) {
 		copy(c.vals[i*c.vRow/4:(i+1)*c.vRow/4], v)
 	case F16:
 		// Rounded to nearest even, as llama.cpp copies into its f16 cache.
-		d := c.sh.HeadDimK
-		for h := range c.sh.KVHeads {
-			o := c.keyF16(layer, slot, h)
-			kernels.F16FromF32(c.keys16[o:o+d], k[h*d:(h+1)*d])
-		}
-		// V is stored transposed: converted a run at a time with the
-		// vector kernel, then scattered.
-		rows := c.vRow / 2
-		vt := c.vals16[layer*rows*c.vStride:]
-		var run [256]uint16
-		for r0 := 0; r0 < rows; r0 += len(run) {
-			n := min(len(run), rows-r0)
-			kernels.F16FromF32(run[:n], v[r0:r0+n])
-			for j, h := range run[:n] {
-				vt[(r0+j)*c.vStride+slot] = h
-			}
-		}
+		kernels.F16FromF32(c.keys16[i*c.kRow/2:(i+1)*c.kRow/2], k[:c.kRow/2])
+		kernels.F16FromF32(c.vals16[i*c.vRow/2:(i+1)*c.vRow/2], v[:c.vRow/2])
 	default:
 		if c.quantKeys() {
 			c.storeKey(layer, slot, k)
@@ -357,36 +321,28 @@ func (c *Cache) Values(layer, n int) []float32 {
 	return c.vals[o : o+n*c.vRow/4]
 }
 
-// keyF16 returns the index in keys16 of the key of KV head h in slot of
-// layer. F16 keys are stored head by head, so that the attention of one
-// head reads its keys sequentially.
-func (c *Cache) keyF16(layer, slot, h int) int {
-	return ((layer*c.sh.KVHeads+h)*c.sh.Capacity + slot) * c.sh.HeadDimK
-}
-
-// KeysF16 returns the keys of KV head h in slots [0, n) of layer as
-// float16 bits, one slot after another (n×HeadDimK elements), or nil
-// unless the type is F16.
-func (c *Cache) KeysF16(layer, h, n int) []uint16 {
+// KeysF16 returns the keys of slots [0, n) of layer as float16 bits, as
+// Keys lays them out: n×KVHeads×HeadDimK elements, slot after slot, a
+// slot's KV heads side by side. It returns nil unless the type is F16.
+func (c *Cache) KeysF16(layer, n int) []uint16 {
 	if c.typ != F16 {
 		return nil
 	}
-	o := c.keyF16(layer, 0, h)
-	return c.keys16[o : o+n*c.sh.HeadDimK]
+	o := layer * c.sh.Capacity * c.kRow / 2
+	return c.keys16[o : o+n*c.kRow/2]
 }
 
-// ValuesF16 returns the values of layer as float16 bits, transposed as
-// llama.cpp stores an f16 cache: row h·HeadDimV+d holds dimension d of KV
-// head h for every slot, slot s at index s, and rows start every stride
-// elements. stride is Capacity rounded up to a multiple of 32; the
-// elements of unused slots and of the padding are unspecified. It returns
-// nil and 0 unless the type is F16.
-func (c *Cache) ValuesF16(layer int) (vt []uint16, stride int) {
+// ValuesF16 returns the values of slots [0, n) of layer as float16 bits,
+// as Values lays them out: n×KVHeads×HeadDimV elements, slot after slot,
+// a slot's KV heads side by side. (llama.cpp stores an f16 cache's values
+// transposed; kernels.ValuesF16Heads takes its sums over this layout.) It
+// returns nil unless the type is F16.
+func (c *Cache) ValuesF16(layer, n int) []uint16 {
 	if c.typ != F16 {
-		return nil, 0
+		return nil
 	}
-	n := c.sh.KVHeads * c.sh.HeadDimV * c.vStride
-	return c.vals16[layer*n : (layer+1)*n], c.vStride
+	o := layer * c.sh.Capacity * c.vRow / 2
+	return c.vals16[o : o+n*c.vRow/2]
 }
 
 // CodedKeys are the keys of one KV head in one group of slots of a
@@ -453,7 +409,7 @@ func (c *Cache) DecodeKey(dst []float32, layer, slot, h int) {
 	case c.typ == F32:
 		copy(dst, c.Key(layer, slot)[h*d:])
 	case c.typ == F16:
-		o := c.keyF16(layer, slot, h)
+		o := (layer*c.sh.Capacity+slot)*c.kRow/2 + h*d
 		for i, x := range c.keys16[o : o+d] {
 			dst[i] = quant.FP16ToFP32(x)
 		}
@@ -477,10 +433,9 @@ func (c *Cache) DecodeValue(dst []float32, layer, slot, h int) {
 	case F32:
 		copy(dst, c.Value(layer, slot)[h*d:])
 	case F16:
-		vt, stride := c.ValuesF16(layer)
-		vt = vt[h*d*stride+slot:]
-		for i := range dst {
-			dst[i] = quant.FP16ToFP32(vt[i*stride])
+		o := (layer*c.sh.Capacity+slot)*c.vRow/2 + h*d
+		for i, x := range c.vals16[o : o+d] {
+			dst[i] = quant.FP16ToFP32(x)
 		}
 	default:
 		hb := c.typ.headBytes(d)

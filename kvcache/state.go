@@ -29,6 +29,9 @@ func (c *Cache) StateBytes() int64 {
 	for _, r := range c.regions(c.slotsInUse()) {
 		n += int64(len(r))
 	}
+	if c.typ == F16 {
+		n += int64(c.sh.Layers) * int64(c.slotsInUse()) * int64(c.kRow+c.vRow)
+	}
 	return n
 }
 
@@ -43,7 +46,9 @@ func (c *Cache) slotsInUse() int {
 }
 
 // regions returns the parts of the cache's memory that hold the entries
-// of slots [0, n) and their bookkeeping, in the order they are saved.
+// of slots [0, n) and their bookkeeping, in the order they are saved. An
+// F16 cache's entries are not among them: they are saved after these in
+// another layout (see f16Saved).
 func (c *Cache) regions(n int) [][]byte {
 	sh := c.sh
 	var out [][]byte
@@ -66,18 +71,6 @@ func (c *Cache) regions(n int) [][]byte {
 	}
 	switch {
 	case c.typ == F16:
-		d := sh.HeadDimK * 2
-		for l := range sh.Layers {
-			for h := range sh.KVHeads {
-				o := 2 * c.keyF16(l, 0, h)
-				out = append(out, c.kdata[o:o+n*d])
-			}
-		}
-		rows := sh.KVHeads * sh.HeadDimV
-		for r := range sh.Layers * rows {
-			o := 2 * r * c.vStride
-			out = append(out, c.vdata[o:o+2*n])
-		}
 		return out
 	case c.quantKeys():
 		blocks := (n + c.kl.g - 1) / c.kl.g
@@ -118,6 +111,13 @@ func (c *Cache) WriteTo(w io.Writer) (int64, error) {
 			return total, err
 		}
 	}
+	if c.typ == F16 {
+		k, err := c.writeF16(w, n)
+		total += k
+		if err != nil {
+			return total, err
+		}
+	}
 	return total, nil
 }
 
@@ -154,6 +154,14 @@ func (c *Cache) ReadFrom(r io.Reader) (int64, error) {
 			return total, fmt.Errorf("%w: %w", ErrState, err)
 		}
 	}
+	if c.typ == F16 {
+		k, err := c.readF16(r, n)
+		total += k
+		if err != nil {
+			c.Reset()
+			return total, fmt.Errorf("%w: %w", ErrState, err)
+		}
+	}
 	if err := c.checkState(n); err != nil {
 		c.Reset()
 		return total, err
@@ -183,4 +191,115 @@ func (c *Cache) checkState(n int) error {
 		}
 	}
 	return nil
+}
+
+// An F16 cache stores a slot's keys, and its values, with its KV heads side
+// by side (as F32 does), but saves them as earlier builds stored them, so
+// that their session files still load: after the bookkeeping, every
+// layer's keys head by head (a head's n slots one after another, HeadDimK
+// elements each), then every layer's values transposed (for each KV head
+// and dimension d, slot after slot, n elements: llama.cpp's layout). One
+// KV head of one layer is converted at a time, in a scratch buffer.
+
+// writeF16 writes the entries of slots [0, n) of an F16 cache in their
+// saved layout.
+func (c *Cache) writeF16(w io.Writer, n int) (int64, error) {
+	var total int64
+	err := c.f16Saved(n, func(buf []uint16, layer, h int, values bool) error {
+		c.packF16(buf, layer, h, n, values)
+		k, err := w.Write(u16Bytes(buf))
+		total += int64(k)
+		return err
+	})
+	return total, err
+}
+
+// readF16 reads the entries of slots [0, n) of an F16 cache in their saved
+// layout.
+func (c *Cache) readF16(r io.Reader, n int) (int64, error) {
+	var total int64
+	err := c.f16Saved(n, func(buf []uint16, layer, h int, values bool) error {
+		k, err := io.ReadFull(r, u16Bytes(buf))
+		total += int64(k)
+		if err == nil {
+			c.unpackF16(buf, layer, h, n, values)
+		}
+		return err
+	})
+	return total, err
+}
+
+// f16Saved calls f for each KV head's keys of each layer, then for each
+// KV head's values of each layer, in the order they are saved, with a
+// scratch buffer of their n slots' elements. It stops at f's first error.
+func (c *Cache) f16Saved(n int, f func(buf []uint16, layer, h int, values bool) error) error {
+	if n == 0 {
+		return nil
+	}
+	sh := c.sh
+	scratch := make([]uint16, n*max(sh.HeadDimK, sh.HeadDimV))
+	for _, values := range []bool{false, true} {
+		d := sh.HeadDimK
+		if values {
+			d = sh.HeadDimV
+		}
+		for l := range sh.Layers {
+			for h := range sh.KVHeads {
+				if err := f(scratch[:n*d], l, h, values); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// packF16 copies KV head h's keys (or values) of slots [0, n) of layer to
+// buf in their saved layout: keys slot after slot, values transposed.
+func (c *Cache) packF16(buf []uint16, layer, h, n int, values bool) {
+	if !values {
+		d, row := c.sh.HeadDimK, c.kRow/2
+		src := c.keys16[layer*c.sh.Capacity*row+h*d:]
+		for s := range n {
+			copy(buf[s*d:(s+1)*d], src[s*row:s*row+d])
+		}
+		return
+	}
+	d, row := c.sh.HeadDimV, c.vRow/2
+	src := c.vals16[layer*c.sh.Capacity*row+h*d:]
+	for s := range n {
+		for i, x := range src[s*row : s*row+d] {
+			buf[i*n+s] = x
+		}
+	}
+}
+
+// unpackF16 is the inverse of packF16: it stores buf, KV head h's keys (or
+// values) of slots [0, n) of layer in their saved layout, in the cache.
+func (c *Cache) unpackF16(buf []uint16, layer, h, n int, values bool) {
+	if !values {
+		d, row := c.sh.HeadDimK, c.kRow/2
+		dst := c.keys16[layer*c.sh.Capacity*row+h*d:]
+		for s := range n {
+			copy(dst[s*row:s*row+d], buf[s*d:(s+1)*d])
+		}
+		return
+	}
+	d, row := c.sh.HeadDimV, c.vRow/2
+	dst := c.vals16[layer*c.sh.Capacity*row+h*d:]
+	for s := range n {
+		v := dst[s*row : s*row+d]
+		for i := range v {
+			v[i] = buf[i*n+s]
+		}
+	}
+}
+
+// u16Bytes returns the memory of s as bytes (little-endian on the
+// machines that save and load a cache).
+func u16Bytes(s []uint16) []byte {
+	if len(s) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(&s[0])), 2*len(s))
 }

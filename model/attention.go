@@ -146,28 +146,43 @@ func (s *State) attendF32Batch(a attnArgs, lo, hi int) {
 // the query is rounded to f16 (the vec_dot_type of an f16 matrix) and each
 // score is ggml_vec_dot_f16 of it with a cached key; after the scale and
 // the softmax, the probabilities are rounded to f16 and output dimension d
-// is ggml_vec_dot_f16 of them with row d of the transposed values, over
-// the KV row padded to a multiple of 32 positions. With GQA the query
+// is ggml_vec_dot_f16 of them with row d of llama.cpp's transposed values,
+// over the KV row padded to a multiple of 32 positions. With GQA the query
 // heads of a group share their KV head, as ggml_mul_mat broadcasts it.
 // The query and the scores are rounded in place, so Observe sees the
 // probabilities the values were weighted with. Batch order (llama.cpp's
 // tinyBLAS) is not reproduced for f16.
+//
+// The cache is slot-major, as the f32 one, and is read as attendF32 reads
+// it: the heads' scores with DotF16Heads (each DotF16Rows' sum), then
+// their weighted values with ValuesF16Heads (each DotF16RowsPadded's sum
+// over the transposed values).
 func (s *State) attendF16(a attnArgs, lo, hi int) {
+	if lo >= hi {
+		return
+	}
 	hp := &s.m.Hparams
-	vt, stride := s.KV.ValuesF16(a.layer)
-	hdk, hdv := hp.HeadDimK, hp.HeadDimV
+	keys := s.KV.KeysF16(a.layer, a.n)
+	values := s.KV.ValuesF16(a.layer, a.n)
+	kd, vd, hdk, hdv := hp.KDim(), hp.VDim(), hp.HeadDimK, hp.HeadDimV
 	group := hp.Heads / hp.KVHeads
 	scale := scoreScale(hp)
+	c := s.KV.Capacity()
+	kv0, g0 := lo/group, lo%group
+	q := a.q[lo*hdk : hi*hdk]
+	s.tier.RoundF16(q)
+	// The values are fetched on the way when laid out as the keys.
+	var next []uint16
+	if hdk == hdv {
+		next = values[kv0*hdv:]
+	}
+	s.tier.DotF16Heads(s.scores[lo*c:], c, keys[kv0*hdk:], kd, a.n, q, hdk, group, g0, next)
 	for h := lo; h < hi; h++ {
-		kvh := h / group
-		q := s.query(a, h)
-		s.tier.RoundF16(q)
 		sc := s.scoresOf(a, h)
-		s.tier.DotF16Rows(sc, s.KV.KeysF16(a.layer, kvh, a.n), hdk, q)
 		s.softmaxScores(sc, scale)
 		s.tier.RoundF16(sc)
-		s.tier.DotF16RowsPadded(s.output(a, h), vt[kvh*hdv*stride:], stride, sc)
 	}
+	s.tier.ValuesF16Heads(a.att[lo*hdv:hi*hdv], s.vlanes[lo*hdv*32:hi*hdv*32], values[kv0*hdv:], vd, a.n, s.scores[lo*c:], c, hdv, group, g0)
 }
 
 // attendCoded is the attention over a cache of quantized entries (Q8,

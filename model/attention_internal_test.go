@@ -176,15 +176,201 @@ func TestAttendF32Tiers(t *testing.T) {
 	}
 }
 
+// BenchmarkAttendF16 is BenchmarkAttendF32 over an f16 cache (llama.cpp's
+// default): one token's attention over 55 slots for 12L-768's heads, hot
+// in the cache.
+func BenchmarkAttendF16(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	pool := kernels.NewPool(1)
+	defer pool.Close()
+	m := &Model{Hparams: Hparams{Layers: 1, Embd: 768, FFN: 8, Vocab: 4, Heads: 12, KVHeads: 12, HeadDimK: 64, HeadDimV: 64, RopeDim: 64}}
+	s, err := m.NewStateWith(pool, StateOptions{Capacity: 256, KV: kvcache.Options{Type: kvcache.F16}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	fillCache(s, 55, rng)
+	for i := range s.q {
+		s.q[i] = float32(rng.NormFloat64())
+	}
+	a := attnArgs{layer: 0, n: s.KV.Used(0), q: s.q, att: s.att}
+	for range b.N {
+		s.attendF16(a, 0, m.Heads)
+	}
+}
+
+// BenchmarkAttendCold measures the attention of one decoding step of four
+// sessions on 12L-768 (12 layers, 12 heads of 64, 55 cached positions
+// each), f32 against f16 cache, with the caches evicted from every CPU
+// cache before each step (as a step's 68 MB of weights evict them in a
+// server), so that the time is mostly waiting on memory: what an f16
+// cache's half bytes save. Each op is 48 attentions (12 layers × 4).
+func BenchmarkAttendCold(b *testing.B) {
+	flush := make([]uint64, 96<<20/8) // more than the L3
+	for _, typ := range []kvcache.Type{kvcache.F32, kvcache.F16} {
+		b.Run(typ.String(), func(b *testing.B) {
+			rng := rand.New(rand.NewPCG(1, 2))
+			pool := kernels.NewPool(1)
+			defer pool.Close()
+			m := &Model{Hparams: Hparams{Layers: 12, Embd: 768, FFN: 8, Vocab: 4, Heads: 12, KVHeads: 12, HeadDimK: 64, HeadDimV: 64, RopeDim: 64}}
+			var states []*State
+			for range 4 {
+				s, err := m.NewStateWith(pool, StateOptions{Capacity: 256, KV: kvcache.Options{Type: typ}})
+				if err != nil {
+					b.Fatal(err)
+				}
+				k, v := make([]float32, m.KDim()), make([]float32, m.VDim())
+				for pos := range 55 {
+					s.KV.SetLen(pos)
+					for l := range m.Layers {
+						for i := range k {
+							k[i], v[i] = float32(rng.NormFloat64()), float32(rng.NormFloat64())
+						}
+						slot, _ := s.KV.Slot(l)
+						s.KV.Store(l, slot, k, v)
+					}
+				}
+				s.KV.SetLen(55)
+				for i := range s.q {
+					s.q[i] = float32(rng.NormFloat64())
+				}
+				states = append(states, s)
+			}
+			attend := attenderFor(typ)
+			b.ResetTimer()
+			for i := range b.N {
+				b.StopTimer()
+				for j := range flush {
+					flush[j] += uint64(i)
+				}
+				b.StartTimer()
+				for l := range m.Layers {
+					for _, s := range states {
+						attend(s, attnArgs{layer: l, n: 55, q: s.q, att: s.att}, 0, m.Heads)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestAttendF16Tiers checks attendF16 (one token's attention over an f16
+// cache) on every tier, bit for bit, against llama.cpp's sums as the
+// cache used to be read (attendF16Heads: head by head, DotF16Rows over the
+// head's keys and DotF16RowsPadded over its values transposed, on the
+// generic tier): 12L-768's heads, grouped ones and keys wider than values,
+// head ranges as the threads split them, and slot counts below, at and
+// past a lane round of 32. The rounded queries and probabilities, which
+// Observe reads, must match too.
+func TestAttendF16Tiers(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, shape := range []struct{ heads, kvHeads, hdk, hdv int }{{12, 12, 64, 64}, {12, 4, 64, 64}, {6, 2, 48, 48}, {4, 4, 40, 40}, {6, 3, 48, 32}} {
+		m := &Model{Hparams: Hparams{Layers: 1, Embd: shape.heads * shape.hdk, FFN: 8, Vocab: 4,
+			Heads: shape.heads, KVHeads: shape.kvHeads, HeadDimK: shape.hdk, HeadDimV: shape.hdv, RopeDim: shape.hdk}}
+		q := make([]float32, m.QDim())
+		for _, n := range []int{1, 7, 32, 33, 55, 100} {
+			for i := range q {
+				q[i] = float32(rng.NormFloat64())
+			}
+			wantQ, wantP, want := attendF16Heads(t, m, q, n)
+			for _, name := range kernels.Tiers() {
+				tr, err := kernels.TierNamed(name)
+				if err != nil {
+					t.Fatal(err)
+				}
+				pool := kernels.NewPoolTier(tr, 1)
+				s, err := m.NewStateWith(pool, StateOptions{Capacity: 128, KV: kvcache.Options{Type: kvcache.F16}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				fillCache(s, n, rand.New(rand.NewPCG(uint64(n), 5))) // the same cache on every tier
+				copy(s.q, q)
+				a := attnArgs{layer: 0, n: s.KV.Used(0), q: s.q, att: s.att}
+				split := shape.heads / 3
+				s.attendF16(a, 0, split)
+				s.attendF16(a, split, shape.heads)
+				pool.Close()
+				for i := range want {
+					if math.Float32bits(s.att[i]) != math.Float32bits(want[i]) {
+						t.Fatalf("%s: %+v, %d slots: output %d = %g, want %g", name, shape, n, i, s.att[i], want[i])
+					}
+				}
+				for i := range wantQ {
+					if math.Float32bits(s.q[i]) != math.Float32bits(wantQ[i]) {
+						t.Fatalf("%s: %+v, %d slots: rounded query %d = %g, want %g", name, shape, n, i, s.q[i], wantQ[i])
+					}
+				}
+				for h := range shape.heads {
+					p := s.scoresOf(a, h)
+					for i := range p {
+						if math.Float32bits(p[i]) != math.Float32bits(wantP[h*n+i]) {
+							t.Fatalf("%s: %+v, %d slots: head %d probability %d = %g, want %g", name, shape, n, h, i, p[i], wantP[h*n+i])
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// attendF16Heads computes the attention of query q over an f16 cache
+// filled as TestAttendF16Tiers fills it, with n slots, head by head as
+// llama.cpp lays out its cache: each head's scores DotF16Rows of the
+// rounded query with its keys, and its output DotF16RowsPadded of the
+// rounded probabilities with its values transposed (rows of n slots padded
+// to a multiple of 32), on the generic tier. It returns the rounded query,
+// the probabilities (n per head) and the output.
+func attendF16Heads(t *testing.T, m *Model, q []float32, n int) (rq, p, out []float32) {
+	t.Helper()
+	g, err := kernels.TierNamed("generic")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := kernels.NewPoolTier(g, 1)
+	defer pool.Close()
+	s, err := m.NewStateWith(pool, StateOptions{Capacity: 128, KV: kvcache.Options{Type: kvcache.F16}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fillCache(s, n, rand.New(rand.NewPCG(uint64(n), 5)))
+	hp := &m.Hparams
+	kd, vd, hdk, hdv := hp.KDim(), hp.VDim(), hp.HeadDimK, hp.HeadDimV
+	keys, values := s.KV.KeysF16(0, n), s.KV.ValuesF16(0, n)
+	stride := (n + 31) &^ 31
+	vt := make([]uint16, vd*stride)
+	for t := range n {
+		for r := range vd {
+			vt[r*stride+t] = values[t*vd+r]
+		}
+	}
+	rq = append([]float32(nil), q...)
+	g.RoundF16(rq)
+	p, out = make([]float32, hp.Heads*n), make([]float32, hp.Heads*hdv)
+	group := hp.Heads / hp.KVHeads
+	for h := range hp.Heads {
+		kvh := h / group
+		sc := p[h*n : (h+1)*n]
+		g.DotF16Rows(sc, keys[kvh*hdk:], kd, rq[h*hdk:(h+1)*hdk])
+		softmaxScaled(g, sc, scoreScale(hp))
+		g.RoundF16(sc)
+		g.DotF16RowsPadded(out[h*hdv:(h+1)*hdv], vt[kvh*hdv*stride:], stride, sc)
+	}
+	return rq, p, out
+}
+
 // fillCache stores n positions of keys and values drawn from r (a key's
-// element and the value's in turn) in layer 0 of s's cache and sets its
-// length to n.
+// element and the value's in turn, while both have one) in layer 0 of s's
+// cache and sets its length to n.
 func fillCache(s *State, n int, r *rand.Rand) {
 	k, v := make([]float32, s.m.KDim()), make([]float32, s.m.VDim())
 	for pos := range n {
 		s.KV.SetLen(pos)
-		for i := range k {
-			k[i], v[i] = float32(r.NormFloat64()), float32(r.NormFloat64())
+		for i := range max(len(k), len(v)) {
+			if i < len(k) {
+				k[i] = float32(r.NormFloat64())
+			}
+			if i < len(v) {
+				v[i] = float32(r.NormFloat64())
+			}
 		}
 		slot, _ := s.KV.Slot(0)
 		s.KV.Store(0, slot, k, v)

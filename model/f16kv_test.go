@@ -122,7 +122,7 @@ func runF16KV(t *testing.T, dir string, c exactCase, greedy bool) (worst float64
 }
 
 // TestF16KVWindow runs past the capacity of an f16 cache with a sliding
-// window, which overwrites the oldest slot in the transposed values: until
+// window, which overwrites the oldest slot of the cache: until
 // the cache is full the logits must equal those of a cache without
 // eviction, and after it they must stay close to an f32 window's.
 func TestF16KVWindow(t *testing.T) {
