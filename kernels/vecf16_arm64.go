@@ -62,8 +62,41 @@ func dotF16HeadsAsm(tr *Tier, out []float32, ostride int, keys []uint16, stride,
 	return false
 }
 
-// valuesF16HeadsAsm is ValuesF16Heads in the assembly of tier tr; false
-// where the tier has none (the caller then runs the generic code).
+//go:noescape
+func valuesF16x16NEON(out *float32, values *uint16, rowBytes, n int, p *float32, cols int)
+
+//go:noescape
+func valuesF16x4NEON(out *float32, values *uint16, rowBytes, n int, p *float32, cols int)
+
+// valuesF16HeadsAsm is ValuesF16Heads on the neon tiers, head by head: the
+// columns in chunks of 16 and then of 4 in assembly (the lanes in
+// registers), the last d mod 4 in Go. The caller has checked the lengths
+// and that n ≥ 1.
 func valuesF16HeadsAsm(tr *Tier, out []float32, values []uint16, stride, n int, p []float32, pstride, d, group, g0, heads int) bool {
-	return false
+	c16, c4 := d&^15, d&^3
+	for j := range heads {
+		o := out[j*d : (j+1)*d]
+		v := values[(g0+j)/group*d:]
+		w := p[j*pstride : j*pstride+n]
+		if c16 > 0 {
+			valuesF16x16NEON(&o[0], &v[0], 2*stride, n, &w[0], c16)
+		}
+		if c4 > c16 {
+			valuesF16x4NEON(&o[c16], &v[c16], 2*stride, n, &w[0], c4-c16)
+		}
+		for c := c4; c < d; c++ {
+			o[c] = valuesF16Column(v[c:], stride, w)
+		}
+	}
+	return true
+}
+
+// valuesF16Column is ValuesF16Heads' sum for one column: the weighted
+// values v[t·stride] (t < len(p)) in lane t%32, then GGML_F32x8_REDUCE.
+func valuesF16Column(v []uint16, stride int, p []float32) float32 {
+	var acc [32]float32
+	for t, a := range p {
+		acc[t%32] = quant.FMA32(quant.FP16ToFP32(v[t*stride]), a, acc[t%32])
+	}
+	return reduce32F32(&acc)
 }
