@@ -2,7 +2,11 @@
 
 package kernels
 
-import "github.com/qsf-llm/qsf/quant"
+import (
+	"unsafe"
+
+	"github.com/qsf-llm/qsf/quant"
+)
 
 // The half-precision vector kernels of the neon tiers (vecf16_arm64.s):
 // FCVTN/FCVTL conversions and ggml_vec_dot_f16's lanes, the same bits as
@@ -56,10 +60,39 @@ func dotF16RowsAsm(tr *Tier, out []float32, w []uint16, stride int, x []float32,
 	return true
 }
 
-// dotF16HeadsAsm is DotF16Heads in the assembly of tier tr; false where
-// the tier has none (the caller then runs DotF16Rows head by head).
+// dotF16HeadsAsm is DotF16Heads on the neon tiers: query heads that share
+// a key head go in pairs (dotF16x2NEON, the F16 prefill tile: each key
+// row is loaded and widened once for both, the lanes and sums those of
+// dotF16F32NEON; the tail as DotF16Rows adds it), the others through
+// DotF16Rows. Without grouped heads, or with heads narrower than 32, it
+// returns false (the caller then runs DotF16Rows head by head). The
+// caller has checked the lengths and that n ≥ 1.
 func dotF16HeadsAsm(tr *Tier, out []float32, ostride int, keys []uint16, stride, n int, q []float32, d, group, g0, heads int, next []uint16) bool {
-	return false
+	if group == 1 || d < 32 {
+		return false
+	}
+	np := d &^ 31
+	for j := 0; j < heads; {
+		kv := (g0 + j) / group
+		w := keys[kv*d:]
+		o0, x0 := out[j*ostride:j*ostride+n], q[j*d:(j+1)*d]
+		if j+1 == heads || (g0+j+1)/group != kv {
+			tr.DotF16Rows(o0, w, stride, x0)
+			j++
+			continue
+		}
+		o1, x1 := out[(j+1)*ostride:(j+1)*ostride+n], q[(j+1)*d:(j+2)*d]
+		dotF16x2NEON(&o0[0], ostride, n, (*byte)(unsafe.Pointer(&w[0])), d/32, 2*stride, (*byte)(unsafe.Pointer(&x0[0])), 4*d)
+		if np < d {
+			for r := range n {
+				row := w[r*stride+np : r*stride+d]
+				o0[r] = dotF16Tail(float64(o0[r]), row, x0[np:])
+				o1[r] = dotF16Tail(float64(o1[r]), row, x1[np:])
+			}
+		}
+		j += 2
+	}
+	return true
 }
 
 //go:noescape
