@@ -69,11 +69,12 @@ func TestValuesF16HeadsNEONShapes(t *testing.T) {
 // 12L-768 model (12 heads of 64, n cached positions) from an f16 cache:
 // ValuesF16Heads over slot-major values on each tier, and "padded", the
 // former attention's DotF16RowsPadded head by head over the values
-// transposed (rows of n rounded up to 32) on the default tier.
+// transposed (rows of n rounded up to 32) on the default tier (which runs
+// the generic code where n is not a multiple of 32).
 func BenchmarkValuesF16HeadsNEON(b *testing.B) {
 	const heads, d = 12, 64
 	r := rand.New(rand.NewPCG(21, 22))
-	for _, n := range []int{64, 256} {
+	for _, n := range []int{50, 64, 256} {
 		row := heads * d
 		values := make([]uint16, n*row)
 		for i := range values {
@@ -105,6 +106,44 @@ func BenchmarkValuesF16HeadsNEON(b *testing.B) {
 				tr, _ := TierNamed(name)
 				for b.Loop() {
 					tr.ValuesF16Heads(out, lanes, values, row, n, p, n, d, 1, 0)
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkDotF16HeadsNEON measures one layer's attention scores from an
+// f16 cache (12 query heads of 64, n = 50 positions, group query heads a
+// key head): DotF16Heads on each tier, and "rows", DotF16Rows head by head
+// on the default tier (what DotF16Heads did before it paired the heads).
+func BenchmarkDotF16HeadsNEON(b *testing.B) {
+	const heads, d, n = 12, 64, 50
+	r := rand.New(rand.NewPCG(23, 24))
+	for _, group := range []int{1, 2} {
+		row := heads / group * d
+		keys := make([]uint16, n*row)
+		for i := range keys {
+			keys[i] = quant.FP32ToFP16(float32(r.NormFloat64()))
+		}
+		q := make([]float32, heads*d)
+		for i := range q {
+			q[i] = float32(r.NormFloat64())
+		}
+		RoundF16(q)
+		scores := make([]float32, heads*n)
+		for _, name := range append(Tiers(), "rows") {
+			b.Run(fmt.Sprintf("group=%d/%s", group, name), func(b *testing.B) {
+				if name == "rows" {
+					for b.Loop() {
+						for j := range heads {
+							DotF16Rows(scores[j*n:(j+1)*n], keys[j/group*d:], row, q[j*d:(j+1)*d])
+						}
+					}
+					return
+				}
+				tr, _ := TierNamed(name)
+				for b.Loop() {
+					tr.DotF16Heads(scores, n, keys, row, n, q, d, group, 0, nil)
 				}
 			})
 		}
