@@ -111,12 +111,16 @@ func BenchmarkAttendCoded(b *testing.B) {
 // BenchmarkAttendF32 measures one token's attention over 55 slots of an
 // f32 cache (the default) for 12L-768's heads (12 heads of 64), hot in
 // the cache: the compute of a decoding step's attention, per layer.
-func BenchmarkAttendF32(b *testing.B) {
+func BenchmarkAttendF32(b *testing.B) { benchAttendHot(b, kvcache.F32) }
+
+// benchAttendHot measures one token's attention over 55 slots of a cache
+// of type typ for 12L-768's heads, hot in the cache.
+func benchAttendHot(b *testing.B, typ kvcache.Type) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	pool := kernels.NewPool(1)
 	defer pool.Close()
 	m := &Model{Hparams: Hparams{Layers: 1, Embd: 768, FFN: 8, Vocab: 4, Heads: 12, KVHeads: 12, HeadDimK: 64, HeadDimV: 64, RopeDim: 64}}
-	s, err := m.NewStateWith(pool, StateOptions{Capacity: 256, KV: kvcache.Options{Type: kvcache.F32}})
+	s, err := m.NewStateWith(pool, StateOptions{Capacity: 256, KV: kvcache.Options{Type: typ}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -125,8 +129,9 @@ func BenchmarkAttendF32(b *testing.B) {
 		s.q[i] = float32(rng.NormFloat64())
 	}
 	a := attnArgs{layer: 0, n: s.KV.Used(0), q: s.q, att: s.att}
+	attend := attenderFor(typ)
 	for range b.N {
-		s.attendF32(a, 0, m.Heads)
+		attend(s, a, 0, m.Heads)
 	}
 }
 
@@ -179,24 +184,7 @@ func TestAttendF32Tiers(t *testing.T) {
 // BenchmarkAttendF16 is BenchmarkAttendF32 over an f16 cache (llama.cpp's
 // default): one token's attention over 55 slots for 12L-768's heads, hot
 // in the cache.
-func BenchmarkAttendF16(b *testing.B) {
-	rng := rand.New(rand.NewPCG(1, 2))
-	pool := kernels.NewPool(1)
-	defer pool.Close()
-	m := &Model{Hparams: Hparams{Layers: 1, Embd: 768, FFN: 8, Vocab: 4, Heads: 12, KVHeads: 12, HeadDimK: 64, HeadDimV: 64, RopeDim: 64}}
-	s, err := m.NewStateWith(pool, StateOptions{Capacity: 256, KV: kvcache.Options{Type: kvcache.F16}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	fillCache(s, 55, rng)
-	for i := range s.q {
-		s.q[i] = float32(rng.NormFloat64())
-	}
-	a := attnArgs{layer: 0, n: s.KV.Used(0), q: s.q, att: s.att}
-	for range b.N {
-		s.attendF16(a, 0, m.Heads)
-	}
-}
+func BenchmarkAttendF16(b *testing.B) { benchAttendHot(b, kvcache.F16) }
 
 // BenchmarkAttendCold measures the attention of one decoding step of four
 // sessions on 12L-768 (12 layers, 12 heads of 64, 55 cached positions
