@@ -44,10 +44,10 @@ type Config struct {
 	// a pass over those weights at load, and their memory moves from the
 	// page cache, which processes mapping the same file share, into the
 	// process's own. Results are the same bit for bit. Without a
-	// RAMBudget, mapped F32 matrices go there too, as a decode step reads
-	// them whole: on the avx512 tier packed losslessly in 28 bits a weight
-	// (kernels.F32H: less to read, the same bits), elsewhere (on Linux)
-	// copied as they are, and on Linux the repacked weights are advised
+	// RAMBudget, the mapped matrices the tier does not repack go there
+	// too, as a decode step reads them whole: F32 ones on the avx512 tier
+	// packed losslessly in 28 bits a weight (kernels.F32H: less to read,
+	// the same bits), the others (on Linux) copied as they are, and on Linux the repacked weights are advised
 	// for transparent huge pages (fewer TLB misses); NoRepack leaves those
 	// mapped as well. A streaming model
 	// (RAMBudget too small to hold the weights) never repacks, nor do QSF

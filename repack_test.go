@@ -14,6 +14,7 @@ import (
 	"github.com/qsf-llm/qsf/format"
 	"github.com/qsf-llm/qsf/internal/testfiles"
 	"github.com/qsf-llm/qsf/kernels"
+	"github.com/qsf-llm/qsf/model"
 	"github.com/qsf-llm/qsf/quant"
 )
 
@@ -192,6 +193,69 @@ func TestF32HugeCopy(t *testing.T) {
 		t.Errorf("%+v: want all F32 matrices copied", c)
 	case !packs && !arena.HugePages && c.copied+c.packed != 0:
 		t.Errorf("%+v: F32 matrices copied without huge pages", c)
+	}
+	for i := range got {
+		if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+			t.Fatalf("logit %d is %g in the arena, %g mapped", i, got[i], want[i])
+		}
+	}
+}
+
+// TestHugeCopyMapped checks that a resident model without a RAM budget
+// keeps none of its blocks' matrices or its LM head in the file's
+// mapping where huge pages are on request (Linux): those its tier
+// repacks and those it does not (K-quants on the amd64 tiers) alike go
+// into the arena, while NoRepack and a RAM budget leave the unrepacked
+// ones mapped; and that the logits are the same bit for bit.
+func TestHugeCopyMapped(t *testing.T) {
+	path := testfiles.Path(t, "models/gguf/stories260K-pad256-Q4_K_M.gguf")
+	prompt := []int{1, 20, 300, 41, 7, 99, 250, 3, 60, 12}
+	run := func(cfg Config) (logits []float32, mapped, total int) {
+		m, err := Load(path, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer m.Close()
+		var ws []*model.Tensor
+		for _, b := range m.net.Blocks {
+			mats := b.Matrices()
+			ws = append(ws, mats[:]...)
+		}
+		if !m.net.TiedOutput {
+			ws = append(ws, &m.net.Output)
+		}
+		for _, w := range ws {
+			if len(w.Data) == 0 {
+				continue
+			}
+			total++
+			if m.file.IsMapped(w.Data) {
+				mapped++
+			}
+		}
+		s, err := m.NewSession()
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := s.Forward(context.Background(), prompt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l, mapped, total
+	}
+	want, mapped, total := run(Config{Threads: 1, ContextLength: 64, NoRepack: true})
+	if mapped != total {
+		t.Fatalf("NoRepack: %d of %d matrices mapped, want all", mapped, total)
+	}
+	if _, mapped, _ := run(Config{Threads: 1, ContextLength: 64, RAMBudget: 1 << 30}); mapped == 0 {
+		t.Errorf("a RAM budget moved every matrix out of the mapping")
+	}
+	got, mapped, total := run(Config{Threads: 1, ContextLength: 64})
+	switch {
+	case arena.HugePages && mapped != 0:
+		t.Errorf("%d of %d matrices left in the mapping without a budget, want none", mapped, total)
+	case !arena.HugePages && mapped == 0:
+		t.Errorf("every matrix copied without huge pages")
 	}
 	for i := range got {
 		if math.Float32bits(got[i]) != math.Float32bits(want[i]) {

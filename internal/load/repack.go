@@ -32,14 +32,19 @@ import (
 //
 // huge says the model is resident without a RAM budget: the arena is
 // then advised for transparent huge pages (where arena.HugePages), and
-// mapped F32 matrices go into it too. Where the tier has an F32H kernel
+// the mapped matrices the tier does not repack go into it too (F32, and
+// K-quants such as the Q6_K LM head of most files on the amd64 tiers),
+// copied as they are: in the file's mapping of 4 KiB pages each page is a
+// TLB miss, and a decode step reads every matrix once (12L-768 q4_0,
+// whose Q6_K head is 20 MB: 4 batched sessions decode 2-3% faster, one
+// the same). Where the tier has an F32H kernel
 // (kernels.Tier.PacksF32H: avx512, rows of a multiple of 128 columns) and
 // every row fits (kernels.F32HFits, tested in runs whose pages are handed
 // back after), a matrix is packed as kernels.F32H, losslessly in 28 bits
 // a weight: a decode step reads each F32 weight once, and 1-thread decode
 // of 12L-768 F32 is bound by memory bandwidth, so 0.9 of the bytes is
 // about that much less time (and resident memory). Otherwise, with huge
-// pages, it is copied as it is: in the file's mapping of 4 KiB pages (the
+// pages, an F32 matrix is copied as it is: in the file's mapping of 4 KiB pages (the
 // page cache keeps a file in huge pages only as its reads happened to
 // allocate them, and Linux collapses none on request without
 // CONFIG_READ_ONLY_THP_FOR_FS) each page is a TLB miss (12L-768 F32 on
@@ -66,6 +71,7 @@ func repackWeights(w *model.Weights, f *format.File, tier *kernels.Tier, experts
 	n := 0
 	var size int
 	packF32H := map[*model.Tensor]bool{}
+	copyOnly := map[*model.Tensor]bool{}
 	for _, t := range todo {
 		_, ok := tier.RepackType(t.Type, t.Rows, t.Cols)
 		mapped := f.IsMapped(t.Data)
@@ -77,7 +83,8 @@ func repackWeights(w *model.Weights, f *format.File, tier *kernels.Tier, experts
 			n++
 			continue
 		}
-		if ok && (mapped || f.QSF() == nil) || huge && arena.HugePages && t.Type == quant.F32 && mapped {
+		if ok && (mapped || f.QSF() == nil) || huge && arena.HugePages && mapped {
+			copyOnly[t] = !ok
 			todo[n] = t
 			n++
 			if mapped {
@@ -115,7 +122,7 @@ func repackWeights(w *model.Weights, f *format.File, tier *kernels.Tier, experts
 				return nil, err
 			}
 		}
-		typ, err := repackRows(t, dst, f, packF32H[t])
+		typ, err := repackRows(t, dst, f, packF32H[t], copyOnly[t])
 		if err != nil {
 			if a != nil {
 				a.Close()
@@ -140,7 +147,7 @@ const repackChunk = 4 << 20
 // each run's mapped source pages once it is copied, and returns the new
 // type. F32 rows are packed as kernels.F32H with f32h, else copied as they
 // are.
-func repackRows(t *model.Tensor, dst []byte, f *format.File, f32h bool) (quant.Type, error) {
+func repackRows(t *model.Tensor, dst []byte, f *format.File, f32h, copyOnly bool) (quant.Type, error) {
 	rb := t.RowBytes()
 	step := max(8, repackChunk/rb/8*8)
 	typ := t.Type
@@ -156,7 +163,7 @@ func repackRows(t *model.Tensor, dst []byte, f *format.File, f32h bool) (quant.T
 			typ = kernels.F32H
 			continue
 		}
-		if t.Type == quant.F32 {
+		if copyOnly {
 			copy(dst[lo*rb:hi*rb], src)
 			f.Release(src)
 			continue
