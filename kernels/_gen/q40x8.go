@@ -162,21 +162,35 @@ func x40LoadM(woff int) {
 	}
 }
 
-// x40TokN accumulates into acc the block of one activation prepared at
-// base by packQ4_0x8TN (q4_0x8TokBlock bytes: 32 quants, da as float32,
-// the bias −8·Σa as int32) against the block x40LoadM loaded: one chain
-// of integer sums started at the bias, in tmp (the AVX2 kernel's sum:
-// integer sums are exact in any order), then acc = fma(float(isum),
-// dw·da, acc) with dw·da in tmp2, the AVX2 kernel's float step.
-func x40TokN(base Mem, acc, tmp, tmp2 VecPhysical) {
-	VPBROADCASTD(base.Offset(36), tmp)
-	for c := 0; c < 4; c++ {
-		raw("VPDPBUSD.BCST", base.Offset(4*c), zr[16+2*c], tmp)
-		raw("VPDPBUSD.BCST", base.Offset(16+4*c), zr[17+2*c], tmp)
+// x40Toks accumulates into accs[t] the block of activation t, prepared
+// at act(t, 0) by packQ4_0x8TN (q4_0x8TokBlock bytes: 32 quants, da as
+// float32, the bias −8·Σa as int32), against the block x40LoadM loaded:
+// per activation one chain of integer sums started at the bias (the AVX2
+// kernel's sum: integer sums are exact in any order), then
+// acc = fma(float(isum), dw·da, acc), the AVX2 kernel's float step. The
+// activations' chains are interleaved chunk by chunk, so that
+// consecutive VPDPBUSDs are independent and the chains' latency
+// overlaps (token by token, one chain of eight waited on the one
+// before). Integer sums in Z5..Z12, dw·da in Z13..Z15 and Z28.
+func x40Toks(act func(t, off int) Mem, accs []VecPhysical) {
+	isums := []VecPhysical{Z5, Z6, Z7, Z8, Z9, Z10, Z11, Z12}
+	prods := []VecPhysical{Z13, Z14, Z15, Z28}
+	for t := range accs {
+		VPBROADCASTD(act(t, 36), isums[t])
 	}
-	VCVTDQ2PS(tmp, tmp)
-	VMULPS_BCST(base.Offset(32), Z4, tmp2)
-	VFMADD231PS(tmp2, tmp, acc)
+	for c := 0; c < 4; c++ {
+		for h := 0; h < 2; h++ {
+			for t := range accs {
+				raw("VPDPBUSD.BCST", act(t, 16*h+4*c), zr[16+2*c+h], isums[t])
+			}
+		}
+	}
+	for t, a := range accs {
+		p := prods[t%len(prods)]
+		VCVTDQ2PS(isums[t], isums[t])
+		VMULPS_BCST(act(t, 32), Z4, p)
+		VFMADD231PS(p, isums[t], a)
+	}
 }
 
 // q40x8Tn is dotQ4_0x8T<tokens>AVX512, the tile of 2 to 8 activations
@@ -223,7 +237,6 @@ func q40x8Tn(tokens int) {
 	KMOVW(ECX, K2)
 
 	accs := []VecPhysical{Z0, Z1, Z2, Z3, Z24, Z25, Z26, Z27}[:tokens]
-	tmps := [][2]VecPhysical{{Z5, Z6}, {Z7, Z8}, {Z9, Z10}, {Z11, Z12}}
 	// quad returns the memory operand at off of activation t%4 of the
 	// four at base, whose stride is R14 (R15 three strides).
 	quad := func(base Register, t, off int) Mem {
@@ -239,9 +252,7 @@ func q40x8Tn(tokens int) {
 	}
 	block := func(woff, aoff int) {
 		x40LoadM(woff)
-		for t, a := range accs {
-			x40TokN(quad([]Register{RDI, RDX}[t/4], t, aoff), a, tmps[t%4][0], tmps[t%4][1])
-		}
+		x40Toks(func(t, off int) Mem { return quad([]Register{RDI, RDX}[t/4], t, aoff+off) }, accs)
 	}
 
 	Label(label(fn, "pair"))
