@@ -167,20 +167,47 @@ func x40LoadM(woff int) {
 // float32, the bias −8·Σa as int32), against the block x40LoadM loaded:
 // per activation one chain of integer sums started at the bias (the AVX2
 // kernel's sum: integer sums are exact in any order), then
-// acc = fma(float(isum), dw·da, acc), the AVX2 kernel's float step. The
-// activations' chains are interleaved chunk by chunk, so that
-// consecutive VPDPBUSDs are independent and the chains' latency
-// overlaps (token by token, one chain of eight waited on the one
-// before). Integer sums in Z5..Z12, dw·da in Z13..Z15 and Z28.
+// acc = fma(float(isum), dw·da, acc), the AVX2 kernel's float step.
+//
+// The activations' chains are interleaved chunk by chunk, so that
+// consecutive VPDPBUSDs are independent. The tile is bound by loads
+// (some fifty per block at four activations; fewer loads made it faster,
+// fewer ALU operations did not), so the quant words of the low 16 bytes
+// of each activation's block come from one 16-byte broadcast to every
+// 128-bit lane and a VPSHUFD each (one load for four), as many
+// activations as free registers allow (all up to 4, keeping two for the
+// shuffled words); those of the high 16 bytes stay embedded broadcasts
+// (shuffling both halves was slower: the ALU became the bound). Integer
+// sums in Z5..Z(4+len(accs)), dw·da in Z13..Z15 and Z28 (the free
+// registers otherwise).
 func x40Toks(act func(t, off int) Mem, accs []VecPhysical) {
 	isums := []VecPhysical{Z5, Z6, Z7, Z8, Z9, Z10, Z11, Z12}
 	prods := []VecPhysical{Z13, Z14, Z15, Z28}
 	for t := range accs {
 		VPBROADCASTD(act(t, 36), isums[t])
 	}
+	free := append([]VecPhysical{Z29, Z30, Z13, Z14, Z15, Z28}, isums[len(accs):]...)
+	var lanes []VecPhysical // lanes[t]: activation t's quants 0..15 in every 128-bit lane
+	for t := range accs {
+		if len(free)-len(lanes) <= 2 {
+			break
+		}
+		r := free[len(lanes)]
+		VBROADCASTI32X4(act(t, 0), r)
+		lanes = append(lanes, r)
+	}
+	words := free[len(lanes):]
+	k := 0
 	for c := 0; c < 4; c++ {
 		for h := 0; h < 2; h++ {
 			for t := range accs {
+				if h == 0 && t < len(lanes) {
+					w := words[k%len(words)]
+					k++
+					VPSHUFD(U8(0x55*c), lanes[t], w)
+					vpdpbusd(w, zr[16+2*c], isums[t])
+					continue
+				}
 				raw("VPDPBUSD.BCST", act(t, 16*h+4*c), zr[16+2*c+h], isums[t])
 			}
 		}
