@@ -237,3 +237,51 @@ func TestF32T8ManyBlocks(t *testing.T) {
 		}
 	}
 }
+
+// TestQ4_0x8TilesGFNI checks the avx512 Q4_0x8 tiles of the other GFNI
+// choice than the tier's (TestAVX512Kernels and TestTierTilesBits check
+// the tier's against avx2 and generic) bit for bit against the tier's:
+// every width, odd numbers of groups, one block and many, extreme
+// values.
+func TestQ4_0x8TilesGFNI(t *testing.T) {
+	if !haveAVX512 {
+		t.Skip("CPU lacks AVX-512 F/BW/VL/VNNI")
+	}
+	if !haveGFNI {
+		t.Skip("CPU lacks GFNI: the tier's tiles are the only ones it runs")
+	}
+	other := q4_0x8TilesAVX512(!haveGFNI)
+	r := rand.New(rand.NewPCG(61, 62))
+	for _, sh := range []struct{ rows, cols int }{{8, 32}, {16, 32}, {24, 96}, {40, 64}, {136, 320}, {64, 4096}} {
+		for _, arbitrary := range []bool{false, true} {
+			var w, acts []byte
+			if arbitrary {
+				w = arbitraryRows(r, quant.Q4_0, sh.rows, sh.cols)
+				acts = arbitraryRows(r, quant.Q8_0, 8, sh.cols)
+			} else {
+				w = randomRows(r, quant.Q4_0, sh.rows, sh.cols)
+				acts = randomRows(r, quant.Q8_0, 8, sh.cols)
+			}
+			actBytes := len(acts) / 8
+			rowBytes, _ := quant.RowBytes(quant.Q4_0, sh.cols)
+			packed := make([]byte, len(w))
+			if _, err := Repack(quant.Q4_0, packed, w, sh.rows, sh.cols); err != nil {
+				t.Fatal(err)
+			}
+			for n := 2; n <= 8; n++ {
+				ostride := sh.rows + 3
+				got := make([]float32, n*ostride)
+				want := make([]float32, n*ostride)
+				for i := range got {
+					got[i], want[i] = 42, 42
+				}
+				k, ko := &tileQ4_0x8AVX512[n], &other[n]
+				pk := make([]byte, k.packBytes(sh.cols))
+				k.pack(pk, acts[:n*actBytes], actBytes, sh.cols)
+				k.run(want, ostride, packed, rowBytes, sh.cols, sh.rows, pk)
+				ko.run(got, ostride, packed, rowBytes, sh.cols, sh.rows, pk)
+				equalBits(t, fmt.Sprintf("Q4_0x8/%dx%d/arbitrary=%v/n=%d gfni=%v vs %v", sh.rows, sh.cols, arbitrary, n, !haveGFNI, haveGFNI), got, want)
+			}
+		}
+	}
+}

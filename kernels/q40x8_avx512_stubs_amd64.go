@@ -51,3 +51,45 @@ func dotQ4_0x8T7AVX512(out *float32, ostride int, groups int, w *byte, nb int, p
 //
 //go:noescape
 func dotQ4_0x8T8AVX512(out *float32, ostride int, groups int, w *byte, nb int, packed *byte, ahead int)
+
+// dotQ4_0x8T2AVX512GFNI multiplies groups of 8 Q4_0x8 rows with 2 Q8_0 activations packed by
+// packQ4_0x8TN, prefetching each stream of weights ahead bytes ahead; it needs GFNI.
+//
+//go:noescape
+func dotQ4_0x8T2AVX512GFNI(out *float32, ostride int, groups int, w *byte, nb int, packed *byte, ahead int)
+
+// dotQ4_0x8T3AVX512GFNI multiplies groups of 8 Q4_0x8 rows with 3 Q8_0 activations packed by
+// packQ4_0x8TN, prefetching each stream of weights ahead bytes ahead; it needs GFNI.
+//
+//go:noescape
+func dotQ4_0x8T3AVX512GFNI(out *float32, ostride int, groups int, w *byte, nb int, packed *byte, ahead int)
+
+// dotQ4_0x8T4AVX512GFNI multiplies groups of 8 Q4_0x8 rows with 4 Q8_0 activations packed by
+// packQ4_0x8TN, prefetching each stream of weights ahead bytes ahead; it needs GFNI.
+//
+//go:noescape
+func dotQ4_0x8T4AVX512GFNI(out *float32, ostride int, groups int, w *byte, nb int, packed *byte, ahead int)
+
+// dotQ4_0x8T5AVX512GFNI multiplies groups of 8 Q4_0x8 rows with 5 Q8_0 activations packed by
+// packQ4_0x8TN, prefetching each stream of weights ahead bytes ahead; it needs GFNI.
+//
+//go:noescape
+func dotQ4_0x8T5AVX512GFNI(out *float32, ostride int, groups int, w *byte, nb int, packed *byte, ahead int)
+
+// dotQ4_0x8T6AVX512GFNI multiplies groups of 8 Q4_0x8 rows with 6 Q8_0 activations packed by
+// packQ4_0x8TN, prefetching each stream of weights ahead bytes ahead; it needs GFNI.
+//
+//go:noescape
+func dotQ4_0x8T6AVX512GFNI(out *float32, ostride int, groups int, w *byte, nb int, packed *byte, ahead int)
+
+// dotQ4_0x8T7AVX512GFNI multiplies groups of 8 Q4_0x8 rows with 7 Q8_0 activations packed by
+// packQ4_0x8TN, prefetching each stream of weights ahead bytes ahead; it needs GFNI.
+//
+//go:noescape
+func dotQ4_0x8T7AVX512GFNI(out *float32, ostride int, groups int, w *byte, nb int, packed *byte, ahead int)
+
+// dotQ4_0x8T8AVX512GFNI multiplies groups of 8 Q4_0x8 rows with 8 Q8_0 activations packed by
+// packQ4_0x8TN, prefetching each stream of weights ahead bytes ahead; it needs GFNI.
+//
+//go:noescape
+func dotQ4_0x8T8AVX512GFNI(out *float32, ostride int, groups int, w *byte, nb int, packed *byte, ahead int)

@@ -29,8 +29,10 @@ var files = map[string]func(){
 	},
 	"q40x8": func() {
 		q40x8Rows()
-		for t := 2; t <= 8; t++ {
-			q40x8Tn(t)
+		for _, gfni := range []bool{false, true} {
+			for t := 2; t <= 8; t++ {
+				q40x8Tn(t, gfni)
+			}
 		}
 	},
 	"float": func() {

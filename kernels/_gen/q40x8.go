@@ -148,7 +148,11 @@ func q40x8Rows() {
 // halves by masked broadcasts from memory (K2: the upper half of a ymm of
 // dwords or a zmm of qwords) instead of inserts, which took more of the
 // tiles' time; woff is the block's offset from SI.
-func x40LoadM(woff int) {
+//
+// With gfni the high nibbles take one GF2P8AFFINEQB (matrix in Z30: byte
+// bits 4..7 to 0..3) instead of VPSRLW and VPANDD, 4 operations fewer a
+// block.
+func x40LoadM(woff int, gfni bool) {
 	VMOVDQU(m(RSI, woff), X4)
 	VBROADCASTI32X4(mi(RSI, woff, R13, 1), K2, Y4)
 	VCVTPH2PS(Y4, Z4)
@@ -156,27 +160,77 @@ func x40LoadM(woff int) {
 		lo, hi := zr[16+2*c], zr[17+2*c]
 		VMOVDQU64(m(RSI, woff+16+32*c), lo.AsY())
 		VBROADCASTI64X4(mi(RSI, woff+16+32*c, R13, 1), K2, lo)
+		if gfni {
+			raw("VGF2P8AFFINEQB", U8(0), Z30, lo, hi)
+			VPANDD(Z31, lo, lo)
+			continue
+		}
 		VPSRLW(U8(4), lo, hi)
 		VPANDD(Z31, lo, lo)
 		VPANDD(Z31, hi, hi)
 	}
 }
 
-// x40TokN accumulates into acc the block of one activation prepared at
-// base by packQ4_0x8TN (q4_0x8TokBlock bytes: 32 quants, da as float32,
-// the bias −8·Σa as int32) against the block x40LoadM loaded: one chain
-// of integer sums started at the bias, in tmp (the AVX2 kernel's sum:
-// integer sums are exact in any order), then acc = fma(float(isum),
-// dw·da, acc) with dw·da in tmp2, the AVX2 kernel's float step.
-func x40TokN(base Mem, acc, tmp, tmp2 VecPhysical) {
-	VPBROADCASTD(base.Offset(36), tmp)
-	for c := 0; c < 4; c++ {
-		raw("VPDPBUSD.BCST", base.Offset(4*c), zr[16+2*c], tmp)
-		raw("VPDPBUSD.BCST", base.Offset(16+4*c), zr[17+2*c], tmp)
+// x40Toks accumulates into accs[t] the block of activation t, prepared
+// at act(t, 0) by packQ4_0x8TN (q4_0x8TokBlock bytes: 32 quants, da as
+// float32, the bias −8·Σa as int32), against the block x40LoadM loaded:
+// per activation one chain of integer sums started at the bias (the AVX2
+// kernel's sum: integer sums are exact in any order), then
+// acc = fma(float(isum), dw·da, acc), the AVX2 kernel's float step.
+//
+// The activations' chains are interleaved chunk by chunk, so that
+// consecutive VPDPBUSDs are independent. The tile is bound by loads
+// (some fifty per block at four activations; fewer loads made it faster,
+// fewer ALU operations did not), so the quant words of the low 16 bytes
+// of each activation's block come from one 16-byte broadcast to every
+// 128-bit lane and a VPSHUFD each (one load for four), as many
+// activations as free registers allow (all up to 4, keeping two for the
+// shuffled words); those of the high 16 bytes stay embedded broadcasts
+// (shuffling both halves was slower: the ALU became the bound). Integer
+// sums in Z5..Z(4+len(accs)), dw·da in Z13..Z15 and Z28 (the free
+// registers otherwise).
+func x40Toks(act func(t, off int) Mem, accs []VecPhysical, gfni bool) {
+	isums := []VecPhysical{Z5, Z6, Z7, Z8, Z9, Z10, Z11, Z12}
+	prods := []VecPhysical{Z13, Z14, Z15, Z28}
+	for t := range accs {
+		VPBROADCASTD(act(t, 36), isums[t])
 	}
-	VCVTDQ2PS(tmp, tmp)
-	VMULPS_BCST(base.Offset(32), Z4, tmp2)
-	VFMADD231PS(tmp2, tmp, acc)
+	free := []VecPhysical{Z29, Z30, Z13, Z14, Z15, Z28}
+	if gfni {
+		free = []VecPhysical{Z29, Z13, Z14, Z15, Z28} // Z30: the nibble matrix
+	}
+	free = append(free, isums[len(accs):]...)
+	var lanes []VecPhysical // lanes[t]: activation t's quants 0..15 in every 128-bit lane
+	for t := range accs {
+		if len(free)-len(lanes) <= 2 {
+			break
+		}
+		r := free[len(lanes)]
+		VBROADCASTI32X4(act(t, 0), r)
+		lanes = append(lanes, r)
+	}
+	words := free[len(lanes):]
+	k := 0
+	for c := 0; c < 4; c++ {
+		for h := 0; h < 2; h++ {
+			for t := range accs {
+				if h == 0 && t < len(lanes) {
+					w := words[k%len(words)]
+					k++
+					VPSHUFD(U8(0x55*c), lanes[t], w)
+					vpdpbusd(w, zr[16+2*c], isums[t])
+					continue
+				}
+				raw("VPDPBUSD.BCST", act(t, 16*h+4*c), zr[16+2*c+h], isums[t])
+			}
+		}
+	}
+	for t, a := range accs {
+		p := prods[t%len(prods)]
+		VCVTDQ2PS(isums[t], isums[t])
+		VMULPS_BCST(act(t, 32), Z4, p)
+		VFMADD231PS(p, isums[t], a)
+	}
 }
 
 // q40x8Tn is dotQ4_0x8T<tokens>AVX512, the tile of 2 to 8 activations
@@ -194,13 +248,21 @@ func x40TokN(base Mem, acc, tmp, tmp2 VecPhysical) {
 // their stride, R15 three strides; Z0..Z3 and Z24..Z27 the accumulators
 // of activations 0..7; R8 out (activation t at t·R12); AX and BX the
 // prefetch distances of the streams; R9 groups left.
-func q40x8Tn(tokens int) {
+func q40x8Tn(tokens int, gfni bool) {
 	fn := fmt.Sprintf("x40t%d", tokens)
 	name := fmt.Sprintf("dotQ4_0x8T%dAVX512", tokens)
+	if gfni {
+		fn += "g"
+		name += "GFNI"
+	}
 	TEXT(name, NOSPLIT, "func(out *float32, ostride, groups int, w *byte, nb int, packed *byte, ahead int)")
 	Pragma("noescape")
 	Doc(fmt.Sprintf("%s multiplies groups of 8 Q4_0x8 rows with %d Q8_0 activations packed by", name, tokens),
 		"packQ4_0x8TN, prefetching each stream of weights ahead bytes ahead.")
+	if gfni {
+		Doc(fmt.Sprintf("%s multiplies groups of 8 Q4_0x8 rows with %d Q8_0 activations packed by", name, tokens),
+			"packQ4_0x8TN, prefetching each stream of weights ahead bytes ahead; it needs GFNI.")
+	}
 	Load(Param("out"), R8)
 	Load(Param("ostride"), R12)
 	SHLQ(U8(2), R12)
@@ -221,9 +283,12 @@ func q40x8Tn(tokens int) {
 	KMOVW(ECX, K1)
 	MOVL(U32(0xf0), ECX)
 	KMOVW(ECX, K2)
+	if gfni {
+		MOVQ(U64(0x1020408000000000), RCX)
+		VPBROADCASTQ(RCX, Z30)
+	}
 
 	accs := []VecPhysical{Z0, Z1, Z2, Z3, Z24, Z25, Z26, Z27}[:tokens]
-	tmps := [][2]VecPhysical{{Z5, Z6}, {Z7, Z8}, {Z9, Z10}, {Z11, Z12}}
 	// quad returns the memory operand at off of activation t%4 of the
 	// four at base, whose stride is R14 (R15 three strides).
 	quad := func(base Register, t, off int) Mem {
@@ -238,10 +303,8 @@ func q40x8Tn(tokens int) {
 		return mi(base, off, R15, 1)
 	}
 	block := func(woff, aoff int) {
-		x40LoadM(woff)
-		for t, a := range accs {
-			x40TokN(quad([]Register{RDI, RDX}[t/4], t, aoff), a, tmps[t%4][0], tmps[t%4][1])
-		}
+		x40LoadM(woff, gfni)
+		x40Toks(func(t, off int) Mem { return quad([]Register{RDI, RDX}[t/4], t, aoff+off) }, accs, gfni)
 	}
 
 	Label(label(fn, "pair"))
