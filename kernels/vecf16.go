@@ -225,7 +225,7 @@ func (tr *Tier) ValuesF16Heads(out, lanes []float32, values []uint16, stride, n 
 	if n > 0 && (pstride < n || (heads-1)*pstride+n > len(p)) {
 		panic("kernels: ValuesF16Heads: weights do not fit in p")
 	}
-	if tr != genericTier && n > 0 && valuesF16HeadsAsm(tr, out, values, stride, n, p, pstride, d, group, g0, heads) {
+	if tr != genericTier && n > 0 && valuesF16HeadsAsm(tr, out, lanes, values, stride, n, p, pstride, d, group, g0, heads) {
 		return
 	}
 	clear(lanes)

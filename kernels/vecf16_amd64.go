@@ -122,50 +122,45 @@ func valuesF16HeadsAVX512(out *float32, n int, values *uint16, vstride int, p *f
 func valuesF16HeadsAVX2(out *float32, n int, values *uint16, vstride int, p *float32, pstride, heads, cols, group, g0 int)
 
 // valuesF16HeadsAsm is ValuesF16Heads in the assembly of tier tr
-// (attn_avx512_amd64.s, vecf16_amd64.s); false where the tier has none,
-// for heads of d%8 != 0 too (the caller then runs the generic code).
-func valuesF16HeadsAsm(tr *Tier, out []float32, values []uint16, stride, n int, p []float32, pstride, d, group, g0, heads int) bool {
+// (attn_avx512_amd64.s, vecf16_amd64.s), with lanes its scratch; false
+// where the tier has none, for heads of d%8 != 0 too (the caller then
+// runs the generic code).
+func valuesF16HeadsAsm(tr *Tier, out, lanes []float32, values []uint16, stride, n int, p []float32, pstride, d, group, g0, heads int) bool {
 	if d%8 != 0 || n == 0 || !hasAVX2() {
 		return false
 	}
-	if d%16 != 0 { // the lanes, whichever tier
-		if d > maxLanesF16 {
-			return false
-		}
-		valuesF16Lanes(out, values, stride, n, p, pstride, d, group, g0, heads)
-		return true
-	}
-	if tr == avx512Tier && haveAVX512 {
+	switch {
+	case d%16 != 0: // the lanes, whichever tier
+		valuesF16Lanes(out, lanes, values, stride, n, p, pstride, d, group, g0, heads)
+	case tr == avx512Tier && haveAVX512:
 		valuesF16HeadsAVX512(&out[0], n, &values[0], 2*stride, &p[0], 4*pstride, heads, d, group, g0)
-		return true
-	}
-	if n > 64 && d <= maxLanesF16 {
+	case n > 64:
 		// Past two lanes' rounds the 16-column passes are slower than
 		// lanes of 32 columns and their reduction, as for f32
 		// (BenchmarkF16Heads at 200 positions: half the CPU in L2, a
 		// quarter less from memory after the key pass).
-		valuesF16Lanes(out, values, stride, n, p, pstride, d, group, g0, heads)
-		return true
+		valuesF16Lanes(out, lanes, values, stride, n, p, pstride, d, group, g0, heads)
+	default:
+		valuesF16HeadsAVX2(&out[0], n, &values[0], 2*stride, &p[0], 4*pstride, heads, d, group, g0)
 	}
-	valuesF16HeadsAVX2(&out[0], n, &values[0], 2*stride, &p[0], 4*pstride, heads, d, group, g0)
 	return true
 }
 
-// maxLanesF16 is the widest head whose lanes valuesF16Lanes keeps on its
-// stack.
-const maxLanesF16 = 128
-
-// valuesF16Lanes is ValuesF16Heads head by head as LanesF32Heads and
-// ReduceLanes32F32 compute ValuesF32Heads: lanesF16HeadsAVX2 sums a head's
-// 32 lanes (in a stack array: ValuesF16Heads' scratch lanes do not reach
-// the hook; those of positions past n < 32 stay +0) and reduceLanes32AVX2
-// adds them up. n > 0, d%8 == 0 and d <= maxLanesF16.
-func valuesF16Lanes(out []float32, values []uint16, stride, n int, p []float32, pstride, d, group, g0, heads int) {
-	var lanes [32 * maxLanesF16]float32
+// valuesF16Lanes is ValuesF16Heads as LanesF32Heads and ReduceLanes32F32
+// compute ValuesF32Heads: lanesF16HeadsAVX2 sums each head's 32 lanes
+// into lanes (those of positions past n < 32 cleared to +0 first, as
+// lanesF32HeadsAsm does) and reduceLanes32AVX2 adds them up. n > 0 and
+// d%8 == 0.
+func valuesF16Lanes(out, lanes []float32, values []uint16, stride, n int, p []float32, pstride, d, group, g0, heads int) {
+	w := 32 * d
+	if n < 32 { // the lanes the kernel does not write
+		for j := range heads {
+			clear(lanes[j*w+n*d : (j+1)*w])
+		}
+	}
+	lanesF16HeadsAVX2(&lanes[0], n, &values[0], 2*stride, &p[0], 4*pstride, heads, d, group, g0)
 	for j := range heads {
-		kv := (g0 + j) / group
-		lanesF16HeadsAVX2(&lanes[0], n, &values[kv*d], 2*stride, &p[j*pstride], 4*pstride, 1, d, 1, 0)
-		reduceLanes32AVX2(&out[j*d], &lanes[0], d)
+		reduceLanes32AVX2(&out[j*d], &lanes[j*w], d)
 	}
 }
 

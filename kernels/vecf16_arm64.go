@@ -105,7 +105,7 @@ func valuesF16x4NEON(out *float32, values *uint16, rowBytes, n int, p *float32, 
 // columns in chunks of 16 and then of 4 in assembly (the lanes in
 // registers), the last d mod 4 in Go. The caller has checked the lengths
 // and that n ≥ 1.
-func valuesF16HeadsAsm(tr *Tier, out []float32, values []uint16, stride, n int, p []float32, pstride, d, group, g0, heads int) bool {
+func valuesF16HeadsAsm(tr *Tier, out, lanes []float32, values []uint16, stride, n int, p []float32, pstride, d, group, g0, heads int) bool {
 	c16, c4 := d&^15, d&^3
 	for j := range heads {
 		o := out[j*d : (j+1)*d]

@@ -14,6 +14,6 @@ func dotF16HeadsAsm(tr *Tier, out []float32, ostride int, keys []uint16, stride,
 	return false
 }
 
-func valuesF16HeadsAsm(tr *Tier, out []float32, values []uint16, stride, n int, p []float32, pstride, d, group, g0, heads int) bool {
+func valuesF16HeadsAsm(tr *Tier, out, lanes []float32, values []uint16, stride, n int, p []float32, pstride, d, group, g0, heads int) bool {
 	return false
 }
