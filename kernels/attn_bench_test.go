@@ -50,11 +50,7 @@ func BenchmarkF32Heads(b *testing.B) {
 					for _, name := range Tiers() {
 						tr, _ := TierNamed(name)
 						b.Run(fmt.Sprintf("n=%d/%s/%s/h=%d/%s", n, temp, op, hs, name), func(b *testing.B) {
-							runtime.LockOSThread()
-							defer runtime.UnlockOSThread()
-							cpu0 := threadCPU()
-							l := 0
-							for b.Loop() {
+							benchLayers(b, layers, func(l int) {
 								k, v := keys[l*n*row:(l+1)*n*row], values[l*n*row:(l+1)*n*row]
 								switch op {
 								case "dot":
@@ -70,13 +66,7 @@ func BenchmarkF32Heads(b *testing.B) {
 									tr.DotF32Heads(scores, n, k, row, n, q[:hs*d], d, 1, 0, v)
 									tr.ValuesF32Heads(out[:hs*d], lanes[:hs*32*d], v, row, n, scores, n, d, 1, 0)
 								}
-								if l++; l == layers {
-									l = 0
-								}
-							}
-							if cpu1 := threadCPU(); cpu0 >= 0 && cpu1 > cpu0 {
-								b.ReportMetric(float64(cpu1-cpu0)/float64(b.N), "cpu-ns/op")
-							}
+							})
 						})
 					}
 				}
@@ -123,11 +113,7 @@ func BenchmarkF16Heads(b *testing.B) {
 					for _, name := range Tiers() {
 						tr, _ := TierNamed(name)
 						b.Run(fmt.Sprintf("n=%d/%s/%s/h=%d/%s", n, temp, op, hs, name), func(b *testing.B) {
-							runtime.LockOSThread()
-							defer runtime.UnlockOSThread()
-							cpu0 := threadCPU()
-							l := 0
-							for b.Loop() {
+							benchLayers(b, layers, func(l int) {
 								k, v := keys[l*n*row:(l+1)*n*row], values[l*n*row:(l+1)*n*row]
 								switch op {
 								case "dot":
@@ -138,17 +124,30 @@ func BenchmarkF16Heads(b *testing.B) {
 									tr.DotF16Heads(scores, n, k, row, n, q[:hs*d], d, 1, 0, v)
 									tr.ValuesF16Heads(out[:hs*d], lanes[:hs*32*d], v, row, n, scores, n, d, 1, 0)
 								}
-								if l++; l == layers {
-									l = 0
-								}
-							}
-							if cpu1 := threadCPU(); cpu0 >= 0 && cpu1 > cpu0 {
-								b.ReportMetric(float64(cpu1-cpu0)/float64(b.N), "cpu-ns/op")
-							}
+							})
 						})
 					}
 				}
 			}
 		}
+	}
+}
+
+// benchLayers runs step on layer 0, 1, ... layers−1 and round again, once
+// per iteration, on a locked thread, and reports the thread's CPU time per
+// iteration (cpu-ns/op).
+func benchLayers(b *testing.B, layers int, step func(l int)) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	cpu0 := threadCPU()
+	l := 0
+	for b.Loop() {
+		step(l)
+		if l++; l == layers {
+			l = 0
+		}
+	}
+	if cpu1 := threadCPU(); cpu0 >= 0 && cpu1 > cpu0 {
+		b.ReportMetric(float64(cpu1-cpu0)/float64(b.N), "cpu-ns/op")
 	}
 }
