@@ -32,6 +32,7 @@ func initAVX512Tier() {
 	avx512Tier.inherit(avx2Tier)
 	avx512Tier.register([]kernelRow{
 		{key: Q4_0x8, rows: q4_0x8AVX512, prep: prepQ4_0x8, tile: &tileQ4_0x8AVX512[8]},
+		{key: Q4_0x16, rows: q4_0x16AVX512(haveGFNI), prep: prepQ4_0x8, tile: &tileQ4_0x16AVX512[8]},
 		{key: Q8_0x4, rows: q8_0x4RowsAVX512, prep: prepQ4_0x8, tile: &tileQ8_0x4AVX512},
 		{key: quant.Q4_K, rows: q4_KAVX512, tile: &tileQ4_KT8AVX512},
 		{key: quant.Q6_K, rows: q6_KAVX512, prep: prepQ6_K, tile: &tileQ6_KT8AVX512},
@@ -183,6 +184,69 @@ func q4_0x8TilesAVX512(gfni bool) (k [9]tileKernel) {
 			},
 			rowStep:   8,
 			rowBlock:  16, // groups of 8 rows go two at a time
+			tokens:    n,
+			packBytes: func(cols int) int { return cols / 32 * n * q4_0x8TokBlock },
+			pack:      packQ4_0x8TN,
+		}
+		if n > 2 {
+			k[n].rest = &k[n-1]
+		}
+	}
+	return k
+}
+
+// q4_0x16AVX512 returns the avx512 tier's Q4_0x16 decode kernel
+// (dotQ4_0x16AVX512, generated: q40x8_avx512_amd64.s), a group of 16 rows
+// per zmm, one block a step, the GFNI one if gfni; aux is the activation
+// prepared by prepQ4_0x8.
+func q4_0x16AVX512(gfni bool) rowsFunc {
+	dot := dotQ4_0x16AVX512
+	if gfni {
+		dot = dotQ4_0x16AVX512GFNI
+	}
+	return func(out []float32, w []byte, rowBytes, cols int, act, aux []byte) {
+		if len(out) < 16 {
+			return
+		}
+		nb := cols / 32
+		_ = w[len(out)*rowBytes-1]
+		_ = aux[nb*q4_0x8TokBlock-1]
+		dot(&out[0], len(out)/16, &w[0], nb, &aux[0], decodeAhead)
+	}
+}
+
+// tileQ4_0x16AVX512[n] (n = 2..8) is the avx512 tier's Q4_0x16 tile of n
+// activations (dotQ4_0x16T<n>AVX512), whose rest is the tile of n−1, as
+// tileQ4_0x8AVX512's: a group of 16 rows per zmm, one stream of weights.
+var tileQ4_0x16AVX512 = q4_0x16TilesAVX512(haveGFNI)
+
+// q4_0x16TilesAVX512 returns the avx512 Q4_0x16 tiles of widths 2..8, the
+// GFNI kernels if gfni.
+func q4_0x16TilesAVX512(gfni bool) (k [9]tileKernel) {
+	dots := [9]func(out *float32, ostride, groups int, w *byte, nb int, packed *byte, ahead int){
+		2: dotQ4_0x16T2AVX512, 3: dotQ4_0x16T3AVX512, 4: dotQ4_0x16T4AVX512, 5: dotQ4_0x16T5AVX512,
+		6: dotQ4_0x16T6AVX512, 7: dotQ4_0x16T7AVX512, 8: dotQ4_0x16T8AVX512,
+	}
+	if gfni {
+		dots = [9]func(out *float32, ostride, groups int, w *byte, nb int, packed *byte, ahead int){
+			2: dotQ4_0x16T2AVX512GFNI, 3: dotQ4_0x16T3AVX512GFNI, 4: dotQ4_0x16T4AVX512GFNI, 5: dotQ4_0x16T5AVX512GFNI,
+			6: dotQ4_0x16T6AVX512GFNI, 7: dotQ4_0x16T7AVX512GFNI, 8: dotQ4_0x16T8AVX512GFNI,
+		}
+	}
+	for n := 2; n <= 8; n++ {
+		dot := dots[n]
+		k[n] = tileKernel{
+			run: func(out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
+				if rows < 16 {
+					return
+				}
+				_ = out[(n-1)*ostride+rows-1]
+				_ = w[rows*rowBytes-1]
+				nb := cols / 32
+				_ = packed[n*nb*q4_0x8TokBlock-1]
+				dot(&out[0], ostride, rows/16, &w[0], nb, &packed[0], tileAhead)
+			},
+			rowStep:   16,
 			tokens:    n,
 			packBytes: func(cols int) int { return cols / 32 * n * q4_0x8TokBlock },
 			pack:      packQ4_0x8TN,

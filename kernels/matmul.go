@@ -60,6 +60,7 @@ type matmulJob struct {
 	tileEnd  int         // activations [0, tileEnd) go through tile
 	restEnd  int         // activations [tileEnd, restEnd) go through rest
 	rows     int
+	align    int // the row ranges' granularity (rowAlignOf)
 	cols     int
 	n        int
 	rowBytes int
@@ -98,12 +99,12 @@ func (j *matmulJob) init(tr *Tier, t quant.Type, out []float32, w []byte, cols i
 	// calls of MatVec.
 	tt, rowBytes := check(t, out[:rows], w, cols, acts[:actBytes])
 	*j = matmulJob{tier: tr, traits: tt, out: out, w: w, acts: acts,
-		rows: rows, cols: cols, n: n, rowBytes: rowBytes, actBytes: actBytes}
+		rows: rows, cols: cols, n: n, rowBytes: rowBytes, actBytes: actBytes, align: rowAlignOf(t)}
 	if cols > 0 {
-		// Row ranges are multiples of rowAlign or end at rows, so they
+		// Row ranges are multiples of j.align or end at rows, so they
 		// are whole steps of the kernel when rows is.
 		fits := func(k *tileKernel) bool {
-			return k != nil && rows%k.rowStep == 0 && rowAlign%k.rowStep == 0
+			return k != nil && rows%k.rowStep == 0 && j.align%k.rowStep == 0
 		}
 		// pick returns the first kernel of the chain k, k.rest, ...
 		// that fits and takes at most n activations.
@@ -241,7 +242,7 @@ func (j *matmulJob) run(lo, hi, after int) {
 	if expand != nil {
 		rb, traits = 4*j.cols, f32Traits
 	}
-	tile := max(rowAlign, size/max(rb, 1)/rowAlign*rowAlign)
+	tile := max(j.align, size/max(rb, 1)/j.align*j.align)
 	if j.tile != nil && j.tile.rowBlock > 0 {
 		b := j.tile.rowBlock
 		tile = max(b, size/max(rb, 1)/b*b)

@@ -25,6 +25,33 @@ const spinTime = time.Millisecond
 // of their ranges is whole groups).
 const rowAlign = 8
 
+// rowAlignOf is the granularity of the row ranges of a matrix of type t:
+// rowAlign, or the group of a repacked type of larger groups (Q4_0x16's
+// 16 rows).
+func rowAlignOf(t quant.Type) int {
+	if k := repackOf(t); k != nil && k.group > rowAlign {
+		return k.group
+	}
+	return rowAlign
+}
+
+// tasksAlign returns the row granularity of a job of several matrices
+// of types typ(0), ..., typ(n-1) (the largest of theirs: each divides
+// the next) and whether every matrix but the last is whole multiples of
+// it (rows(i)), so that each piece starts on a group of its matrix.
+func tasksAlign(n int, typ func(i int) quant.Type, rows func(i int) int) (int, bool) {
+	align := rowAlign
+	for i := range n {
+		align = max(align, rowAlignOf(typ(i)))
+	}
+	for i := range n - 1 {
+		if rows(i)%align != 0 {
+			return align, false
+		}
+	}
+	return align, true
+}
+
 // chunksPerThread is how many pieces each thread's share of a job is cut
 // into. Each thread owns a run of consecutive pieces and claims them front
 // first, so that it streams its share of a matrix as one run of memory
@@ -183,14 +210,15 @@ func (p *Pool) MatVec(t quant.Type, out []float32, w []byte, cols int, act []byt
 	tr := p.base
 	p.mu.Lock()
 	p.aux = tr.prepare(kernelKey(tt), p.aux, act, cols)
-	if p.threads == 1 || len(out) <= rowAlign {
+	align := rowAlignOf(t)
+	if p.threads == 1 || len(out) <= align {
 		tr.run(tt, out, w, rowBytes, cols, act, p.aux)
 		p.mu.Unlock()
 		return
 	}
 	p.kind, p.traits, p.tier = jobMatVec, tt, tr
 	p.out, p.w, p.rowBytes, p.cols, p.act = out, w, rowBytes, cols, act
-	p.run(len(out), rowAlign, p.turn())
+	p.run(len(out), align, p.turn())
 	p.out, p.w, p.act, p.traits = nil, nil, nil, nil
 	p.mu.Unlock()
 }
@@ -215,11 +243,11 @@ func (p *Pool) MatMul(t quant.Type, out []float32, w []byte, cols int, acts []by
 		p.kind = jobMatMulPrep
 		p.run(units, 1, 0)
 	}
-	if p.threads == 1 || j.rows <= rowAlign {
+	if p.threads == 1 || j.rows <= j.align {
 		p.mm.run(0, j.rows, j.rows)
 	} else {
 		p.kind = jobMatMul
-		p.run(j.rows, rowAlign, 0)
+		p.run(j.rows, j.align, 0)
 	}
 	p.mm = matmulJob{}
 	p.mu.Unlock()
@@ -240,18 +268,19 @@ type MatVecTask struct {
 // tasks' outputs must not overlap. The results are those of MatVec. It
 // panics on inconsistent arguments as MatVec does.
 func (p *Pool) MatVecs(tasks []MatVecTask) {
-	// Every task but the last must be whole groups of rowAlign rows, so
+	// Every task but the last must be whole groups of align rows, so
 	// that each piece starts on a group of its task.
 	total := 0
-	for i, t := range tasks {
+	for _, t := range tasks {
 		check(t.Type, t.Out, t.W, t.Cols, t.Act)
-		if i < len(tasks)-1 && len(t.Out)%rowAlign != 0 {
-			for _, t := range tasks {
-				p.MatVec(t.Type, t.Out, t.W, t.Cols, t.Act)
-			}
-			return
-		}
 		total += len(t.Out)
+	}
+	align, ok := tasksAlign(len(tasks), func(i int) quant.Type { return tasks[i].Type }, func(i int) int { return len(tasks[i].Out) })
+	if !ok {
+		for _, t := range tasks {
+			p.MatVec(t.Type, t.Out, t.W, t.Cols, t.Act)
+		}
+		return
 	}
 	if total == 0 {
 		return
@@ -284,11 +313,11 @@ func (p *Pool) MatVecs(tasks []MatVecTask) {
 		p.taskEnd = append(p.taskEnd, end)
 	}
 	p.tasks, p.tier = tasks, tr
-	if p.threads == 1 || total <= rowAlign {
+	if p.threads == 1 || total <= align {
 		p.runTasks(0, total)
 	} else {
 		p.kind = jobMatVecs
-		p.run(total, rowAlign, p.turn())
+		p.run(total, align, p.turn())
 	}
 	p.tasks = nil
 	clear(p.taskPrep)
@@ -313,15 +342,19 @@ type MatMulTask struct {
 // kernel (as Q, K and V do) share one preparation of them. The results are
 // those of MatMul. It panics on inconsistent arguments as MatMul does.
 func (p *Pool) MatMuls(tasks []MatMulTask) {
-	// Every task but the last must be whole groups of rowAlign rows, so
+	// Every task but the last must be whole groups of align rows, so
 	// that each piece starts on a group of its task.
-	for i, t := range tasks {
-		if t.N > 0 && i < len(tasks)-1 && len(t.Out)/t.N%rowAlign != 0 {
-			for _, t := range tasks {
-				p.MatMul(t.Type, t.Out, t.W, t.Cols, t.Acts, t.N)
-			}
-			return
+	align, ok := tasksAlign(len(tasks), func(i int) quant.Type { return tasks[i].Type }, func(i int) int {
+		if tasks[i].N <= 0 {
+			return 0 // MatMul panics on it
 		}
+		return len(tasks[i].Out) / tasks[i].N
+	})
+	if !ok {
+		for _, t := range tasks {
+			p.MatMul(t.Type, t.Out, t.W, t.Cols, t.Acts, t.N)
+		}
+		return
 	}
 	p.mu.Lock()
 	// The pool's buffers are written under the lock only: sessions of a
@@ -359,11 +392,11 @@ func (p *Pool) MatMuls(tasks []MatMulTask) {
 		p.kind = jobMatMulsPrep
 		p.run(units, 1, 0)
 	}
-	if p.threads == 1 || total <= rowAlign {
+	if p.threads == 1 || total <= align {
 		p.runMatMuls(0, total)
 	} else if total > 0 {
 		p.kind = jobMatMuls
-		p.run(total, rowAlign, 0)
+		p.run(total, align, 0)
 	}
 	clear(p.mms)
 	p.mms = p.mms[:0]

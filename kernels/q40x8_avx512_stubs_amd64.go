@@ -93,3 +93,99 @@ func dotQ4_0x8T7AVX512GFNI(out *float32, ostride int, groups int, w *byte, nb in
 //
 //go:noescape
 func dotQ4_0x8T8AVX512GFNI(out *float32, ostride int, groups int, w *byte, nb int, packed *byte, ahead int)
+
+// dotQ4_0x16AVX512 multiplies groups of 16 Q4_0x16 rows with one Q8_0 activation prepared by
+// prepQ4_0x8, prefetching the weights ahead bytes ahead.
+//
+//go:noescape
+func dotQ4_0x16AVX512(out *float32, groups int, w *byte, nb int, aux *byte, ahead int)
+
+// dotQ4_0x16T2AVX512 multiplies groups of 16 Q4_0x16 rows with 2 Q8_0 activations packed by
+// packQ4_0x8TN, prefetching the weights ahead bytes ahead.
+//
+//go:noescape
+func dotQ4_0x16T2AVX512(out *float32, ostride int, groups int, w *byte, nb int, packed *byte, ahead int)
+
+// dotQ4_0x16T3AVX512 multiplies groups of 16 Q4_0x16 rows with 3 Q8_0 activations packed by
+// packQ4_0x8TN, prefetching the weights ahead bytes ahead.
+//
+//go:noescape
+func dotQ4_0x16T3AVX512(out *float32, ostride int, groups int, w *byte, nb int, packed *byte, ahead int)
+
+// dotQ4_0x16T4AVX512 multiplies groups of 16 Q4_0x16 rows with 4 Q8_0 activations packed by
+// packQ4_0x8TN, prefetching the weights ahead bytes ahead.
+//
+//go:noescape
+func dotQ4_0x16T4AVX512(out *float32, ostride int, groups int, w *byte, nb int, packed *byte, ahead int)
+
+// dotQ4_0x16T5AVX512 multiplies groups of 16 Q4_0x16 rows with 5 Q8_0 activations packed by
+// packQ4_0x8TN, prefetching the weights ahead bytes ahead.
+//
+//go:noescape
+func dotQ4_0x16T5AVX512(out *float32, ostride int, groups int, w *byte, nb int, packed *byte, ahead int)
+
+// dotQ4_0x16T6AVX512 multiplies groups of 16 Q4_0x16 rows with 6 Q8_0 activations packed by
+// packQ4_0x8TN, prefetching the weights ahead bytes ahead.
+//
+//go:noescape
+func dotQ4_0x16T6AVX512(out *float32, ostride int, groups int, w *byte, nb int, packed *byte, ahead int)
+
+// dotQ4_0x16T7AVX512 multiplies groups of 16 Q4_0x16 rows with 7 Q8_0 activations packed by
+// packQ4_0x8TN, prefetching the weights ahead bytes ahead.
+//
+//go:noescape
+func dotQ4_0x16T7AVX512(out *float32, ostride int, groups int, w *byte, nb int, packed *byte, ahead int)
+
+// dotQ4_0x16T8AVX512 multiplies groups of 16 Q4_0x16 rows with 8 Q8_0 activations packed by
+// packQ4_0x8TN, prefetching the weights ahead bytes ahead.
+//
+//go:noescape
+func dotQ4_0x16T8AVX512(out *float32, ostride int, groups int, w *byte, nb int, packed *byte, ahead int)
+
+// dotQ4_0x16AVX512GFNI multiplies groups of 16 Q4_0x16 rows with one Q8_0 activation prepared by
+// prepQ4_0x8, prefetching the weights ahead bytes ahead; it needs GFNI.
+//
+//go:noescape
+func dotQ4_0x16AVX512GFNI(out *float32, groups int, w *byte, nb int, aux *byte, ahead int)
+
+// dotQ4_0x16T2AVX512GFNI multiplies groups of 16 Q4_0x16 rows with 2 Q8_0 activations packed by
+// packQ4_0x8TN, prefetching the weights ahead bytes ahead; it needs GFNI.
+//
+//go:noescape
+func dotQ4_0x16T2AVX512GFNI(out *float32, ostride int, groups int, w *byte, nb int, packed *byte, ahead int)
+
+// dotQ4_0x16T3AVX512GFNI multiplies groups of 16 Q4_0x16 rows with 3 Q8_0 activations packed by
+// packQ4_0x8TN, prefetching the weights ahead bytes ahead; it needs GFNI.
+//
+//go:noescape
+func dotQ4_0x16T3AVX512GFNI(out *float32, ostride int, groups int, w *byte, nb int, packed *byte, ahead int)
+
+// dotQ4_0x16T4AVX512GFNI multiplies groups of 16 Q4_0x16 rows with 4 Q8_0 activations packed by
+// packQ4_0x8TN, prefetching the weights ahead bytes ahead; it needs GFNI.
+//
+//go:noescape
+func dotQ4_0x16T4AVX512GFNI(out *float32, ostride int, groups int, w *byte, nb int, packed *byte, ahead int)
+
+// dotQ4_0x16T5AVX512GFNI multiplies groups of 16 Q4_0x16 rows with 5 Q8_0 activations packed by
+// packQ4_0x8TN, prefetching the weights ahead bytes ahead; it needs GFNI.
+//
+//go:noescape
+func dotQ4_0x16T5AVX512GFNI(out *float32, ostride int, groups int, w *byte, nb int, packed *byte, ahead int)
+
+// dotQ4_0x16T6AVX512GFNI multiplies groups of 16 Q4_0x16 rows with 6 Q8_0 activations packed by
+// packQ4_0x8TN, prefetching the weights ahead bytes ahead; it needs GFNI.
+//
+//go:noescape
+func dotQ4_0x16T6AVX512GFNI(out *float32, ostride int, groups int, w *byte, nb int, packed *byte, ahead int)
+
+// dotQ4_0x16T7AVX512GFNI multiplies groups of 16 Q4_0x16 rows with 7 Q8_0 activations packed by
+// packQ4_0x8TN, prefetching the weights ahead bytes ahead; it needs GFNI.
+//
+//go:noescape
+func dotQ4_0x16T7AVX512GFNI(out *float32, ostride int, groups int, w *byte, nb int, packed *byte, ahead int)
+
+// dotQ4_0x16T8AVX512GFNI multiplies groups of 16 Q4_0x16 rows with 8 Q8_0 activations packed by
+// packQ4_0x8TN, prefetching the weights ahead bytes ahead; it needs GFNI.
+//
+//go:noescape
+func dotQ4_0x16T8AVX512GFNI(out *float32, ostride int, groups int, w *byte, nb int, packed *byte, ahead int)

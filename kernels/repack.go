@@ -32,6 +32,28 @@ const Q4_0x8 = quant.Type(1<<16 | uint32(quant.Q4_0))
 // q4_0x8Block is the size of one block of a group of 8 rows.
 const q4_0x8Block = 8 * 18
 
+// Q4_0x16 is the element type of a Q4_0 matrix that RepackTo has
+// rearranged at load time for the avx512 tier's Q4_0 kernels: like Q4_0x8
+// (never stored in a file, accepted by the MatVec and MatMul functions
+// with Q8_0 activations, the Q4_0 matrix's results bit for bit), for
+// matrices of a multiple of 16 rows. RepackType names it only for a tier
+// with kernels for it; Repack never picks it.
+//
+// The layout keeps the matrix's size and its groups of 16 rows in order;
+// a group is two Q4_0x8 groups (rows 0..7 and 8..15) interleaved block by
+// block: block b is 288 bytes at 288·b, the first group's 8 fp16 scales,
+// then the second's, then four 64-byte chunks, chunk c being the first
+// group's 32-byte chunk c of the block (Q4_0x8's) followed by the
+// second's. A 512-bit kernel then loads a quarter of the block for all
+// 16 rows with one plain load (lane r of its int32 sums row r) and
+// converts the 16 scales with one instruction, reading one stream of
+// memory; on Q4_0x8 the two groups of a zmm are two streams nb·144 bytes
+// apart, merged by five masked broadcasts a block.
+const Q4_0x16 = quant.Type(3<<16 | uint32(quant.Q4_0))
+
+// q4_0x16Block is the size of one block of a group of 16 rows.
+const q4_0x16Block = 16 * 18
+
 // f16le decodes the fp16 at b.
 func f16le(b []byte) float32 { return quant.FP16ToFP32(binary.LittleEndian.Uint16(b)) }
 
@@ -52,16 +74,33 @@ type repackKind struct {
 	// packBlock writes block b of the group grp (group rows of rb bytes
 	// each, in the file's layout) to o.
 	packBlock func(o, grp []byte, rb, b int)
+	// explicit says Repack never picks the layout: only RepackType (on
+	// a tier where it is native) names it and RepackTo makes it.
+	explicit bool
 }
 
 // repacked lists the repacked types.
 var repacked = map[quant.Type]*repackKind{
+	Q4_0x16:   {file: quant.Q4_0, group: 16, cols: 32, traits: repackedTraits(quant.Q4_0, Q4_0x16), packBlock: packQ4_0x16Block, native: q4_0x16Native, explicit: true},
 	Q4_0x8:    {file: quant.Q4_0, group: 8, cols: 32, traits: q4_0x8Traits, packBlock: packQ4_0x8Block},
 	Q8_0x4:    {file: quant.Q8_0, group: 4, cols: 32, traits: q8_0x4Traits, packBlock: packQ8_0x4Block},
 	QSF_Q2Rx8: {file: quant.QSF_Q2R, group: 8, cols: 64, traits: repackedTraits(quant.QSF_Q2R, QSF_Q2Rx8), packBlock: packRotX8Block(2), native: rotX8Native(QSF_Q2Rx8)},
 	QSF_Q3Rx8: {file: quant.QSF_Q3R, group: 8, cols: 64, traits: repackedTraits(quant.QSF_Q3R, QSF_Q3Rx8), packBlock: packRotX8Block(3), native: rotX8Native(QSF_Q3Rx8)},
 	QSF_Q4Rx8: {file: quant.QSF_Q4R, group: 8, cols: 64, traits: repackedTraits(quant.QSF_Q4R, QSF_Q4Rx8), packBlock: packRotX8Block(4), native: rotX8Native(QSF_Q4Rx8)},
 	Q6_KS:     {file: quant.Q6_K, group: 1, cols: 256, traits: repackedTraits(quant.Q6_K, Q6_KS), packBlock: packQ6_KSBlock, native: q6_KSNative},
+}
+
+// repackOrder lists the repacked types in the order RepackType and Repack
+// try them (the table is a map): Q4_0x16 before Q4_0x8, so that a Q4_0
+// matrix of a multiple of 16 rows gets the former where it is native.
+var repackOrder = []quant.Type{Q4_0x16, Q4_0x8, Q8_0x4, QSF_Q2Rx8, QSF_Q3Rx8, QSF_Q4Rx8, Q6_KS}
+
+// q4_0x16Native reports whether tier tr has a decode kernel of its own
+// for Q4_0x16 (the avx512 tier): the other tiers would run the generic
+// one, slower than their Q4_0x8 kernels.
+func q4_0x16Native(tr *Tier) bool {
+	k, ok := tr.table[Q4_0x16]
+	return ok && k.rows != nil && k.rowsTier != genericTier.name
 }
 
 // rotX8Native reports whether a tier has a kernel of its own for the x8
@@ -130,34 +169,43 @@ func rowBytes(t quant.Type, cols int) (int, error) {
 // ErrRepack is returned by Repack for a matrix it cannot repack.
 var ErrRepack = errors.New("kernels: cannot repack matrix")
 
-// RepackType returns the type Repack turns a rows×cols matrix of type t
-// into, and false when the kernels have no faster layout for it: Q4_0x8
-// for Q4_0 of a multiple of 8 rows, Q8_0x4 for Q8_0 of a multiple of 4
-// rows, cols a positive multiple of 32; QSF_Q2Rx8, QSF_Q3Rx8 and
-// QSF_Q4Rx8 for QSF_Q2R, QSF_Q3R and QSF_Q4R of a multiple of 8 rows when
-// DefaultTier has a kernel for them (the avx512 tier with VBMI); Q6_KS for
-// Q6_K (cols a multiple of 256) when DefaultTier's Q6_K kernel is the
-// generic tier's. It is DefaultTier().RepackType.
+// RepackType returns the type RepackTo turns a rows×cols matrix of type
+// t into, and false when the kernels have no faster layout for it: for Q4_0
+// of a multiple of 16 rows Q4_0x16 where DefaultTier has kernels for it
+// (avx512), else for a multiple of 8 rows Q4_0x8; Q8_0x4 for Q8_0 of a
+// multiple of 4 rows, cols a positive multiple of 32; QSF_Q2Rx8,
+// QSF_Q3Rx8 and QSF_Q4Rx8 for QSF_Q2R, QSF_Q3R and QSF_Q4R of a multiple
+// of 8 rows when DefaultTier has a kernel for them (the avx512 tier with
+// VBMI); Q6_KS for Q6_K (cols a multiple of 256) when DefaultTier's Q6_K
+// kernel is the generic tier's. It is DefaultTier().RepackType.
 func RepackType(t quant.Type, rows, cols int) (quant.Type, bool) {
 	return DefaultTier().RepackType(t, rows, cols)
 }
 
 // RepackType is the package's RepackType for a model that runs on tier tr:
-// the rotated types' x8 layouts only where tr has kernels of its own for
-// them, Q6_KS only where tr runs the generic Q6_K kernel.
+// Q4_0x16 and the rotated types' x8 layouts only where tr has kernels of
+// its own for them, Q6_KS only where tr runs the generic Q6_K kernel.
 func (tr *Tier) RepackType(t quant.Type, rows, cols int) (quant.Type, bool) {
-	pt, ok := repackLayout(t, rows, cols)
-	if ok && repacked[pt].native != nil && !repacked[pt].native(tr) {
-		return t, false
+	for _, pt := range repackOrder {
+		k := repacked[pt]
+		if k.fits(t, rows, cols) && (k.native == nil || k.native(tr)) {
+			return pt, true
+		}
 	}
-	return pt, ok
+	return t, false
 }
 
-// repackLayout returns the repacked type whose layout can hold a
-// rows×cols matrix of type t, and false when none can.
+// fits reports whether k's layout can hold a rows×cols matrix of type t.
+func (k *repackKind) fits(t quant.Type, rows, cols int) bool {
+	return k.file == t && rows > 0 && rows%k.group == 0 && cols > 0 && cols%k.cols == 0
+}
+
+// repackLayout returns the repacked type Repack turns a rows×cols matrix
+// of type t into (the first in repackOrder that can hold it, explicit
+// ones aside), and false when none can.
 func repackLayout(t quant.Type, rows, cols int) (quant.Type, bool) {
-	for pt, k := range repacked {
-		if k.file == t && rows > 0 && rows%k.group == 0 && cols > 0 && cols%k.cols == 0 {
+	for _, pt := range repackOrder {
+		if k := repacked[pt]; !k.explicit && k.fits(t, rows, cols) {
 			return pt, true
 		}
 	}
@@ -165,24 +213,44 @@ func repackLayout(t quant.Type, rows, cols int) (quant.Type, bool) {
 }
 
 // Repack writes the repacked form of the rows×cols matrix src of type t
-// (as stored in a GGUF file; RepackType's, where it has one, and for the
-// rotated types the x8 layout even where BestTier has no kernel for it) to dst, which must be as long as src, and
-// returns the new type. dst may be src itself, to repack in place without
-// a second copy of the matrix; otherwise the two must not overlap. It
-// returns an error wrapping ErrRepack when t has no repacked layout for
-// that shape or the lengths are wrong.
+// (as stored in a GGUF file; RepackType's, where it has one and it is not
+// Q4_0x16, and for the rotated types the x8 layout even where BestTier has
+// no kernel for it) to dst, which must be as long as src, and returns the
+// new type. dst may be src itself, to repack in place without a second
+// copy of the matrix; otherwise the two must not overlap. It returns an
+// error wrapping ErrRepack when t has no repacked layout for that shape or
+// the lengths are wrong. RepackTo makes a layout of the caller's choice
+// (RepackType's for the tier a model runs on).
 func Repack(t quant.Type, dst, src []byte, rows, cols int) (quant.Type, error) {
 	pt, ok := repackLayout(t, rows, cols)
 	if !ok {
 		return t, fmt.Errorf("%w: no repacked layout for %v %d×%d", ErrRepack, t, rows, cols)
 	}
-	k := repacked[pt]
+	return pt, RepackTo(pt, dst, src, rows, cols)
+}
+
+// RepackTo writes the rows×cols matrix src, of the file type that
+// repacked type pt is packed from (Q4_0 for Q4_0x8 and Q4_0x16, ...), in
+// pt's layout to dst, as Repack does. It returns an error wrapping
+// ErrRepack when pt is no repacked type, its layout cannot hold that shape
+// or the lengths are wrong. Rows of whole groups of pt may be repacked a
+// run at a time: the layout of a run of groups is the same bytes of the
+// whole matrix's.
+func RepackTo(pt quant.Type, dst, src []byte, rows, cols int) error {
+	k := repackOf(pt)
+	if k == nil {
+		return fmt.Errorf("%w: %v is no repacked type", ErrRepack, pt)
+	}
+	t := k.file
+	if !k.fits(t, rows, cols) {
+		return fmt.Errorf("%w: no %v layout for %v %d×%d", ErrRepack, pt, t, rows, cols)
+	}
 	rb, err := quant.RowBytes(t, cols)
 	if err != nil {
-		return t, fmt.Errorf("%w: %w", ErrRepack, err)
+		return fmt.Errorf("%w: %w", ErrRepack, err)
 	}
 	if len(src) != rows*rb || len(dst) != len(src) {
-		return t, fmt.Errorf("%w: %v %d×%d needs %d bytes, got %d and %d", ErrRepack, t, rows, cols, rows*rb, len(src), len(dst))
+		return fmt.Errorf("%w: %v %d×%d needs %d bytes, got %d and %d", ErrRepack, t, rows, cols, rows*rb, len(src), len(dst))
 	}
 	size := k.group * rb
 	group := make([]byte, size) // one group of src, so dst may be src
@@ -194,7 +262,39 @@ func Repack(t quant.Type, dst, src []byte, rows, cols int) (quant.Type, error) {
 			k.packBlock(out[b*block:(b+1)*block], group, rb, b)
 		}
 	}
-	return pt, nil
+	return nil
+}
+
+// packQ4_0x16Block writes block b of sixteen Q4_0 rows in the Q4_0x16
+// layout: the Q4_0x8 blocks of rows 0..7 and 8..15, interleaved.
+func packQ4_0x16Block(o, grp []byte, rb, b int) {
+	var x8 [2][q4_0x8Block]byte
+	for h := range x8 {
+		packQ4_0x8Block(x8[h][:], grp[8*h*rb:], rb, b)
+	}
+	unpackQ4_0x16Block((*[q4_0x16Block]byte)(o), &x8[0], &x8[1], true)
+}
+
+// unpackQ4_0x16Block converts between a Q4_0x16 block x and the Q4_0x8
+// blocks a and b of its two groups of 8 rows: x from a and b when pack,
+// else a and b from x.
+func unpackQ4_0x16Block(x *[q4_0x16Block]byte, a, b *[q4_0x8Block]byte, pack bool) {
+	for h, g := range [2]*[q4_0x8Block]byte{a, b} {
+		s, q := x[16*h:16*h+16], x[32:]
+		if pack {
+			copy(s, g[:16])
+		} else {
+			copy(g[:16], s)
+		}
+		for c := 0; c < 4; c++ {
+			xc, gc := q[64*c+32*h:64*c+32*h+32], g[16+32*c:16+32*c+32]
+			if pack {
+				copy(xc, gc)
+			} else {
+				copy(gc, xc)
+			}
+		}
+	}
 }
 
 // packQ4_0x8Block writes block b of eight Q4_0 rows in the Q4_0x8 layout.

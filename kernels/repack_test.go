@@ -252,6 +252,8 @@ func typeName(t quant.Type) string {
 	switch t {
 	case Q4_0x8:
 		return "Q4_0x8"
+	case Q4_0x16:
+		return "Q4_0x16"
 	case Q8_0x4:
 		return "Q8_0x4"
 	case QSF_Q2Rx8, QSF_Q3Rx8, QSF_Q4Rx8:

@@ -185,6 +185,7 @@ var (
 func init() {
 	genericTier.register([]kernelRow{
 		{key: Q4_0x8, rows: q4_0x8SWAR, prep: prepQ4_0x8SWAR},
+		{key: Q4_0x16, rows: q4_0x16SWAR, prep: prepQ4_0x8SWAR},
 		{key: Q8_0x4, rows: q8_0x4GenericRows},
 		{key: Q6_KS, rows: q6_KSRows, prep: prepQ6_KS},
 		{key: QSF_Q2Rx8, rows: rotX8Generic(QSF_Q2Rx8)},

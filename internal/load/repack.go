@@ -13,7 +13,8 @@ import (
 // repackWeights rearranges, once at load, the matrices whose file layout
 // the kernels read slowly into one they read fast, as llama.cpp does:
 // Q4_0 matrices of a multiple of 8 rows become kernels.Q4_0x8, whose
-// kernel does about half the work per byte, and Q8_0 matrices of a
+// kernel does about half the work per byte (kernels.Q4_0x16 for a multiple
+// of 16 rows on the avx512 tier, which reads it as one stream), and Q8_0 matrices of a
 // multiple of 4 rows kernels.Q8_0x4, which the kernel reads as one stream
 // instead of four (see kernels.RepackType). The results are the same bit
 // for bit. The token embedding, and an LM head tied to it, keep the
@@ -57,12 +58,21 @@ import (
 // told the bytes repacked so far.
 func repackWeights(w *model.Weights, f *format.File, tier *kernels.Tier, experts, huge bool, progress func(done, total int64)) (*arena.Arena, error) {
 	var todo []*model.Tensor
+	// unit holds the rows of each expert of a stacked expert tensor:
+	// the model slices it there, so its layout's groups must not
+	// straddle them (Q4_0x16 only when they are whole groups of 16).
+	unit := map[*model.Tensor]int{}
 	for i := range w.Blocks {
 		for _, t := range w.Blocks[i].Matrices() {
 			todo = append(todo, t)
 		}
 		if x := w.Blocks[i].Experts; x != nil {
 			todo = append(todo, x.RepackableMatrices(experts)...)
+			if n := x.Router.Rows; n > 0 {
+				for _, t := range []*model.Tensor{&x.Gate, &x.Up, &x.Down} {
+					unit[t] = t.Rows / n
+				}
+			}
 		}
 	}
 	if !w.TiedOutput {
@@ -72,8 +82,14 @@ func repackWeights(w *model.Weights, f *format.File, tier *kernels.Tier, experts
 	var size int
 	packF32H := map[*model.Tensor]bool{}
 	copyOnly := map[*model.Tensor]bool{}
+	packType := map[*model.Tensor]quant.Type{}
 	for _, t := range todo {
-		_, ok := tier.RepackType(t.Type, t.Rows, t.Cols)
+		rows := t.Rows
+		if u, ok := unit[t]; ok {
+			rows = u
+		}
+		pt, ok := tier.RepackType(t.Type, rows, t.Cols)
+		packType[t] = pt
 		mapped := f.IsMapped(t.Data)
 		if huge && t.Type == quant.F32 && mapped && tier.PacksF32H(t.Cols) && f32hFits(t, f) {
 			packF32H[t] = true
@@ -122,7 +138,7 @@ func repackWeights(w *model.Weights, f *format.File, tier *kernels.Tier, experts
 				return nil, err
 			}
 		}
-		typ, err := repackRows(t, dst, f, packF32H[t], copyOnly[t])
+		typ, err := repackRows(t, dst, f, packType[t], packF32H[t], copyOnly[t])
 		if err != nil {
 			if a != nil {
 				a.Close()
@@ -142,14 +158,14 @@ func repackWeights(w *model.Weights, f *format.File, tier *kernels.Tier, experts
 // memory overshoots the weights' size while a model loads.
 const repackChunk = 4 << 20
 
-// repackRows repacks t into dst in runs of whole 8-row groups (a multiple
-// of every repacked type's group) of about repackChunk bytes, releasing
-// each run's mapped source pages once it is copied, and returns the new
-// type. F32 rows are packed as kernels.F32H with f32h, else copied as they
-// are.
-func repackRows(t *model.Tensor, dst []byte, f *format.File, f32h, copyOnly bool) (quant.Type, error) {
+// repackRows repacks t into dst in layout pt (kernels.RepackTo) in runs of
+// whole 16-row groups (a multiple of every repacked type's group) of about
+// repackChunk bytes, releasing each run's mapped source pages once it is
+// copied, and returns the new type. F32 rows are packed as kernels.F32H
+// with f32h, else copied as they are.
+func repackRows(t *model.Tensor, dst []byte, f *format.File, pt quant.Type, f32h, copyOnly bool) (quant.Type, error) {
 	rb := t.RowBytes()
-	step := max(8, repackChunk/rb/8*8)
+	step := max(16, repackChunk/rb/16*16)
 	typ := t.Type
 	for lo := 0; lo < t.Rows; lo += step {
 		hi := min(lo+step, t.Rows)
@@ -168,10 +184,10 @@ func repackRows(t *model.Tensor, dst []byte, f *format.File, f32h, copyOnly bool
 			f.Release(src)
 			continue
 		}
-		var err error
-		if typ, err = kernels.Repack(t.Type, dst[lo*rb:hi*rb], src, hi-lo, t.Cols); err != nil {
+		if err := kernels.RepackTo(pt, dst[lo*rb:hi*rb], src, hi-lo, t.Cols); err != nil {
 			return t.Type, fmt.Errorf("qsf: repack %s: %w", t.Name, err)
 		}
+		typ = pt
 		f.Release(src)
 	}
 	return typ, nil

@@ -34,6 +34,11 @@ var files = map[string]func(){
 				q40x8Tn(t, gfni)
 			}
 		}
+		for _, gfni := range []bool{false, true} {
+			for t := 1; t <= 8; t++ {
+				q40x16Tn(t, gfni)
+			}
+		}
 	},
 	"float": func() {
 		f32Rows()

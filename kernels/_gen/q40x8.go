@@ -189,10 +189,17 @@ func x40LoadM(woff int, gfni bool) {
 // (shuffling both halves was slower: the ALU became the bound). Integer
 // sums in Z5..Z(4+len(accs)), dw·da in Z13..Z15 and Z28 (the free
 // registers otherwise).
-func x40Toks(act func(t, off int) Mem, accs []VecPhysical, gfni bool) {
+//
+// With posBias the activation's bias is prepQ4_0x8's +8·Σa instead: the
+// sum starts at zero and subtracts it at the end (the same exact sum).
+func x40Toks(act func(t, off int) Mem, accs []VecPhysical, gfni, posBias bool) {
 	isums := []VecPhysical{Z5, Z6, Z7, Z8, Z9, Z10, Z11, Z12}
 	prods := []VecPhysical{Z13, Z14, Z15, Z28}
 	for t := range accs {
+		if posBias {
+			VPXORD(isums[t], isums[t], isums[t])
+			continue
+		}
 		VPBROADCASTD(act(t, 36), isums[t])
 	}
 	free := []VecPhysical{Z29, Z30, Z13, Z14, Z15, Z28}
@@ -227,6 +234,9 @@ func x40Toks(act func(t, off int) Mem, accs []VecPhysical, gfni bool) {
 	}
 	for t, a := range accs {
 		p := prods[t%len(prods)]
+		if posBias {
+			raw("VPSUBD.BCST", act(t, 36), isums[t], isums[t])
+		}
 		VCVTDQ2PS(isums[t], isums[t])
 		VMULPS_BCST(act(t, 32), Z4, p)
 		VFMADD231PS(p, isums[t], a)
@@ -304,7 +314,7 @@ func q40x8Tn(tokens int, gfni bool) {
 	}
 	block := func(woff, aoff int) {
 		x40LoadM(woff, gfni)
-		x40Toks(func(t, off int) Mem { return quad([]Register{RDI, RDX}[t/4], t, aoff+off) }, accs, gfni)
+		x40Toks(func(t, off int) Mem { return quad([]Register{RDI, RDX}[t/4], t, aoff+off) }, accs, gfni, false)
 	}
 
 	Label(label(fn, "pair"))
@@ -373,6 +383,165 @@ func q40x8Tn(tokens int, gfni bool) {
 	ADDQ(R13, RSI) // past the second group
 	SUBQ(U8(2), R9)
 	JG(LabelRef(label(fn, "pair")))
+	VZEROUPPER()
+	RET()
+}
+
+// x16Load loads the block at woff(SI) of a Q4_0x16 group (288 bytes: the
+// 16 rows' fp16 scales, then four 64-byte chunks, chunk c the first
+// Q4_0x8 group's 32 bytes of it, then the second's) into x40LoadM's
+// registers: one conversion and four plain loads, lane r of each zmm row
+// r of the 16, so no merges and one stream of memory.
+func x16Load(woff int, gfni bool) {
+	VCVTPH2PS(m(RSI, woff), Z4)
+	for c := 0; c < 4; c++ {
+		lo, hi := zr[16+2*c], zr[17+2*c]
+		VMOVDQU64(m(RSI, woff+32+64*c), lo)
+		if gfni {
+			raw("VGF2P8AFFINEQB", U8(0), Z30, lo, hi)
+			VPANDD(Z31, lo, lo)
+			continue
+		}
+		VPSRLW(U8(4), lo, hi)
+		VPANDD(Z31, lo, lo)
+		VPANDD(Z31, hi, hi)
+	}
+}
+
+// q40x16Tn is dotQ4_0x16T<tokens>AVX512 (tokens 2..8), the tile of
+// activations packed by packQ4_0x8TN, or for tokens = 1
+// dotQ4_0x16AVX512, the decode kernel, on one activation prepared by
+// prepQ4_0x8 (its bias +8·Σa), against groups of 16 Q4_0x16 rows: per
+// group one zmm accumulator per activation (lane r row r), per block the
+// arithmetic of q40x8Tn's tile (x40Toks), so each (row, activation) gets
+// the AVX2 Q4_0x8 kernel's sums in its order. A group is one stream,
+// prefetched ahead bytes ahead (nine lines per two blocks); there is no
+// odd group (Q4_0x16 matrices are whole groups of 16 rows).
+//
+// Registers: as q40x8Tn's, with RAX the prefetch distance and no second
+// stream.
+func q40x16Tn(tokens int, gfni bool) {
+	fn := fmt.Sprintf("x16t%d", tokens)
+	name := fmt.Sprintf("dotQ4_0x16T%dAVX512", tokens)
+	if tokens == 1 {
+		name = "dotQ4_0x16AVX512"
+	}
+	if gfni {
+		fn += "g"
+		name += "GFNI"
+	}
+	need := ""
+	if gfni {
+		need = "; it needs GFNI"
+	}
+	if tokens == 1 {
+		TEXT(name, NOSPLIT, "func(out *float32, groups int, w *byte, nb int, aux *byte, ahead int)")
+		Pragma("noescape")
+		Doc(fmt.Sprintf("%s multiplies groups of 16 Q4_0x16 rows with one Q8_0 activation prepared by", name),
+			"prepQ4_0x8, prefetching the weights ahead bytes ahead"+need+".")
+		Load(Param("out"), R8)
+	} else {
+		TEXT(name, NOSPLIT, "func(out *float32, ostride, groups int, w *byte, nb int, packed *byte, ahead int)")
+		Pragma("noescape")
+		Doc(fmt.Sprintf("%s multiplies groups of 16 Q4_0x16 rows with %d Q8_0 activations packed by", name, tokens),
+			"packQ4_0x8TN, prefetching the weights ahead bytes ahead"+need+".")
+		Load(Param("out"), R8)
+		Load(Param("ostride"), R12)
+		SHLQ(U8(2), R12)
+	}
+	Load(Param("groups"), R9)
+	Load(Param("w"), RSI)
+	Load(Param("nb"), R10)
+	if tokens == 1 {
+		Load(Param("aux"), R11)
+	} else {
+		Load(Param("packed"), R11)
+	}
+	MOVQ(R10, R14)
+	IMUL3Q(U32(40), R14, R14) // activation stride
+	LEAQ(mi(R14, 0, R14, 2), R15)
+	MOVL(U32(0x0f0f0f0f), EAX)
+	VPBROADCASTD(EAX, Z31)
+	Load(Param("ahead"), RAX)
+	if gfni {
+		MOVQ(U64(0x1020408000000000), RCX)
+		VPBROADCASTQ(RCX, Z30)
+	}
+
+	accs := []VecPhysical{Z0, Z1, Z2, Z3, Z24, Z25, Z26, Z27}[:tokens]
+	quad := func(base Register, t, off int) Mem {
+		switch t % 4 {
+		case 0:
+			return m(base, off)
+		case 1:
+			return mi(base, off, R14, 1)
+		case 2:
+			return mi(base, off, R14, 2)
+		}
+		return mi(base, off, R15, 1)
+	}
+	block := func(woff, aoff int) {
+		x16Load(woff, gfni)
+		x40Toks(func(t, off int) Mem { return quad([]Register{RDI, RDX}[t/4], t, aoff+off) }, accs, gfni, tokens == 1)
+	}
+
+	Label(label(fn, "group"))
+	for _, a := range accs {
+		VPXORD(a, a, a)
+	}
+	MOVQ(R11, RDI)
+	if tokens > 4 {
+		LEAQ(mi(R11, 0, R14, 4), RDX)
+	}
+	MOVQ(R10, RCX)
+
+	Label(label(fn, "block"))
+	CMPQ(RCX, U8(2))
+	JLT(LabelRef(label(fn, "single")))
+	for l := 0; l < 9; l++ {
+		PREFETCHT0(mi(RSI, 64*l, RAX, 1))
+	}
+	block(0, 0)
+	block(288, 40)
+	ADDQ(U32(576), RSI)
+	ADDQ(U32(80), RDI)
+	if tokens > 4 {
+		ADDQ(U32(80), RDX)
+	}
+	SUBQ(U8(2), RCX)
+	JMP(LabelRef(label(fn, "block")))
+
+	Label(label(fn, "single"))
+	TESTQ(RCX, RCX)
+	JZ(LabelRef(label(fn, "store")))
+	block(0, 0)
+	ADDQ(U32(288), RSI)
+
+	// Activation t's outputs at R8 + t·R12: CX three strides, DX four
+	// on.
+	Label(label(fn, "store"))
+	if tokens > 1 {
+		LEAQ(mi(R12, 0, R12, 2), RCX)
+		LEAQ(mi(R8, 0, R12, 4), RDX)
+	}
+	for t, a := range accs {
+		base := []Register{R8, RDX}[t/4]
+		var dst Mem
+		switch t % 4 {
+		case 0:
+			dst = m(base, 0)
+		case 1:
+			dst = mi(base, 0, R12, 1)
+		case 2:
+			dst = mi(base, 0, R12, 2)
+		case 3:
+			dst = mi(base, 0, RCX, 1)
+		}
+		VMOVUPS(a, dst)
+	}
+	ADDQ(U8(64), R8)
+	DECQ(R9)
+	JNZ(LabelRef(label(fn, "group")))
 	VZEROUPPER()
 	RET()
 }
