@@ -9,9 +9,11 @@ import (
 	"github.com/qsf-llm/qsf/quant"
 )
 
-// ExampleRepack repacks a Q4_0 matrix at load time and multiplies it: the
-// results equal those of the matrix in the file's layout, bit for bit.
-func ExampleRepack() {
+// ExampleRepackTo repacks a Q4_0 matrix at load time into the layout
+// RepackType names for the default tier (Q4_0x16 on avx512, else Q4_0x8)
+// and multiplies it: the results equal those of the matrix in the file's
+// layout, bit for bit.
+func ExampleRepackTo() {
 	const rows, cols = 16, 64
 	r := rand.New(rand.NewPCG(1, 2))
 	weights := make([]float32, rows*cols)
@@ -35,16 +37,16 @@ func ExampleRepack() {
 	kernels.Quantize(quant.Q8_0, act, x)
 
 	typ, ok := kernels.RepackType(quant.Q4_0, rows, cols)
-	fmt.Println(typ == kernels.Q4_0x8, ok)
+	fmt.Println(typ == kernels.Q4_0x8 || typ == kernels.Q4_0x16, ok)
 	packed := make([]byte, len(w))
-	if _, err := kernels.Repack(quant.Q4_0, packed, w, rows, cols); err != nil {
+	if err := kernels.RepackTo(typ, packed, w, rows, cols); err != nil {
 		fmt.Println(err)
 		return
 	}
 
 	file, fast := make([]float32, rows), make([]float32, rows)
 	kernels.MatVec(quant.Q4_0, file, w, cols, act)
-	kernels.MatVec(kernels.Q4_0x8, fast, packed, cols, act)
+	kernels.MatVec(typ, fast, packed, cols, act)
 	fmt.Println(slices.Equal(file, fast))
 	// Output:
 	// true true

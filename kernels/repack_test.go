@@ -40,6 +40,15 @@ var rotRepackCases = []struct {
 	{quant.QSF_Q4R, QSF_Q4Rx8, 8, fileDot(quant.QSF_Q4R)},
 }
 
+// x16RepackCase is Q4_0x16, which TestRepacked and BenchmarkRepacked
+// cover beside repackCases (TestAVX512Kernels compares kernels with the
+// avx2 tier's, which has none of its own for it: TestQ4_0x16AVX512Kernels).
+var x16RepackCase = struct {
+	file, packed quant.Type
+	group        int
+	dot          func(n int, w, act []byte) float32
+}{quant.Q4_0, Q4_0x16, 16, quant.DotQ4_0Gemv}
+
 // fileDot returns the reference dot product of file type t.
 func fileDot(t quant.Type) func(n int, w, act []byte) float32 {
 	tr, err := quant.Lookup(t)
@@ -49,7 +58,7 @@ func fileDot(t quant.Type) func(n int, w, act []byte) float32 {
 	return tr.Dot
 }
 
-// TestRepacked checks that a matrix repacked into Q4_0x8, Q8_0x4 or a
+// TestRepacked checks that a matrix repacked into Q4_0x8, Q4_0x16, Q8_0x4 or a
 // rotated type's x8 layout multiplies, on every tier, through MatVec, Pool.MatVec (1, 2 and 3
 // threads), Pool.MatVecs and MatMul (with whole tiles of four activations
 // and a remainder), bit for bit as the file type's reference dot product
@@ -61,7 +70,7 @@ func TestRepacked(t *testing.T) {
 	for _, p := range pools {
 		defer p.Close()
 	}
-	for _, rc := range append(repackCases[:len(repackCases):len(repackCases)], rotRepackCases...) {
+	for _, rc := range append(append(repackCases[:len(repackCases):len(repackCases)], rotRepackCases...), x16RepackCase) {
 		for _, sh := range []struct{ rows, cols int }{
 			{8, 32}, {8, 64}, {16, 96}, {24, 224}, {64, 4096}, {40, 768}, {8, 1280}, {136, 320}, {256, 2048}, {12, 96}, {4, 64},
 		} {
@@ -100,11 +109,11 @@ func TestRepacked(t *testing.T) {
 					}
 				}
 				packed := make([]byte, len(w))
-				if _, err := Repack(rc.file, packed, w, sh.rows, sh.cols); err != nil {
+				if err := RepackTo(rc.packed, packed, w, sh.rows, sh.cols); err != nil {
 					t.Fatal(err)
 				}
 				inPlace := bytes.Clone(w)
-				if _, err := Repack(rc.file, inPlace, inPlace, sh.rows, sh.cols); err != nil {
+				if err := RepackTo(rc.packed, inPlace, inPlace, sh.rows, sh.cols); err != nil {
 					t.Fatal(err)
 				}
 				if !bytes.Equal(inPlace, packed) {
@@ -204,7 +213,7 @@ func TestRepackErrors(t *testing.T) {
 // is throughput per CPU second of the process.
 func BenchmarkRepacked(b *testing.B) {
 	const rows, cols = 4096, 4096
-	for _, rc := range append(repackCases[:len(repackCases):len(repackCases)], rotRepackCases...) {
+	for _, rc := range append(append(repackCases[:len(repackCases):len(repackCases)], rotRepackCases...), x16RepackCase) {
 		r := rand.New(rand.NewPCG(11, 12))
 		w := randomRows(r, rc.file, rows, cols)
 		act := randomRows(r, quant.Q8_0, 1, cols)
@@ -212,7 +221,7 @@ func BenchmarkRepacked(b *testing.B) {
 		var file, packed [][]byte
 		for n := 0; n*len(w) < streamBytes; n++ {
 			p := make([]byte, len(w))
-			if _, err := Repack(rc.file, p, w, rows, cols); err != nil {
+			if err := RepackTo(rc.packed, p, w, rows, cols); err != nil {
 				b.Fatal(err)
 			}
 			file, packed = append(file, bytes.Clone(w)), append(packed, p)
@@ -263,7 +272,7 @@ func typeName(t quant.Type) string {
 }
 
 // TestRepackTypes checks which matrices RepackType takes: Q4_0 in
-// groups of 8 rows, Q8_0 in groups of 4, the rotated types in groups of 8
+// groups of 8 rows (of 16: TestQ4_0x16Layout), Q8_0 in groups of 4, the rotated types in groups of 8
 // where the best tier has a kernel for their x8 layout, nothing else.
 func TestRepackTypes(t *testing.T) {
 	for _, c := range []struct {
@@ -272,7 +281,7 @@ func TestRepackTypes(t *testing.T) {
 		want       quant.Type
 		ok         bool
 	}{
-		{quant.Q4_0, 64, 256, Q4_0x8, true},
+		{quant.Q4_0, 56, 256, Q4_0x8, true}, // 16-row groups: TestQ4_0x16Layout
 		{quant.Q4_0, 60, 256, quant.Q4_0, false},
 		{quant.Q8_0, 60, 256, Q8_0x4, true},
 		{quant.Q8_0, 62, 256, quant.Q8_0, false},
