@@ -34,6 +34,7 @@ func TestRepackSameLogits(t *testing.T) {
 		"models/synthetic/synth-gpt2-Q8_0.gguf",
 	}
 	prompt := []int{1, 20, 300, 41, 7, 99, 250, 3, 60, 12}
+	x16s := 0 // Q4_0x16 matrices seen
 	logits := func(path string, cfg Config) (batch, steps [][]float32, repacked int) {
 		m, err := Load(path, cfg)
 		if err != nil {
@@ -45,6 +46,9 @@ func TestRepackSameLogits(t *testing.T) {
 				switch w.Type {
 				case kernels.Q4_0x8, kernels.Q8_0x4, kernels.QSF_Q2Rx8, kernels.QSF_Q3Rx8, kernels.QSF_Q4Rx8:
 					repacked++
+				case kernels.Q4_0x16:
+					repacked++
+					x16s++
 				}
 			}
 		}
@@ -88,6 +92,10 @@ func TestRepackSameLogits(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, rotNative := tier.RepackType(quant.QSF_Q4R, 8, 64)
+	x16Native := false
+	if typ, _ := tier.RepackType(quant.Q4_0, 16, 32); typ == kernels.Q4_0x16 {
+		x16Native = true
+	}
 	var rotFiles []string
 	for _, typ := range []quant.Type{quant.QSF_Q2R, quant.QSF_Q3R, quant.QSF_Q4R} {
 		out := filepath.Join(dir, typ.String()+".qsf")
@@ -127,6 +135,11 @@ func TestRepackSameLogits(t *testing.T) {
 				}
 			}
 		}
+	}
+	// The Q4_0 files' matrices of 16-row groups become Q4_0x16 where the
+	// tier has kernels for it (avx512), and only there.
+	if (x16s > 0) != x16Native {
+		t.Errorf("%d Q4_0x16 matrices loaded; tier %s has kernels for them: %v", x16s, tier.Name(), x16Native)
 	}
 }
 
