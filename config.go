@@ -38,7 +38,7 @@ type Config struct {
 	// rotated and (on the generic kernel tier) Q6_K matrices in the file's
 	// layout, multiplied in place from the mapping. By default a resident
 	// model repacks them at load, as llama.cpp does, into layouts its
-	// kernels read faster (kernels.Q4_0x8, kernels.Q8_0x4,
+	// kernels read faster (kernels.Q4_0x8 or Q4_0x16, kernels.Q8_0x4,
 	// kernels.QSF_Q4Rx8, kernels.Q6_KS, ...; see
 	// kernels.RepackType):
 	// a pass over those weights at load, and their memory moves from the

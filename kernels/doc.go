@@ -20,7 +20,8 @@
 // ggml_gemv_q4_0_8x8_q8_0 (quant.DotQ4_0Gemv), as llama.cpp repacks such
 // matrices, by every tier (the avx2 one eight rows at a time). The avx512
 // tier (AVX-512 F, BW, VL, VNNI) is the avx2 tier with 512-bit kernels in
-// place of some: VNNI kernels for the repacked Q4_0x8 and Q8_0x4 matrices
+// place of some: VNNI kernels for the repacked Q4_0x8, Q4_0x16 (its own:
+// RepackType names it only for this tier) and Q8_0x4 matrices
 // (the same integer sums, by VPDPBUSD, exact) and prefill tiles for F32,
 // F16 and Q4_K, each in the avx2 kernel's float order with two of its
 // 8-lane accumulators in each zmm register; with VBMI it also has kernels
@@ -48,7 +49,8 @@
 // tokens) reading the weights from memory once. Repack rearranges a Q4_0,
 // Q8_0, rotated (QSF_Q2R, QSF_Q3R, QSF_Q4R) or Q6_K matrix at load time
 // into a layout with a faster kernel (Q4_0x8, Q8_0x4, QSF_Q2Rx8,
-// QSF_Q3Rx8, QSF_Q4Rx8, Q6_KS), with the same results bit for bit;
+// QSF_Q3Rx8, QSF_Q4Rx8, Q6_KS), RepackTo into the one RepackType names for
+// a tier (Q4_0x16 too), with the same results bit for bit;
 // PackF32H stores an F32 matrix losslessly in 28 bits a weight (F32H) for
 // the avx512 tier, whose decode reads it faster than F32 for reading less.
 package kernels
