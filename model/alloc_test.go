@@ -38,10 +38,9 @@ func TestForwardAllocatesNothing(t *testing.T) {
 			n := 0
 			for i := range m.Blocks {
 				for _, w := range m.Blocks[i].Matrices() {
-					if _, ok := kernels.RepackType(w.Type, w.Rows, w.Cols); ok {
+					if typ, ok := kernels.RepackType(w.Type, w.Rows, w.Cols); ok {
 						dst := make([]byte, len(w.Data))
-						typ, err := kernels.Repack(w.Type, dst, w.Data, w.Rows, w.Cols)
-						if err != nil {
+						if err := kernels.RepackTo(typ, dst, w.Data, w.Rows, w.Cols); err != nil {
 							t.Fatal(err)
 						}
 						w.Type, w.Data = typ, dst
