@@ -226,7 +226,10 @@ func Repack(t quant.Type, dst, src []byte, rows, cols int) (quant.Type, error) {
 	if !ok {
 		return t, fmt.Errorf("%w: no repacked layout for %v %d×%d", ErrRepack, t, rows, cols)
 	}
-	return pt, RepackTo(pt, dst, src, rows, cols)
+	if err := RepackTo(pt, dst, src, rows, cols); err != nil {
+		return t, err
+	}
+	return pt, nil
 }
 
 // RepackTo writes the rows×cols matrix src, of the file type that
