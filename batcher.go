@@ -23,9 +23,13 @@ const batchWait = 2 * time.Millisecond
 // tokens in all); sessions leave when their generation ends. A step waits
 // at most a couple of milliseconds for a decoding session that is late.
 // The tokens of each session are those it would generate alone, bit for
-// bit. Under layer streaming a step reads each layer once for all its
-// sessions and tokens. Sessions that stream experts or use an evicting
-// cache are stepped one after another.
+// bit. When generation goes on after a token, the step that evaluates it
+// runs while the Generate callback handles it (an HTTP write, say), so
+// the other sessions' steps need not wait for the callback; a batched
+// session's callback must therefore not use the session itself. Under
+// layer streaming a step reads each layer once for all its sessions and
+// tokens. Sessions that stream experts or use an evicting cache are
+// stepped one after another.
 //
 // A Batcher belongs to one Model; attach sessions with
 // Session.SetBatcher. It is safe for concurrent use.
@@ -120,6 +124,17 @@ func (b *Batcher) leave() {
 // the step is done (or at once with ErrClosed when the Batcher is closed,
 // for the caller to evaluate alone).
 func (b *Batcher) step(ctx context.Context, s *Session, tok int) error {
+	if err := b.submit(ctx, s, tok); err != nil {
+		return err
+	}
+	return b.wait(s)
+}
+
+// submit hands tok for s to the Batcher's next step and returns without
+// waiting for the step (wait does, and must be called before s is used
+// again), or returns ErrClosed when the Batcher is closed, for the
+// caller to evaluate tok alone.
+func (b *Batcher) submit(ctx context.Context, s *Session, tok int) error {
 	// The session's request of its last step is done with (answered):
 	// reuse it, so that a decoding step allocates nothing.
 	r := s.stepReq
@@ -131,10 +146,20 @@ func (b *Batcher) step(ctx context.Context, s *Session, tok int) error {
 	r.toks = r.tok[:]
 	select {
 	case b.reqs <- r:
+		return nil
 	case <-b.quit:
 		return ErrClosed
 	}
-	return <-r.err
+}
+
+// wait returns the result of the step that submit handed over for s,
+// once it is done, and records its token in s's history (when the step
+// evaluated it).
+func (b *Batcher) wait(s *Session) error {
+	r := s.stepReq
+	err := <-r.err
+	s.record(r.toks)
+	return err
 }
 
 // prompt evaluates ids for s in the Batcher's steps, in chunks together
@@ -260,8 +285,7 @@ func (b *Batcher) run(decode, prompts []*stepRequest) []*stepRequest {
 	for _, r := range live {
 		if !r.prompt {
 			b.tokens.Add(1)
-			r.s.record(r.toks)
-			r.err <- err
+			r.err <- err // wait records the token
 			continue
 		}
 		b.promptTokens.Add(int64(r.take))
