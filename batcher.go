@@ -96,8 +96,9 @@ func (b *Batcher) Stats() BatchStats {
 }
 
 // SetBatcher attaches the session to b (nil detaches it): its decoding
-// steps then run together with those of b's other sessions. b must belong
-// to the session's model.
+// steps then run together with those of b's other sessions, the step of a
+// token while the Generate callback handles it (so the callback must not
+// use the session). b must belong to the session's model.
 func (s *Session) SetBatcher(b *Batcher) error {
 	if b != nil && b.m != s.m {
 		return fmt.Errorf("qsf: SetBatcher: the Batcher belongs to another model")
