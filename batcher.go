@@ -252,8 +252,7 @@ func (b *Batcher) run(decode, prompts []*stepRequest) []*stepRequest {
 		b.states, b.runs, b.logits = append(b.states, r.s.state), append(b.runs, r.toks), append(b.logits, true)
 		live = append(live, r)
 	}
-	decoding := len(live)
-	room := model.MaxChunkRows - decoding
+	room := model.MaxChunkRows - len(live)
 	waiting := prompts[:0]
 	for _, r := range prompts {
 		if err := r.s.interrupted(r.ctx); err != nil {
@@ -276,12 +275,6 @@ func (b *Batcher) run(decode, prompts []*stepRequest) []*stepRequest {
 	if err == nil {
 		b.m.lockPass()
 		err = b.mb.ForwardChunks(b.states, b.runs, b.logits)
-		if decoding >= 2 {
-			// The sessions answered below sample their next tokens
-			// until the next step: on every P when the pool's workers
-			// do not poll meanwhile.
-			b.m.pool.Rest()
-		}
 		b.m.unlockPass()
 		b.m.release()
 		if err != nil {

@@ -73,7 +73,6 @@ type Pool struct {
 	workers []*worker
 	exited  sync.WaitGroup
 	closing atomic.Bool
-	resting atomic.Bool // idle workers park at once (Rest) until the next job
 
 	// state is the current job's id (high 32 bits), its number of
 	// pieces (bits 16..31) and its turn (bits 0..15: thread t owns run
@@ -150,15 +149,6 @@ func NewPoolTier(tr *Tier, threads int) *Pool {
 // process may need meanwhile, as layer streaming's reads do while the
 // forward pass waits for them. It is safe to call at any time.
 func (p *Pool) SetSpinTime(d time.Duration) { p.spin.Store(int64(max(d, 0))) }
-
-// Rest lets the idle workers park at once instead of polling for the
-// next call, until that call: for a caller that will not call for a while
-// (longer than the wake-up of a parked worker) while its other goroutines
-// have work. A polling worker holds its P (its share of GOMAXPROCS), so
-// goroutines made runnable meanwhile queue on the caller's P, one after
-// another, while the worker polls; once it parks, the Go scheduler runs
-// them on the worker's P too.
-func (p *Pool) Rest() { p.resting.Store(true) }
 
 // Tier returns the tier whose kernels the pool runs.
 func (p *Pool) Tier() *Tier { return p.base }
@@ -486,7 +476,6 @@ func (p *Pool) publish(chunks, turn int) {
 		p.runs[t].Store(id | uint64(lo)<<16 | uint64(hi))
 	}
 	// The runs are stored before the id that tells workers to read them.
-	p.resting.Store(false)
 	p.state.Store(id | uint64(chunks)<<16 | uint64(turn))
 	for _, wk := range p.workers {
 		if wk.parked.CompareAndSwap(true, false) {
@@ -574,7 +563,7 @@ func (p *Pool) loop(wk *worker) {
 			if spins%256 != 0 {
 				continue
 			}
-			if time.Since(idle) < time.Duration(p.spin.Load()) && !p.resting.Load() {
+			if time.Since(idle) < time.Duration(p.spin.Load()) {
 				// Let another goroutine waiting for a P run meanwhile
 				// (the I/O goroutine of layer streaming, back from a
 				// read): a spinning worker is not preempted for
