@@ -14,6 +14,14 @@ import (
 // its Batcher before it runs without them.
 const batchWait = 2 * time.Millisecond
 
+// stepRest is how long the pool's idle workers poll for the next step
+// after a step of several decoding sessions (Pool.Rest): longer than the
+// sessions usually take to sample their next tokens (a few tens of
+// microseconds), so that the workers rarely park and need waking, and
+// much shorter than the pool's spin time, so that sessions queued behind
+// a descheduled thread run on the workers' Ps soon.
+const stepRest = 200 * time.Microsecond
+
 // Batcher decodes the sessions attached to it together (continuous
 // batching): while several of them generate, each step is one forward
 // pass over the next token of every one (model.ForwardChunks), so each
@@ -252,7 +260,8 @@ func (b *Batcher) run(decode, prompts []*stepRequest) []*stepRequest {
 		b.states, b.runs, b.logits = append(b.states, r.s.state), append(b.runs, r.toks), append(b.logits, true)
 		live = append(live, r)
 	}
-	room := model.MaxChunkRows - len(live)
+	decoding := len(live)
+	room := model.MaxChunkRows - decoding
 	waiting := prompts[:0]
 	for _, r := range prompts {
 		if err := r.s.interrupted(r.ctx); err != nil {
@@ -275,6 +284,12 @@ func (b *Batcher) run(decode, prompts []*stepRequest) []*stepRequest {
 	if err == nil {
 		b.m.lockPass()
 		err = b.mb.ForwardChunks(b.states, b.runs, b.logits)
+		if decoding >= 2 {
+			// The sessions answered below sample their next tokens
+			// until the next step, on the P of the caller and on the
+			// pool's once its workers park.
+			b.m.pool.Rest(stepRest)
+		}
 		b.m.unlockPass()
 		b.m.release()
 		if err != nil {
