@@ -46,7 +46,7 @@ func BenchmarkArgmax(b *testing.B) {
 	for _, f := range []struct {
 		name string
 		fn   func([]float32) int
-	}{{"lanes", argmax}, {"scalar", argmaxScalar}} {
+	}{{"kernels", argmax}, {"scalar", argmaxScalar}} {
 		b.Run(f.name, func(b *testing.B) {
 			for b.Loop() {
 				f.fn(x)

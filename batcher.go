@@ -14,6 +14,14 @@ import (
 // its Batcher before it runs without them.
 const batchWait = 2 * time.Millisecond
 
+// stepRest is how long the pool's idle workers poll for the next step
+// after a step of several decoding sessions (Pool.Rest): longer than the
+// sessions usually take to sample their next tokens (a few tens of
+// microseconds), so that the workers rarely park and need waking, and
+// much shorter than the pool's spin time, so that sessions queued behind
+// a descheduled thread run on the workers' Ps soon.
+const stepRest = 200 * time.Microsecond
+
 // Batcher decodes the sessions attached to it together (continuous
 // batching): while several of them generate, each step is one forward
 // pass over the next token of every one (model.ForwardChunks), so each
@@ -23,9 +31,13 @@ const batchWait = 2 * time.Millisecond
 // tokens in all); sessions leave when their generation ends. A step waits
 // at most a couple of milliseconds for a decoding session that is late.
 // The tokens of each session are those it would generate alone, bit for
-// bit. Under layer streaming a step reads each layer once for all its
-// sessions and tokens. Sessions that stream experts or use an evicting
-// cache are stepped one after another.
+// bit. When generation goes on after a token, the step that evaluates it
+// runs while the Generate callback handles it (an HTTP write, say), so
+// the other sessions' steps need not wait for the callback; a batched
+// session's callback must therefore not use the session itself. Under
+// layer streaming a step reads each layer once for all its sessions and
+// tokens. Sessions that stream experts or use an evicting cache are
+// stepped one after another.
 //
 // A Batcher belongs to one Model; attach sessions with
 // Session.SetBatcher. It is safe for concurrent use.
@@ -92,8 +104,9 @@ func (b *Batcher) Stats() BatchStats {
 }
 
 // SetBatcher attaches the session to b (nil detaches it): its decoding
-// steps then run together with those of b's other sessions. b must belong
-// to the session's model.
+// steps then run together with those of b's other sessions, the step of a
+// token while the Generate callback handles it (so the callback must not
+// use the session). b must belong to the session's model.
 func (s *Session) SetBatcher(b *Batcher) error {
 	if b != nil && b.m != s.m {
 		return fmt.Errorf("qsf: SetBatcher: the Batcher belongs to another model")
@@ -120,6 +133,17 @@ func (b *Batcher) leave() {
 // the step is done (or at once with ErrClosed when the Batcher is closed,
 // for the caller to evaluate alone).
 func (b *Batcher) step(ctx context.Context, s *Session, tok int) error {
+	if err := b.submit(ctx, s, tok); err != nil {
+		return err
+	}
+	return b.wait(s)
+}
+
+// submit hands tok for s to the Batcher's next step and returns without
+// waiting for the step (wait does, and must be called before s is used
+// again), or returns ErrClosed when the Batcher is closed, for the
+// caller to evaluate tok alone.
+func (b *Batcher) submit(ctx context.Context, s *Session, tok int) error {
 	// The session's request of its last step is done with (answered):
 	// reuse it, so that a decoding step allocates nothing.
 	r := s.stepReq
@@ -131,10 +155,20 @@ func (b *Batcher) step(ctx context.Context, s *Session, tok int) error {
 	r.toks = r.tok[:]
 	select {
 	case b.reqs <- r:
+		return nil
 	case <-b.quit:
 		return ErrClosed
 	}
-	return <-r.err
+}
+
+// wait returns the result of the step that submit handed over for s,
+// once it is done, and records its token in s's history (when the step
+// evaluated it).
+func (b *Batcher) wait(s *Session) error {
+	r := s.stepReq
+	err := <-r.err
+	s.record(r.toks)
+	return err
 }
 
 // prompt evaluates ids for s in the Batcher's steps, in chunks together
@@ -226,7 +260,8 @@ func (b *Batcher) run(decode, prompts []*stepRequest) []*stepRequest {
 		b.states, b.runs, b.logits = append(b.states, r.s.state), append(b.runs, r.toks), append(b.logits, true)
 		live = append(live, r)
 	}
-	room := model.MaxChunkRows - len(live)
+	decoding := len(live)
+	room := model.MaxChunkRows - decoding
 	waiting := prompts[:0]
 	for _, r := range prompts {
 		if err := r.s.interrupted(r.ctx); err != nil {
@@ -249,6 +284,12 @@ func (b *Batcher) run(decode, prompts []*stepRequest) []*stepRequest {
 	if err == nil {
 		b.m.lockPass()
 		err = b.mb.ForwardChunks(b.states, b.runs, b.logits)
+		if decoding >= 2 {
+			// The sessions answered below sample their next tokens
+			// until the next step, on the P of the caller and on the
+			// pool's once its workers park.
+			b.m.pool.Rest(stepRest)
+		}
 		b.m.unlockPass()
 		b.m.release()
 		if err != nil {
@@ -260,8 +301,7 @@ func (b *Batcher) run(decode, prompts []*stepRequest) []*stepRequest {
 	for _, r := range live {
 		if !r.prompt {
 			b.tokens.Add(1)
-			r.s.record(r.toks)
-			r.err <- err
+			r.err <- err // wait records the token
 			continue
 		}
 		b.promptTokens.Add(int64(r.take))

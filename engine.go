@@ -498,12 +498,16 @@ func (s *Session) generate(ctx context.Context, prompt []int, opts GenerateOptio
 		b.join()
 		defer b.leave()
 	}
+	ahead := -1 // the position of the last token when its step ran while fn did
 	for {
 		if opts.MaxTokens > 0 && len(res.Tokens) >= opts.MaxTokens {
 			res.Reason = StopMaxTokens
 			break
 		}
 		if err := ctx.Err(); err != nil {
+			if ahead >= 0 {
+				s.unstep(res.Tokens[len(res.Tokens)-1], ahead)
+			}
 			return res, err
 		}
 		if s.pending >= 0 { // process the previous token to get the next logits
@@ -536,7 +540,23 @@ func (s *Session) generate(ctx context.Context, prompt []int, opts GenerateOptio
 		}
 		piece, stopped := out.push(id)
 		tok.ID, tok.Text = id, piece
-		if err := emit(tok); err != nil {
+		// When the loop goes on to evaluate id, a Batcher's step
+		// evaluates it while fn runs (stepAhead): the step of the other
+		// sessions need not wait for fn (an HTTP write, say).
+		ahead = -1
+		if !stopped && !con.done() && (opts.MaxTokens <= 0 || len(res.Tokens) < opts.MaxTokens) && ctx.Err() == nil {
+			ahead = s.stepAhead(ctx)
+		}
+		err = emit(tok)
+		if ahead >= 0 {
+			serr := s.awaitStep(id, ahead)
+			if err == nil {
+				err = serr
+			} else if serr == nil {
+				s.unstep(id, ahead)
+			}
+		}
+		if err != nil {
 			return res, err
 		}
 		if stopped {
@@ -569,6 +589,47 @@ func (s *Session) decodeStep(ctx context.Context) error {
 		}
 	}
 	return s.feed(ctx, ids, nil)
+}
+
+// stepAhead submits the decoding step of the pending token to the
+// session's Batcher and returns the position the token is evaluated at,
+// or -1 when it did not submit it: the session has no Batcher, or its KV
+// cache is full, evicts or is quantized (unstep could not undo the step
+// exactly). awaitStep must follow before the session is used again:
+// until then the Batcher's step may be using the session's state.
+func (s *Session) stepAhead(ctx context.Context) int {
+	b, kv, pos := s.batcher, s.state.KV, s.Pos()
+	if b == nil || s.pending < 0 || kv.Evicts() || kv.Type().Bits() < 16 || pos >= kv.Capacity() {
+		return -1
+	}
+	if b.submit(ctx, s, s.pending) != nil {
+		return -1 // closed: the loop evaluates the token alone
+	}
+	s.pending = -1
+	return pos
+}
+
+// awaitStep waits for the step that stepAhead submitted, of token id at
+// position pos. When the step did not evaluate id (cancelled, say), id is
+// pending again, as if it had never been submitted.
+func (s *Session) awaitStep(id, pos int) error {
+	err := s.batcher.wait(s)
+	if err != nil && s.Pos() == pos {
+		s.pending = id
+	}
+	return err
+}
+
+// unstep undoes the completed step of token id at position pos that
+// stepAhead submitted, when generation ends before the loop would have
+// evaluated id (fn's error, a cancelled context): id is pending again,
+// as if the step had never been submitted, so that the session is as it
+// would be without a Batcher (for Save, say).
+func (s *Session) unstep(id, pos int) {
+	if s.state.KV.Truncate(pos) == nil {
+		s.history = s.history[:pos]
+		s.pending = id
+	}
 }
 
 // stopWriter turns tokens into text for the callback: complete UTF-8 only,

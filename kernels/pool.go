@@ -100,6 +100,10 @@ type Pool struct {
 	workers []*worker
 	exited  sync.WaitGroup
 	closing atomic.Bool
+	// After Rest and until the next job, idle workers poll for at most
+	// restSpin (nanoseconds) instead of spin.
+	resting  atomic.Bool
+	restSpin atomic.Int64
 
 	// state is the current job's id (high 32 bits), its number of
 	// pieces (bits 16..31) and its turn (bits 0..15: thread t owns run
@@ -176,6 +180,19 @@ func NewPoolTier(tr *Tier, threads int) *Pool {
 // process may need meanwhile, as layer streaming's reads do while the
 // forward pass waits for them. It is safe to call at any time.
 func (p *Pool) SetSpinTime(d time.Duration) { p.spin.Store(int64(max(d, 0))) }
+
+// Rest shortens the polling of the idle workers to d after their last
+// job (when d is less than the spin time), until the next call: for a
+// caller whose other goroutines have work that is usually done within d
+// of its last call and sometimes not. A polling worker holds its P (its
+// share of GOMAXPROCS), and the Go scheduler moves runnable goroutines
+// only to an idle P: goroutines queued on a P whose thread the OS has
+// descheduled wait as long as the worker polls. Once it parks, its P
+// takes them, at the cost of a wake-up at the next call.
+func (p *Pool) Rest(d time.Duration) {
+	p.restSpin.Store(int64(max(d, 0)))
+	p.resting.Store(true)
+}
 
 // Tier returns the tier whose kernels the pool runs.
 func (p *Pool) Tier() *Tier { return p.base }
@@ -509,6 +526,7 @@ func (p *Pool) publish(chunks, turn int) {
 		p.runs[t].Store(id | uint64(lo)<<16 | uint64(hi))
 	}
 	// The runs are stored before the id that tells workers to read them.
+	p.resting.Store(false)
 	p.state.Store(id | uint64(chunks)<<16 | uint64(turn))
 	for _, wk := range p.workers {
 		if wk.parked.CompareAndSwap(true, false) {
@@ -596,7 +614,11 @@ func (p *Pool) loop(wk *worker) {
 			if spins%256 != 0 {
 				continue
 			}
-			if time.Since(idle) < time.Duration(p.spin.Load()) {
+			spin := p.spin.Load()
+			if p.resting.Load() {
+				spin = min(spin, p.restSpin.Load())
+			}
+			if time.Since(idle) < time.Duration(spin) {
 				// Let another goroutine waiting for a P run meanwhile
 				// (the I/O goroutine of layer streaming, back from a
 				// read): a spinning worker is not preempted for

@@ -162,3 +162,52 @@ func TestPoolNoSpin(t *testing.T) {
 		}
 	}
 }
+
+// TestPoolRest checks that Rest(d) parks the idle workers of a pool whose
+// workers otherwise poll for an hour, that the next job still runs on
+// every element once and ends the rest (the workers poll again after it),
+// and that jobs between rests lose no wake-up (a lost one hangs the test).
+func TestPoolRest(t *testing.T) {
+	p := NewPool(3)
+	defer p.Close()
+	p.SetSpinTime(time.Hour)
+	counts := make([]int32, 97)
+	fn := func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			counts[i]++
+		}
+	}
+	allParked := func() bool {
+		for _, wk := range p.workers {
+			if !wk.parked.Load() {
+				return false
+			}
+		}
+		return true
+	}
+	for job := 1; job <= 100; job++ {
+		p.Parallel(len(counts), fn)
+		for i, c := range counts {
+			if int(c) != job {
+				t.Fatalf("job %d: element %d done %d times, want %d", job, i, c, job)
+			}
+		}
+		if job%20 != 0 {
+			p.Rest(time.Duration(job%3) * time.Microsecond) // jobs follow at once: some workers park, some not yet
+			continue
+		}
+		// After a job the workers poll: none parks (for an hour).
+		time.Sleep(5 * time.Millisecond)
+		for i, wk := range p.workers {
+			if wk.parked.Load() {
+				t.Fatalf("job %d: worker %d parked before Rest", job, i)
+			}
+		}
+		p.Rest(time.Millisecond)
+		for deadline := time.Now().Add(time.Minute); !allParked(); time.Sleep(10 * time.Microsecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("job %d: the workers did not park after Rest", job)
+			}
+		}
+	}
+}
