@@ -159,7 +159,7 @@ var tileQ4_0x8AVX512 = q4_0x8TilesAVX512(haveGFNI)
 
 // q4_0x8TilesAVX512 returns the avx512 Q4_0x8 tiles of widths 2..8, the
 // GFNI kernels if gfni.
-func q4_0x8TilesAVX512(gfni bool) (k [9]tileKernel) {
+func q4_0x8TilesAVX512(gfni bool) [9]tileKernel {
 	dots := [9]func(out *float32, ostride, groups int, w *byte, nb int, packed *byte, ahead int){
 		2: dotQ4_0x8T2AVX512, 3: dotQ4_0x8T3AVX512, 4: dotQ4_0x8T4AVX512, 5: dotQ4_0x8T5AVX512,
 		6: dotQ4_0x8T6AVX512, 7: dotQ4_0x8T7AVX512, 8: dotQ4_0x8T8AVX512,
@@ -170,29 +170,7 @@ func q4_0x8TilesAVX512(gfni bool) (k [9]tileKernel) {
 			6: dotQ4_0x8T6AVX512GFNI, 7: dotQ4_0x8T7AVX512GFNI, 8: dotQ4_0x8T8AVX512GFNI,
 		}
 	}
-	for n := 2; n <= 8; n++ {
-		dot := dots[n]
-		k[n] = tileKernel{
-			run: func(out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
-				_ = out[(n-1)*ostride+rows-1]
-				_ = w[rows*rowBytes-1]
-				nb := cols / 32
-				_ = packed[n*nb*q4_0x8TokBlock-1]
-				if groups := rows / 8; groups > 0 {
-					dot(&out[0], ostride, groups, &w[0], nb, &packed[0], tileAhead)
-				}
-			},
-			rowStep:   8,
-			rowBlock:  16, // groups of 8 rows go two at a time
-			tokens:    n,
-			packBytes: func(cols int) int { return cols / 32 * n * q4_0x8TokBlock },
-			pack:      packQ4_0x8TN,
-		}
-		if n > 2 {
-			k[n].rest = &k[n-1]
-		}
-	}
-	return k
+	return q4_0TilesAVX512(dots, 8)
 }
 
 // q4_0x16AVX512 returns the avx512 tier's Q4_0x16 decode kernel
@@ -222,7 +200,7 @@ var tileQ4_0x16AVX512 = q4_0x16TilesAVX512(haveGFNI)
 
 // q4_0x16TilesAVX512 returns the avx512 Q4_0x16 tiles of widths 2..8, the
 // GFNI kernels if gfni.
-func q4_0x16TilesAVX512(gfni bool) (k [9]tileKernel) {
+func q4_0x16TilesAVX512(gfni bool) [9]tileKernel {
 	dots := [9]func(out *float32, ostride, groups int, w *byte, nb int, packed *byte, ahead int){
 		2: dotQ4_0x16T2AVX512, 3: dotQ4_0x16T3AVX512, 4: dotQ4_0x16T4AVX512, 5: dotQ4_0x16T5AVX512,
 		6: dotQ4_0x16T6AVX512, 7: dotQ4_0x16T7AVX512, 8: dotQ4_0x16T8AVX512,
@@ -233,20 +211,30 @@ func q4_0x16TilesAVX512(gfni bool) (k [9]tileKernel) {
 			6: dotQ4_0x16T6AVX512GFNI, 7: dotQ4_0x16T7AVX512GFNI, 8: dotQ4_0x16T8AVX512GFNI,
 		}
 	}
+	return q4_0TilesAVX512(dots, 16)
+}
+
+// q4_0TilesAVX512 builds the chain of tiles of widths 2..8 from their
+// kernels dots[n], which take groups of rows rows (8 for Q4_0x8, 16 for
+// Q4_0x16) and the activations packed by packQ4_0x8TN. Row tiles are cut
+// to multiples of 16 rows either way (Q4_0x8's kernels take its groups
+// two at a time).
+func q4_0TilesAVX512(dots [9]func(out *float32, ostride, groups int, w *byte, nb int, packed *byte, ahead int), rows int) (k [9]tileKernel) {
+	group := rows
 	for n := 2; n <= 8; n++ {
 		dot := dots[n]
 		k[n] = tileKernel{
 			run: func(out []float32, ostride int, w []byte, rowBytes, cols, rows int, packed []byte) {
-				if rows < 16 {
-					return
-				}
 				_ = out[(n-1)*ostride+rows-1]
 				_ = w[rows*rowBytes-1]
 				nb := cols / 32
 				_ = packed[n*nb*q4_0x8TokBlock-1]
-				dot(&out[0], ostride, rows/16, &w[0], nb, &packed[0], tileAhead)
+				if groups := rows / group; groups > 0 {
+					dot(&out[0], ostride, groups, &w[0], nb, &packed[0], tileAhead)
+				}
 			},
-			rowStep:   16,
+			rowStep:   group,
+			rowBlock:  16,
 			tokens:    n,
 			packBytes: func(cols int) int { return cols / 32 * n * q4_0x8TokBlock },
 			pack:      packQ4_0x8TN,
