@@ -1,0 +1,94 @@
+package kernels
+
+// The kernels of attention over a cache of quantized (coded) entries: the
+// keys and values are decoded to float32 first, and these compute on them
+// in the fixed order that defines the results' bits, every product
+// rounded to float32 before it is added (no fused multiply-add).
+
+// LanesDotSeq sets out[8*t+h], for each of the n keys t and each of the
+// 8 lanes h, to the dot product of key t with lane h of q, summed in
+// element order: d += float32(q·k) for i = 0, 1, ..., d-1, from 0. Key t
+// is keys[t*stride:][:d]; q holds the lanes element-major, element i of
+// lane h at q[8*i+h] (query heads transposed, lanes = heads). Each lane's
+// sum is that of a sequential float32 loop over the elements, so the
+// result is the same bits whatever the tier.
+//
+// It panics if q has fewer than 8*d elements, keys fewer than
+// (n-1)*stride+d (when n > 0), or out fewer than 8*n.
+func LanesDotSeq(out, q, keys []float32, stride, n, d int) {
+	current.Load().LanesDotSeq(out, q, keys, stride, n, d)
+}
+
+// LanesDotSeq is the package function LanesDotSeq on tier tr.
+func (tr *Tier) LanesDotSeq(out, q, keys []float32, stride, n, d int) {
+	if n <= 0 {
+		return
+	}
+	if d < 0 || stride < d || len(q) < 8*d || len(out) < 8*n || len(keys) < (n-1)*stride+d {
+		panic("kernels: LanesDotSeq: lengths do not match")
+	}
+	if d == 0 {
+		clear(out[:8*n])
+		return
+	}
+	if tr != genericTier && lanesDotSeqAsm(out, q, keys, stride, n, d) {
+		return
+	}
+	lanesDotSeqGeneric(out, q, keys, stride, n, d)
+}
+
+func lanesDotSeqGeneric(out, q, keys []float32, stride, n, d int) {
+	q = q[:8*d]
+	for t := range n {
+		k := keys[t*stride:][:d]
+		var acc [8]float32
+		for i, x := range k {
+			qi := q[8*i:][:8]
+			for h := range acc {
+				acc[h] += float32(qi[h] * x)
+			}
+		}
+		copy(out[8*t:], acc[:])
+	}
+}
+
+// AddScaledHeads adds v, weighted, to len(scale) rows of out (row h at
+// out[h*stride:][:len(v)]): out[h*stride+i] += float32(scale[h]·v[i]) +
+// offset[h], the product rounded to float32, then the offset added, then
+// the sum added to out; without offsets (offset nil) out[h*stride+i] +=
+// float32(scale[h]·v[i]).
+//
+// It panics if offset is not nil and shorter than scale, or if out is too
+// short for the rows.
+func AddScaledHeads(out []float32, stride int, v, scale, offset []float32) {
+	current.Load().AddScaledHeads(out, stride, v, scale, offset)
+}
+
+// AddScaledHeads is the package function AddScaledHeads on tier tr.
+func (tr *Tier) AddScaledHeads(out []float32, stride int, v, scale, offset []float32) {
+	heads := len(scale)
+	if heads == 0 || len(v) == 0 {
+		return
+	}
+	if (offset != nil && len(offset) < heads) || stride < len(v) || len(out) < (heads-1)*stride+len(v) {
+		panic("kernels: AddScaledHeads: lengths do not match")
+	}
+	done := 0
+	if tr != genericTier {
+		done = addScaledHeadsAsm(out, stride, v, scale, offset)
+	}
+	for h, s := range scale {
+		o := out[h*stride:][done:len(v)]
+		w := v[done:]
+		if offset == nil {
+			for i, c := range w {
+				o[i] += float32(s * c)
+			}
+			continue
+		}
+		f := offset[h]
+		for i, c := range w {
+			o[i] += float32(s*c) + f
+		}
+	}
+}

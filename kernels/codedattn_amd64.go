@@ -1,0 +1,40 @@
+//go:build amd64 && !purego
+
+package kernels
+
+//go:noescape
+func lanesDotSeqAVX2(out, q, keys *float32, stride, n, d int)
+
+//go:noescape
+func addScaledAVX2(out, v *float32, n int, scale, offset float32)
+
+//go:noescape
+func addScaledNoOffsetAVX2(out, v *float32, n int, scale float32)
+
+// lanesDotSeqAsm is LanesDotSeq in AVX2 (codedattn_amd64.s), on the avx2
+// and avx512 tiers; the caller has checked the lengths.
+func lanesDotSeqAsm(out, q, keys []float32, stride, n, d int) bool {
+	if !hasAVX2() {
+		return false
+	}
+	lanesDotSeqAVX2(&out[0], &q[0], &keys[0], 4*stride, n, d)
+	return true
+}
+
+// addScaledHeadsAsm adds the first multiple of 8 elements of each row
+// (AddScaledHeads) in AVX2 and returns how many it added; the caller adds
+// the rest.
+func addScaledHeadsAsm(out []float32, stride int, v, scale, offset []float32) int {
+	n := len(v) &^ 7
+	if n == 0 || !hasAVX2() {
+		return 0
+	}
+	for h, s := range scale {
+		if offset == nil {
+			addScaledNoOffsetAVX2(&out[h*stride], &v[0], n, s)
+		} else {
+			addScaledAVX2(&out[h*stride], &v[0], n, s, offset[h])
+		}
+	}
+	return n
+}

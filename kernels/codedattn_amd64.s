@@ -1,0 +1,138 @@
+//go:build amd64 && !purego
+
+#include "textflag.h"
+
+// func lanesDotSeqAVX2(out, q, keys *float32, stride, n, d int)
+// LanesDotSeq: for each key t < n (at keys + t*stride bytes) the 8 lanes'
+// sums out[8t..8t+7] = Σ over i = 0..d-1, in order, of round(q[8i..8i+7] ·
+// k[i]) (VMULPS, then VADDPS: no fused multiply-add), from +0. Four keys
+// go side by side (independent sums), then one at a time. d > 0.
+//
+// Registers: DI out, SI q, BX key t, R8 stride, CX keys left, DX d; in a
+// pass R9 the q element, R10-R13 the keys' elements, R14 elements left.
+TEXT ·lanesDotSeqAVX2(SB), NOSPLIT, $0-48
+	MOVQ out+0(FP), DI
+	MOVQ q+8(FP), SI
+	MOVQ keys+16(FP), BX
+	MOVQ stride+24(FP), R8
+	MOVQ n+32(FP), CX
+	MOVQ d+40(FP), DX
+
+loop4:
+	CMPQ CX, $4
+	JLT  loop1
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	MOVQ SI, R9
+	MOVQ BX, R10
+	LEAQ (R10)(R8*1), R11
+	LEAQ (R11)(R8*1), R12
+	LEAQ (R12)(R8*1), R13
+	MOVQ DX, R14
+
+inner4:
+	VMOVUPS      (R9), Y4
+	VBROADCASTSS (R10), Y5
+	VBROADCASTSS (R11), Y6
+	VBROADCASTSS (R12), Y7
+	VBROADCASTSS (R13), Y8
+	VMULPS       Y5, Y4, Y5
+	VMULPS       Y6, Y4, Y6
+	VMULPS       Y7, Y4, Y7
+	VMULPS       Y8, Y4, Y8
+	VADDPS       Y5, Y0, Y0
+	VADDPS       Y6, Y1, Y1
+	VADDPS       Y7, Y2, Y2
+	VADDPS       Y8, Y3, Y3
+	ADDQ         $32, R9
+	ADDQ         $4, R10
+	ADDQ         $4, R11
+	ADDQ         $4, R12
+	ADDQ         $4, R13
+	DECQ         R14
+	JNZ          inner4
+
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS Y2, 64(DI)
+	VMOVUPS Y3, 96(DI)
+	ADDQ    $128, DI
+	LEAQ    (BX)(R8*4), BX
+	SUBQ    $4, CX
+	JMP     loop4
+
+loop1:
+	TESTQ  CX, CX
+	JZ     done
+	VXORPS Y0, Y0, Y0
+	MOVQ   SI, R9
+	MOVQ   BX, R10
+	MOVQ   DX, R14
+
+inner1:
+	VMOVUPS      (R9), Y4
+	VBROADCASTSS (R10), Y5
+	VMULPS       Y5, Y4, Y5
+	VADDPS       Y5, Y0, Y0
+	ADDQ         $32, R9
+	ADDQ         $4, R10
+	DECQ         R14
+	JNZ          inner1
+
+	VMOVUPS Y0, (DI)
+	ADDQ    $32, DI
+	ADDQ    R8, BX
+	DECQ    CX
+	JMP     loop1
+
+done:
+	VZEROUPPER
+	RET
+
+// func addScaledAVX2(out, v *float32, n int, scale, offset float32)
+// out[i] = out[i] + (round(scale·v[i]) + offset) for i < n, n a positive
+// multiple of 8 (VMULPS, VADDPS, VADDPS: each step rounded).
+TEXT ·addScaledAVX2(SB), NOSPLIT, $0-32
+	MOVQ         out+0(FP), DI
+	MOVQ         v+8(FP), SI
+	MOVQ         n+16(FP), CX
+	VBROADCASTSS scale+24(FP), Y0
+	VBROADCASTSS offset+28(FP), Y1
+
+addLoop:
+	VMOVUPS (SI), Y2
+	VMULPS  Y0, Y2, Y2
+	VADDPS  Y1, Y2, Y2
+	VMOVUPS (DI), Y3
+	VADDPS  Y2, Y3, Y3
+	VMOVUPS Y3, (DI)
+	ADDQ    $32, SI
+	ADDQ    $32, DI
+	SUBQ    $8, CX
+	JNZ     addLoop
+	VZEROUPPER
+	RET
+
+// func addScaledNoOffsetAVX2(out, v *float32, n int, scale float32)
+// out[i] = out[i] + round(scale·v[i]) for i < n, n a positive multiple
+// of 8.
+TEXT ·addScaledNoOffsetAVX2(SB), NOSPLIT, $0-28
+	MOVQ         out+0(FP), DI
+	MOVQ         v+8(FP), SI
+	MOVQ         n+16(FP), CX
+	VBROADCASTSS scale+24(FP), Y0
+
+addLoop0:
+	VMOVUPS (SI), Y2
+	VMULPS  Y0, Y2, Y2
+	VMOVUPS (DI), Y3
+	VADDPS  Y2, Y3, Y3
+	VMOVUPS Y3, (DI)
+	ADDQ    $32, SI
+	ADDQ    $32, DI
+	SUBQ    $8, CX
+	JNZ     addLoop0
+	VZEROUPPER
+	RET
