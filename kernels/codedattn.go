@@ -92,3 +92,35 @@ func (tr *Tier) AddScaledHeads(out []float32, stride int, v, scale, offset []flo
 		}
 	}
 }
+
+// DecodeQ4 writes the 4-bit codes of codes to dst as float32: code i is
+// the low nibble of codes[i/2] for even i, the high one for odd i (the
+// coded KV cache's Q4 layout). With scale and offset (both not nil) it
+// writes offset[i] + float32(scale[i]·code(i)) instead, the product
+// rounded to float32 before the add: a Q4 key's per-channel decoding.
+//
+// It panics if codes has fewer than (len(dst)+1)/2 bytes, or scale or
+// offset (when not nil) fewer than len(dst) elements.
+func DecodeQ4(dst []float32, codes []byte, scale, offset []float32) {
+	current.Load().DecodeQ4(dst, codes, scale, offset)
+}
+
+// DecodeQ4 is the package function DecodeQ4 on tier tr.
+func (tr *Tier) DecodeQ4(dst []float32, codes []byte, scale, offset []float32) {
+	n := len(dst)
+	affine := scale != nil || offset != nil
+	if len(codes) < (n+1)/2 || (affine && (len(scale) < n || len(offset) < n)) {
+		panic("kernels: DecodeQ4: lengths do not match")
+	}
+	done := 0
+	if tr != genericTier {
+		done = decodeQ4Asm(dst, codes, scale, offset, affine)
+	}
+	for i := done; i < n; i++ {
+		c := float32(codes[i/2] >> (4 * (i % 2)) & 15)
+		if affine {
+			c = offset[i] + float32(scale[i]*c)
+		}
+		dst[i] = c
+	}
+}

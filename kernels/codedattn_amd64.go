@@ -38,3 +38,24 @@ func addScaledHeadsAsm(out []float32, stride int, v, scale, offset []float32) in
 	}
 	return n
 }
+
+//go:noescape
+func decodeQ4AVX2(dst *float32, codes *byte, n int)
+
+//go:noescape
+func decodeQ4AffineAVX2(dst *float32, codes *byte, n int, scale, offset *float32)
+
+// decodeQ4Asm decodes the first multiple of 16 elements (DecodeQ4) in
+// AVX2 and returns how many it decoded; the caller decodes the rest.
+func decodeQ4Asm(dst []float32, codes []byte, scale, offset []float32, affine bool) int {
+	n := len(dst) &^ 15
+	if n == 0 || !hasAVX2() {
+		return 0
+	}
+	if affine {
+		decodeQ4AffineAVX2(&dst[0], &codes[0], n, &scale[0], &offset[0])
+	} else {
+		decodeQ4AVX2(&dst[0], &codes[0], n)
+	}
+	return n
+}

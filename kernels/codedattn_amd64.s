@@ -136,3 +136,70 @@ addLoop0:
 	JNZ     addLoop0
 	VZEROUPPER
 	RET
+
+// Q4NIBBLES sets Y3 and Y5 to the 16 codes of the 8 bytes at SI as
+// float32, in order (low nibble first); X7 holds 0x0f in every byte.
+#define Q4NIBBLES \
+	VMOVQ      (SI), X0 \
+	VPSRLW     $4, X0, X1 \
+	VPUNPCKLBW X1, X0, X2 \
+	VPAND      X7, X2, X2 \
+	VPMOVZXBD  X2, Y3 \
+	VPSRLDQ    $8, X2, X4 \
+	VPMOVZXBD  X4, Y5 \
+	VCVTDQ2PS  Y3, Y3 \
+	VCVTDQ2PS  Y5, Y5
+
+// func decodeQ4AVX2(dst *float32, codes *byte, n int)
+// dst[i] = code i of codes (DecodeQ4) for i < n, n a positive multiple
+// of 16.
+TEXT ·decodeQ4AVX2(SB), NOSPLIT, $0-24
+	MOVQ         dst+0(FP), DI
+	MOVQ         codes+8(FP), SI
+	MOVQ         n+16(FP), CX
+	MOVQ         $0x0f0f0f0f0f0f0f0f, AX
+	MOVQ         AX, X7
+	VPBROADCASTQ X7, X7
+
+q4Loop:
+	Q4NIBBLES
+	VMOVUPS Y3, (DI)
+	VMOVUPS Y5, 32(DI)
+	ADDQ    $8, SI
+	ADDQ    $64, DI
+	SUBQ    $16, CX
+	JNZ     q4Loop
+	VZEROUPPER
+	RET
+
+// func decodeQ4AffineAVX2(dst *float32, codes *byte, n int, scale, offset *float32)
+// dst[i] = offset[i] + round(scale[i]·code i) for i < n (VMULPS, then
+// VADDPS), n a positive multiple of 16.
+TEXT ·decodeQ4AffineAVX2(SB), NOSPLIT, $0-40
+	MOVQ         dst+0(FP), DI
+	MOVQ         codes+8(FP), SI
+	MOVQ         n+16(FP), CX
+	MOVQ         scale+24(FP), R8
+	MOVQ         offset+32(FP), R9
+	MOVQ         $0x0f0f0f0f0f0f0f0f, AX
+	MOVQ         AX, X7
+	VPBROADCASTQ X7, X7
+
+q4aLoop:
+	Q4NIBBLES
+	VMULPS  (R8), Y3, Y3
+	VMULPS  32(R8), Y5, Y5
+	VMOVUPS (R9), Y6
+	VADDPS  Y3, Y6, Y3
+	VMOVUPS 32(R9), Y6
+	VADDPS  Y5, Y6, Y5
+	VMOVUPS Y3, (DI)
+	VMOVUPS Y5, 32(DI)
+	ADDQ    $8, SI
+	ADDQ    $64, DI
+	ADDQ    $64, R8
+	ADDQ    $64, R9
+	SUBQ    $16, CX
+	JNZ     q4aLoop
+	VZEROUPPER
+	RET

@@ -122,3 +122,46 @@ func TestAddScaledHeadsTiers(t *testing.T) {
 		}
 	}
 }
+
+// TestDecodeQ4Tiers checks DecodeQ4 on every tier, bit for bit, against
+// its definition, with and without the per-channel scales and offsets:
+// 1 to 70 elements (blocks of 16, odd tails ending in a low nibble),
+// random bytes, and specials in the scales and offsets.
+func TestDecodeQ4Tiers(t *testing.T) {
+	rng := rand.New(rand.NewPCG(31, 18))
+	for _, special := range []bool{false, true} {
+		for _, affine := range []bool{false, true} {
+			for n := 0; n <= 70; n++ {
+				codes := make([]byte, (n+1)/2+3)
+				for i := range codes {
+					codes[i] = byte(rng.Uint32())
+				}
+				var scale, offset []float32
+				if affine {
+					scale, offset = codedVec(rng, n, special), codedVec(rng, n, special)
+				}
+				want := make([]float32, n)
+				for i := range want {
+					c := float32(codes[i/2] >> (4 * (i % 2)) & 15)
+					if affine {
+						c = offset[i] + float32(scale[i]*c)
+					}
+					want[i] = c
+				}
+				for _, name := range Tiers() {
+					tr, err := TierNamed(name)
+					if err != nil {
+						t.Fatal(err)
+					}
+					out := codedVec(rng, n+5, false)
+					tr.DecodeQ4(out[:n], codes, scale, offset)
+					for i, w := range want {
+						if !sameBits(out[i], w) {
+							t.Fatalf("%s: %d elements, special=%v affine=%v: dst[%d] = %g (%#x), want %g (%#x)", name, n, special, affine, i, out[i], math.Float32bits(out[i]), w, math.Float32bits(w))
+						}
+					}
+				}
+			}
+		}
+	}
+}

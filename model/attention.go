@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"math"
 
+	"github.com/qsf-llm/qsf/kernels"
 	"github.com/qsf-llm/qsf/kvcache"
 )
 
@@ -241,7 +242,7 @@ func (s *State) attendCoded(a attnArgs, lo, hi int) {
 						s.tier.LanesDotSeq(dots[:], lanes[:], ck.Exact[j*ck.Stride:], ck.Stride, m, hdk)
 					} else {
 						for b := range m {
-							decodeCodedKey(typ, kv[b*hdk:][:hdk], ck.Codes[(j+b)*ck.Stride:], &kscale, &koff)
+							decodeCodedKey(s.tier, typ, kv[b*hdk:][:hdk], ck.Codes[(j+b)*ck.Stride:], &kscale, &koff)
 						}
 						s.tier.LanesDotSeq(dots[:], lanes[:], kv[:], hdk, m, hdk)
 					}
@@ -262,7 +263,7 @@ func (s *State) attendCoded(a attnArgs, lo, hi int) {
 		for t := range a.n {
 			codes, vscale, voff := s.KV.ValueCodes(l, t, kvh)
 			v := kv[:hdv]
-			decodeCodes(typ, v, codes)
+			decodeCodes(s.tier, typ, v, codes)
 			for g0 := h0; g0 < h1; g0 += 8 {
 				w, f := ws[:min(h1-g0, 8)], fs[:min(h1-g0, 8)]
 				for j := range w {
@@ -288,24 +289,30 @@ const codedBlock = 8
 
 // decodeCodedKey writes a key of a coded group to k: element i is
 // offset[i] + scale[i]·code(i), the product rounded to float32, as
-// dotCodedKey computes it.
-func decodeCodedKey(t kvcache.Type, k []float32, codes []byte, scale, offset *[maxCodedDim]float32) {
-	if t == kvcache.Q8 { // a key's codes are unsigned
+// dotCodedKey computes it. A Q4 key is decoded by tier tr's
+// kernels.DecodeQ4.
+func decodeCodedKey(tr *kernels.Tier, t kvcache.Type, k []float32, codes []byte, scale, offset *[maxCodedDim]float32) {
+	sc, off := scale[:len(k)], offset[:len(k)]
+	switch t {
+	case kvcache.Q4:
+		tr.DecodeQ4(k, codes, sc, off)
+		return
+	case kvcache.Q8: // a key's codes are unsigned
 		for i, c := range codes[:len(k)] {
 			k[i] = float32(c)
 		}
-	} else {
-		decodeCodes(t, k, codes)
+	default:
+		decodeCodes(tr, t, k, codes)
 	}
-	sc, off := scale[:len(k)], offset[:len(k)]
 	for i, c := range k {
 		k[i] = off[i] + float32(sc[i]*c)
 	}
 }
 
-// decodeCodes writes the codes of a cached value (or of a Q4 or Q2 key)
-// to v as float32, Q8's as signed bytes, as addCodedValue reads them.
-func decodeCodes(t kvcache.Type, v []float32, codes []byte) {
+// decodeCodes writes the codes of a cached value (or of a Q2 key)
+// to v as float32, Q8's as signed bytes, as addCodedValue reads them;
+// Q4's with tier tr's kernels.DecodeQ4.
+func decodeCodes(tr *kernels.Tier, t kvcache.Type, v []float32, codes []byte) {
 	switch t {
 	case kvcache.Q8:
 		codes = codes[:len(v)]
@@ -313,14 +320,7 @@ func decodeCodes(t kvcache.Type, v []float32, codes []byte) {
 			v[i] = float32(int8(c))
 		}
 	case kvcache.Q4:
-		n := len(v) / 2
-		codes = codes[:(len(v)+1)/2]
-		for i, c := range codes[:n] {
-			v[2*i], v[2*i+1] = float32(c&15), float32(c>>4)
-		}
-		if len(v)%2 != 0 {
-			v[len(v)-1] = float32(codes[n] & 15)
-		}
+		tr.DecodeQ4(v, codes, nil, nil)
 	case kvcache.Q2:
 		for i := range v {
 			v[i] = float32(codes[i/4] >> (2 * (i % 4)) & 3)
