@@ -6,10 +6,10 @@ package kernels
 func lanesDotSeqAVX2(out, q, keys *float32, stride, n, d int)
 
 //go:noescape
-func addScaledAVX2(out, v *float32, n int, scale, offset float32)
+func addScaledAVX2(out *float32, stride int, v *float32, n int, scale, offset *float32, heads int)
 
 //go:noescape
-func addScaledNoOffsetAVX2(out, v *float32, n int, scale float32)
+func addScaledNoOffsetAVX2(out *float32, stride int, v *float32, n int, scale *float32, heads int)
 
 // lanesDotSeqAsm is LanesDotSeq in AVX2 (codedattn_amd64.s), on the avx2
 // and avx512 tiers; the caller has checked the lengths.
@@ -29,12 +29,10 @@ func addScaledHeadsAsm(out []float32, stride int, v, scale, offset []float32) in
 	if n == 0 || !hasAVX2() {
 		return 0
 	}
-	for h, s := range scale {
-		if offset == nil {
-			addScaledNoOffsetAVX2(&out[h*stride], &v[0], n, s)
-		} else {
-			addScaledAVX2(&out[h*stride], &v[0], n, s, offset[h])
-		}
+	if offset == nil {
+		addScaledNoOffsetAVX2(&out[0], 4*stride, &v[0], n, &scale[0], len(scale))
+	} else {
+		addScaledAVX2(&out[0], 4*stride, &v[0], n, &scale[0], &offset[0], len(scale))
 	}
 	return n
 }

@@ -91,49 +91,72 @@ done:
 	VZEROUPPER
 	RET
 
-// func addScaledAVX2(out, v *float32, n int, scale, offset float32)
-// out[i] = out[i] + (round(scale·v[i]) + offset) for i < n, n a positive
-// multiple of 8 (VMULPS, VADDPS, VADDPS: each step rounded).
-TEXT ·addScaledAVX2(SB), NOSPLIT, $0-32
-	MOVQ         out+0(FP), DI
-	MOVQ         v+8(FP), SI
-	MOVQ         n+16(FP), CX
-	VBROADCASTSS scale+24(FP), Y0
-	VBROADCASTSS offset+28(FP), Y1
+// func addScaledAVX2(out *float32, stride int, v *float32, n int, scale, offset *float32, heads int)
+// For each h < heads, out row h (at out + h*stride bytes): out[i] =
+// out[i] + (round(scale[h]·v[i]) + offset[h]) for i < n (VMULPS, VADDPS,
+// VADDPS: each step rounded), n a positive multiple of 8.
+TEXT ·addScaledAVX2(SB), NOSPLIT, $0-56
+	MOVQ out+0(FP), DI
+	MOVQ stride+8(FP), R8
+	MOVQ v+16(FP), SI
+	MOVQ n+24(FP), DX
+	MOVQ scale+32(FP), R9
+	MOVQ offset+40(FP), R10
+	MOVQ heads+48(FP), BX
+
+addHead:
+	VBROADCASTSS (R9), Y0
+	VBROADCASTSS (R10), Y1
+	XORQ         AX, AX
+	MOVQ         DX, CX
 
 addLoop:
-	VMOVUPS (SI), Y2
+	VMOVUPS (SI)(AX*4), Y2
 	VMULPS  Y0, Y2, Y2
 	VADDPS  Y1, Y2, Y2
-	VMOVUPS (DI), Y3
+	VMOVUPS (DI)(AX*4), Y3
 	VADDPS  Y2, Y3, Y3
-	VMOVUPS Y3, (DI)
-	ADDQ    $32, SI
-	ADDQ    $32, DI
+	VMOVUPS Y3, (DI)(AX*4)
+	ADDQ    $8, AX
 	SUBQ    $8, CX
 	JNZ     addLoop
+	ADDQ    R8, DI
+	ADDQ    $4, R9
+	ADDQ    $4, R10
+	DECQ    BX
+	JNZ     addHead
 	VZEROUPPER
 	RET
 
-// func addScaledNoOffsetAVX2(out, v *float32, n int, scale float32)
-// out[i] = out[i] + round(scale·v[i]) for i < n, n a positive multiple
-// of 8.
-TEXT ·addScaledNoOffsetAVX2(SB), NOSPLIT, $0-28
-	MOVQ         out+0(FP), DI
-	MOVQ         v+8(FP), SI
-	MOVQ         n+16(FP), CX
-	VBROADCASTSS scale+24(FP), Y0
+// func addScaledNoOffsetAVX2(out *float32, stride int, v *float32, n int, scale *float32, heads int)
+// For each h < heads, out row h (at out + h*stride bytes): out[i] =
+// out[i] + round(scale[h]·v[i]) for i < n, n a positive multiple of 8.
+TEXT ·addScaledNoOffsetAVX2(SB), NOSPLIT, $0-48
+	MOVQ out+0(FP), DI
+	MOVQ stride+8(FP), R8
+	MOVQ v+16(FP), SI
+	MOVQ n+24(FP), DX
+	MOVQ scale+32(FP), R9
+	MOVQ heads+40(FP), BX
+
+addHead0:
+	VBROADCASTSS (R9), Y0
+	XORQ         AX, AX
+	MOVQ         DX, CX
 
 addLoop0:
-	VMOVUPS (SI), Y2
+	VMOVUPS (SI)(AX*4), Y2
 	VMULPS  Y0, Y2, Y2
-	VMOVUPS (DI), Y3
+	VMOVUPS (DI)(AX*4), Y3
 	VADDPS  Y2, Y3, Y3
-	VMOVUPS Y3, (DI)
-	ADDQ    $32, SI
-	ADDQ    $32, DI
+	VMOVUPS Y3, (DI)(AX*4)
+	ADDQ    $8, AX
 	SUBQ    $8, CX
 	JNZ     addLoop0
+	ADDQ    R8, DI
+	ADDQ    $4, R9
+	DECQ    BX
+	JNZ     addHead0
 	VZEROUPPER
 	RET
 
