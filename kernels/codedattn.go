@@ -52,43 +52,49 @@ func lanesDotSeqGeneric(out, q, keys []float32, stride, n, d int) {
 	}
 }
 
-// AddScaledHeads adds v, weighted, to len(scale) rows of out (row h at
-// out[h*stride:][:len(v)]): out[h*stride+i] += float32(scale[h]·v[i]) +
-// offset[h], the product rounded to float32, then the offset added, then
-// the sum added to out; without offsets (offset nil) out[h*stride+i] +=
-// float32(scale[h]·v[i]).
+// AddScaledHeads adds m = len(v)/d values of d elements (value t at
+// v[t*d:][:d]), weighted, to heads rows of out (row h at
+// out[h*stride:][:d]), value after value: for t = 0, 1, ..., m-1,
+// out[h*stride+i] += float32(scale[t*heads+h]·v[t*d+i]) +
+// offset[t*heads+h], the product rounded to float32, then the offset
+// added, then the sum added to out; without offsets (offset nil)
+// out[h*stride+i] += float32(scale[t*heads+h]·v[t*d+i]).
 //
-// It panics if offset is not nil and shorter than scale, or if out is too
-// short for the rows.
-func AddScaledHeads(out []float32, stride int, v, scale, offset []float32) {
-	current.Load().AddScaledHeads(out, stride, v, scale, offset)
+// It panics if len(v) is not a multiple of d, if scale (or offset, when
+// not nil) has fewer than m*heads elements, or if out is too short for
+// the rows.
+func AddScaledHeads(out []float32, stride int, v []float32, d int, scale, offset []float32, heads int) {
+	current.Load().AddScaledHeads(out, stride, v, d, scale, offset, heads)
 }
 
 // AddScaledHeads is the package function AddScaledHeads on tier tr.
-func (tr *Tier) AddScaledHeads(out []float32, stride int, v, scale, offset []float32) {
-	heads := len(scale)
-	if heads == 0 || len(v) == 0 {
+func (tr *Tier) AddScaledHeads(out []float32, stride int, v []float32, d int, scale, offset []float32, heads int) {
+	if heads <= 0 || d <= 0 || len(v) == 0 {
 		return
 	}
-	if (offset != nil && len(offset) < heads) || stride < len(v) || len(out) < (heads-1)*stride+len(v) {
+	m := len(v) / d
+	if len(v)%d != 0 || len(scale) < m*heads || (offset != nil && len(offset) < m*heads) ||
+		stride < d || len(out) < (heads-1)*stride+d {
 		panic("kernels: AddScaledHeads: lengths do not match")
 	}
 	done := 0
 	if tr != genericTier {
-		done = addScaledHeadsAsm(out, stride, v, scale, offset)
+		done = addScaledHeadsAsm(out, stride, v, d, m, scale, offset, heads)
 	}
-	for h, s := range scale {
-		o := out[h*stride:][done:len(v)]
-		w := v[done:]
-		if offset == nil {
-			for i, c := range w {
-				o[i] += float32(s * c)
+	for h := range heads {
+		o := out[h*stride:][done:d]
+		for t := range m {
+			w, s := v[t*d:][done:d], scale[t*heads+h]
+			if offset == nil {
+				for i, c := range w {
+					o[i] += float32(s * c)
+				}
+				continue
 			}
-			continue
-		}
-		f := offset[h]
-		for i, c := range w {
-			o[i] += float32(s*c) + f
+			f := offset[t*heads+h]
+			for i, c := range w {
+				o[i] += float32(s*c) + f
+			}
 		}
 	}
 }

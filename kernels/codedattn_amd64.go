@@ -5,12 +5,6 @@ package kernels
 //go:noescape
 func lanesDotSeqAVX2(out, q, keys *float32, stride, n, d int)
 
-//go:noescape
-func addScaledAVX2(out *float32, stride int, v *float32, n int, scale, offset *float32, heads int)
-
-//go:noescape
-func addScaledNoOffsetAVX2(out *float32, stride int, v *float32, n int, scale *float32, heads int)
-
 // lanesDotSeqAsm is LanesDotSeq in AVX2 (codedattn_amd64.s), on the avx2
 // and avx512 tiers; the caller has checked the lengths.
 func lanesDotSeqAsm(out, q, keys []float32, stride, n, d int) bool {
@@ -21,20 +15,23 @@ func lanesDotSeqAsm(out, q, keys []float32, stride, n, d int) bool {
 	return true
 }
 
-// addScaledHeadsAsm adds the first multiple of 8 elements of each row
+//go:noescape
+func addScaledAVX2(out *float32, stride int, v *float32, d, m int, scale, offset *float32, heads, cols int)
+
+// addScaledHeadsAsm adds the first multiple of 32 columns of each row
 // (AddScaledHeads) in AVX2 and returns how many it added; the caller adds
-// the rest.
-func addScaledHeadsAsm(out []float32, stride int, v, scale, offset []float32) int {
-	n := len(v) &^ 7
-	if n == 0 || !hasAVX2() {
+// the rest. The caller has checked the lengths.
+func addScaledHeadsAsm(out []float32, stride int, v []float32, d, m int, scale, offset []float32, heads int) int {
+	cols := d &^ 31
+	if cols == 0 || !hasAVX2() {
 		return 0
 	}
-	if offset == nil {
-		addScaledNoOffsetAVX2(&out[0], 4*stride, &v[0], n, &scale[0], len(scale))
-	} else {
-		addScaledAVX2(&out[0], 4*stride, &v[0], n, &scale[0], &offset[0], len(scale))
+	var off *float32 // nil: no offsets
+	if offset != nil {
+		off = &offset[0]
 	}
-	return n
+	addScaledAVX2(&out[0], 4*stride, &v[0], 4*d, m, &scale[0], off, 4*heads, cols)
+	return cols
 }
 
 //go:noescape

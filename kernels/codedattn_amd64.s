@@ -91,72 +91,80 @@ done:
 	VZEROUPPER
 	RET
 
-// func addScaledAVX2(out *float32, stride int, v *float32, n int, scale, offset *float32, heads int)
-// For each h < heads, out row h (at out + h*stride bytes): out[i] =
-// out[i] + (round(scale[h]·v[i]) + offset[h]) for i < n (VMULPS, VADDPS,
-// VADDPS: each step rounded), n a positive multiple of 8.
-TEXT ·addScaledAVX2(SB), NOSPLIT, $0-56
+// ADDV adds to accumulator Y the product of Y0 and the value chunk at
+// off(R11), rounded, plus Y1 when R13 is not 0 (offsets), rounded.
+#define ADDV(off, Y) \
+	VMULPS  off(R11), Y0, Y2 \
+	TESTQ   R13, R13 \
+	JZ      2(PC) \
+	VADDPS  Y1, Y2, Y2 \
+	VADDPS  Y2, Y, Y
+
+// func addScaledAVX2(out *float32, stride int, v *float32, d, m int, scale, offset *float32, heads, cols int)
+// AddScaledHeads' first cols columns (a positive multiple of 32) of each
+// of the heads rows (heads, stride and d in bytes, m values): for each
+// row h and each 32 columns, the out chunk is held in Y3-Y6 while the m
+// values are added in order: out = out + (round(scale·v) + offset), each
+// step rounded (VMULPS, VADDPS, VADDPS); offset 0 (nil) adds none.
+//
+// Registers: DI the row, BX rows left, AX the column offset, R11 the
+// value chunk, R12 the weight, R13 the offset (0: none), CX values left.
+TEXT ·addScaledAVX2(SB), NOSPLIT, $0-72
 	MOVQ out+0(FP), DI
-	MOVQ stride+8(FP), R8
-	MOVQ v+16(FP), SI
-	MOVQ n+24(FP), DX
-	MOVQ scale+32(FP), R9
-	MOVQ offset+40(FP), R10
-	MOVQ heads+48(FP), BX
+	MOVQ heads+56(FP), BX
+	MOVQ scale+40(FP), R9
+	MOVQ offset+48(FP), R10
 
-addHead:
-	VBROADCASTSS (R9), Y0
-	VBROADCASTSS (R10), Y1
-	XORQ         AX, AX
-	MOVQ         DX, CX
+addRow:
+	XORQ AX, AX
 
-addLoop:
-	VMOVUPS (SI)(AX*4), Y2
-	VMULPS  Y0, Y2, Y2
-	VADDPS  Y1, Y2, Y2
-	VMOVUPS (DI)(AX*4), Y3
-	VADDPS  Y2, Y3, Y3
-	VMOVUPS Y3, (DI)(AX*4)
-	ADDQ    $8, AX
-	SUBQ    $8, CX
-	JNZ     addLoop
-	ADDQ    R8, DI
-	ADDQ    $4, R9
-	ADDQ    $4, R10
-	DECQ    BX
-	JNZ     addHead
-	VZEROUPPER
-	RET
+addCols:
+	VMOVUPS (DI)(AX*1), Y3
+	VMOVUPS 32(DI)(AX*1), Y4
+	VMOVUPS 64(DI)(AX*1), Y5
+	VMOVUPS 96(DI)(AX*1), Y6
+	MOVQ    v+16(FP), R11
+	ADDQ    AX, R11
+	MOVQ    R9, R12
+	MOVQ    R10, R13
+	MOVQ    m+32(FP), CX
 
-// func addScaledNoOffsetAVX2(out *float32, stride int, v *float32, n int, scale *float32, heads int)
-// For each h < heads, out row h (at out + h*stride bytes): out[i] =
-// out[i] + round(scale[h]·v[i]) for i < n, n a positive multiple of 8.
-TEXT ·addScaledNoOffsetAVX2(SB), NOSPLIT, $0-48
-	MOVQ out+0(FP), DI
-	MOVQ stride+8(FP), R8
-	MOVQ v+16(FP), SI
-	MOVQ n+24(FP), DX
-	MOVQ scale+32(FP), R9
-	MOVQ heads+40(FP), BX
+addValue:
+	VBROADCASTSS (R12), Y0
+	TESTQ        R13, R13
+	JZ           noOffset
+	VBROADCASTSS (R13), Y1
+	ADDQ         heads+56(FP), R13
 
-addHead0:
-	VBROADCASTSS (R9), Y0
-	XORQ         AX, AX
-	MOVQ         DX, CX
+noOffset:
+	ADDV(0, Y3)
+	ADDV(32, Y4)
+	ADDV(64, Y5)
+	ADDV(96, Y6)
+	ADDQ d+24(FP), R11
+	ADDQ heads+56(FP), R12
+	DECQ CX
+	JNZ  addValue
 
-addLoop0:
-	VMOVUPS (SI)(AX*4), Y2
-	VMULPS  Y0, Y2, Y2
-	VMOVUPS (DI)(AX*4), Y3
-	VADDPS  Y2, Y3, Y3
-	VMOVUPS Y3, (DI)(AX*4)
-	ADDQ    $8, AX
-	SUBQ    $8, CX
-	JNZ     addLoop0
-	ADDQ    R8, DI
-	ADDQ    $4, R9
-	DECQ    BX
-	JNZ     addHead0
+	VMOVUPS Y3, (DI)(AX*1)
+	VMOVUPS Y4, 32(DI)(AX*1)
+	VMOVUPS Y5, 64(DI)(AX*1)
+	VMOVUPS Y6, 96(DI)(AX*1)
+	ADDQ    $128, AX
+	MOVQ    cols+64(FP), DX
+	SHLQ    $2, DX
+	CMPQ    AX, DX
+	JLT     addCols
+
+	ADDQ stride+8(FP), DI
+	ADDQ $4, R9
+	TESTQ R10, R10
+	JZ   nextRow
+	ADDQ $4, R10
+
+nextRow:
+	SUBQ $4, BX
+	JNZ  addRow
 	VZEROUPPER
 	RET
 

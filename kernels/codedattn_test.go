@@ -71,37 +71,39 @@ func TestLanesDotSeqTiers(t *testing.T) {
 
 // TestAddScaledHeadsTiers checks AddScaledHeads on every tier, bit for
 // bit, against its definition (the coded KV cache's weighted values),
-// with and without offsets: 1 to 9 heads, rows of 1 to 130 elements
-// (blocks of 8 and tails), rows apart by more than their width, and
-// specials in the values, weights and offsets.
+// with and without offsets: 1 to 9 heads, 1 to 9 values, rows of 1 to
+// 130 elements (blocks of 32, tails of 8 and less), rows apart by more
+// than their width, and specials in the values, weights and offsets.
 func TestAddScaledHeadsTiers(t *testing.T) {
 	rng := rand.New(rand.NewPCG(31, 17))
-	type shape struct{ heads, d, pad int }
+	type shape struct{ heads, m, d, pad int }
 	var tests []shape
 	for heads := 1; heads <= 9; heads += 2 {
-		for _, d := range []int{1, 5, 8, 15, 16, 17, 64, 130} {
-			tests = append(tests, shape{heads, d, heads % 2 * 3})
+		for _, d := range []int{1, 5, 8, 15, 16, 17, 31, 32, 33, 64, 100, 130} {
+			tests = append(tests, shape{heads, 1 + (heads+d)%9, d, heads % 2 * 3})
 		}
 	}
-	tests = append(tests, shape{0, 8, 0}, shape{2, 0, 1})
+	tests = append(tests, shape{0, 2, 8, 0}, shape{2, 0, 8, 1}, shape{8, 8, 64, 0}, shape{3, 1, 64, 0})
 	for _, special := range []bool{false, true} {
 		for _, offsets := range []bool{false, true} {
 			for _, tc := range tests {
 				stride := tc.d + tc.pad
-				v := codedVec(rng, tc.d, special)
-				scale := codedVec(rng, tc.heads, special)
+				v := codedVec(rng, tc.m*tc.d, special)
+				scale := codedVec(rng, tc.m*tc.heads, special)
 				var offset []float32
 				if offsets {
-					offset = codedVec(rng, tc.heads, special)
+					offset = codedVec(rng, tc.m*tc.heads, special)
 				}
 				out0 := codedVec(rng, max(0, tc.heads*stride), special)
 				want := append([]float32(nil), out0...)
 				for h := range tc.heads {
-					for i, c := range v {
-						if offsets {
-							want[h*stride+i] += float32(scale[h]*c) + offset[h]
-						} else {
-							want[h*stride+i] += float32(scale[h] * c)
+					for k := range tc.m {
+						for i, c := range v[k*tc.d:][:tc.d] {
+							if offsets {
+								want[h*stride+i] += float32(scale[k*tc.heads+h]*c) + offset[k*tc.heads+h]
+							} else {
+								want[h*stride+i] += float32(scale[k*tc.heads+h] * c)
+							}
 						}
 					}
 				}
@@ -111,7 +113,7 @@ func TestAddScaledHeadsTiers(t *testing.T) {
 						t.Fatal(err)
 					}
 					out := append([]float32(nil), out0...)
-					tr.AddScaledHeads(out, stride, v, scale, offset)
+					tr.AddScaledHeads(out, stride, v, tc.d, scale, offset, tc.heads)
 					for i, w := range want {
 						if !sameBits(out[i], w) {
 							t.Fatalf("%s: %+v special=%v offsets=%v: out[%d] = %g (%#x), want %g (%#x)", name, tc, special, offsets, i, out[i], math.Float32bits(out[i]), w, math.Float32bits(w))

@@ -191,8 +191,9 @@ func (s *State) attendF16(a attnArgs, lo, hi int) {
 // one cached position after another. The query heads of a KV head go
 // together, up to eight at a time as the lanes of kernels.LanesDotSeq
 // (their queries transposed once): each block of cached keys is decoded
-// once for them (once per eight heads of a wider group), and each cached
-// value once for all of them (kernels.AddScaledHeads). Each head's
+// once for them (once per eight heads of a wider group), and each block
+// of cached values once for all of them (kernels.AddScaledHeads, which
+// adds a block's values to a head's output in order). Each head's
 // arithmetic is that of dotCodedKey and addCodedValue on it alone
 // (attendCodedHeads), in the same order.
 func (s *State) attendCoded(a attnArgs, lo, hi int) {
@@ -206,14 +207,16 @@ func (s *State) attendCoded(a attnArgs, lo, hi int) {
 	group := hp.Heads / hp.KVHeads
 	scale := scoreScale(hp)
 	// A key group's per-channel scales and offsets; a block of decoded
-	// keys, or a decoded value; up to eight query heads transposed
+	// keys, or of values; up to eight query heads transposed
 	// (element i of head h0+j at lanes[8*i+j]) and their scores of the
-	// block's keys; the weights and offsets of a value for eight heads.
+	// block's keys; a block of values' scales and offsets, and their
+	// weights and offsets for eight heads (value-major).
 	var kscale, koff [maxCodedDim]float32
 	var kv [codedBlock * maxCodedDim]float32
 	var lanes [8 * maxCodedDim]float32
 	var dots [8 * codedBlock]float32
-	var ws, fs [8]float32
+	var vs, vo [codedBlock]float32
+	var ws, fs [codedBlock * 8]float32
 	for h0 := lo; h0 < hi; {
 		kvh := h0 / group
 		h1 := min(hi, (kvh+1)*group)
@@ -260,20 +263,26 @@ func (s *State) attendCoded(a attnArgs, lo, hi int) {
 			s.softmaxScores(s.scoresOf(a, h), scale)
 			clear(s.output(a, h))
 		}
-		for t := range a.n {
-			codes, vscale, voff := s.KV.ValueCodes(l, t, kvh)
-			v := kv[:hdv]
-			decodeCodes(s.tier, typ, v, codes)
+		for t := 0; t < a.n; t += codedBlock {
+			m := min(codedBlock, a.n-t)
+			for b := range m {
+				codes, vscale, voff := s.KV.ValueCodes(l, t+b, kvh)
+				decodeCodes(s.tier, typ, kv[b*hdv:][:hdv], codes)
+				vs[b], vo[b] = vscale, voff
+			}
 			for g0 := h0; g0 < h1; g0 += 8 {
-				w, f := ws[:min(h1-g0, 8)], fs[:min(h1-g0, 8)]
-				for j := range w {
-					p := s.scoresOf(a, g0+j)[t]
-					w[j], f[j] = p*vscale, float32(p*voff)
+				heads := min(h1-g0, 8)
+				for j := range heads {
+					sc := s.scoresOf(a, g0+j)[t : t+m]
+					for b, p := range sc {
+						ws[b*heads+j], fs[b*heads+j] = p*vs[b], float32(p*vo[b])
+					}
 				}
-				if typ == kvcache.Q8 {
-					f = nil
+				var f []float32
+				if typ != kvcache.Q8 {
+					f = fs[:m*heads]
 				}
-				s.tier.AddScaledHeads(a.att[g0*hdv:], hdv, v, w, f)
+				s.tier.AddScaledHeads(a.att[g0*hdv:], hdv, kv[:m*hdv], hdv, ws[:m*heads], f, heads)
 			}
 		}
 		h0 = h1
