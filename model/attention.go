@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"math"
 
+	"github.com/qsf-llm/qsf/kernels"
 	"github.com/qsf-llm/qsf/kvcache"
 )
 
@@ -186,13 +187,15 @@ func (s *State) attendF16(a attnArgs, lo, hi int) {
 }
 
 // attendCoded is the attention over a cache of quantized entries (Q8,
-// Q4, Q2): the dot products read the stored codes directly, one cached
-// position after another. The query heads of a KV head go together: each
-// cached key and value is decoded once for all of them, and up to four
-// heads' sums run side by side (independent sums, so they overlap in the
-// CPU instead of waiting on each other's adds). Each head's arithmetic is
-// that of dotCodedKey and addCodedValue on it alone (attendCodedHeads), in
-// the same order.
+// Q4, Q2): the dot products read the stored codes, decoded to float32,
+// one cached position after another. The query heads of a KV head go
+// together, up to eight at a time as the lanes of kernels.LanesDotSeq
+// (their queries transposed once): each block of cached keys is decoded
+// once for them (once per eight heads of a wider group), and each block
+// of cached values once for all of them (kernels.AddScaledHeads, which
+// adds a block's values to a head's output in order). Each head's
+// arithmetic is that of dotCodedKey and addCodedValue on it alone
+// (attendCodedHeads), in the same order.
 func (s *State) attendCoded(a attnArgs, lo, hi int) {
 	hp := &s.m.Hparams
 	hdk, hdv := hp.HeadDimK, hp.HeadDimV
@@ -203,35 +206,56 @@ func (s *State) attendCoded(a attnArgs, lo, hi int) {
 	l, typ := a.layer, s.KV.Type()
 	group := hp.Heads / hp.KVHeads
 	scale := scoreScale(hp)
-	// A decoded key or value, and a key group's per-channel scales and
-	// offsets.
-	var kv, kscale, koff [maxCodedDim]float32
+	// A key group's per-channel scales and offsets; a block of decoded
+	// keys, or of values; up to eight query heads transposed
+	// (element i of head h0+j at lanes[8*i+j]) and their scores of the
+	// block's keys; a block of values' scales and offsets, and their
+	// weights and offsets for eight heads (value-major).
+	var kscale, koff [maxCodedDim]float32
+	var kv [codedBlock * maxCodedDim]float32
+	var lanes [8 * maxCodedDim]float32
+	var dots [8 * codedBlock]float32
+	var vs, vo [codedBlock]float32
+	var ws, fs [codedBlock * 8]float32
 	for h0 := lo; h0 < hi; {
 		kvh := h0 / group
 		h1 := min(hi, (kvh+1)*group)
-		for t := 0; t < a.n; {
-			ck := s.KV.KeyCodes(l, t, kvh)
-			end := min(ck.First+ck.Slots, a.n)
-			if ck.Exact == nil {
-				for i := range hdk {
-					kscale[i], koff[i] = getF32(ck.Scales[4*i:]), getF32(ck.Offsets[4*i:])
+		for g0 := h0; g0 < h1; g0 += 8 {
+			g1 := min(h1, g0+8)
+			if g1-g0 < 8 {
+				clear(lanes[:8*hdk])
+			}
+			for h := g0; h < g1; h++ {
+				for i, x := range s.query(a, h) {
+					lanes[8*i+h-g0] = x
 				}
 			}
-			for ; t < end; t++ {
-				j := t - ck.First
-				var k []float32
-				if ck.Exact != nil {
-					k = ck.Exact[j*ck.Stride:][:hdk]
-				} else {
-					k = kv[:hdk]
-					decodeCodedKey(typ, k, ck.Codes[j*ck.Stride:], &kscale, &koff)
+			for t := 0; t < a.n; {
+				ck := s.KV.KeyCodes(l, t, kvh)
+				end := min(ck.First+ck.Slots, a.n)
+				if ck.Exact == nil {
+					for i := range hdk {
+						kscale[i], koff[i] = getF32(ck.Scales[4*i:]), getF32(ck.Offsets[4*i:])
+					}
 				}
-				h := h0
-				for ; h+4 <= h1; h += 4 {
-					s.scores4(a, h, t, k)
-				}
-				for ; h < h1; h++ {
-					s.scoresOf(a, h)[t] = dotF32Seq(s.query(a, h), k)
+				for t < end {
+					m := min(codedBlock, end-t)
+					j := t - ck.First
+					if ck.Exact != nil {
+						s.tier.LanesDotSeq(dots[:], lanes[:], ck.Exact[j*ck.Stride:], ck.Stride, m, hdk)
+					} else {
+						for b := range m {
+							decodeCodedKey(s.tier, typ, kv[b*hdk:][:hdk], ck.Codes[(j+b)*ck.Stride:], &kscale, &koff)
+						}
+						s.tier.LanesDotSeq(dots[:], lanes[:], kv[:], hdk, m, hdk)
+					}
+					for h := g0; h < g1; h++ {
+						sc := s.scoresOf(a, h)[t : t+m]
+						for b := range sc {
+							sc[b] = dots[8*b+h-g0]
+						}
+					}
+					t += m
 				}
 			}
 		}
@@ -239,17 +263,26 @@ func (s *State) attendCoded(a attnArgs, lo, hi int) {
 			s.softmaxScores(s.scoresOf(a, h), scale)
 			clear(s.output(a, h))
 		}
-		for t := range a.n {
-			codes, vscale, voff := s.KV.ValueCodes(l, t, kvh)
-			v := kv[:hdv]
-			decodeCodes(typ, v, codes)
-			h := h0
-			for ; h+4 <= h1; h += 4 {
-				s.addValue4(a, h, t, typ, v, vscale, voff)
+		for t := 0; t < a.n; t += codedBlock {
+			m := min(codedBlock, a.n-t)
+			for b := range m {
+				codes, vscale, voff := s.KV.ValueCodes(l, t+b, kvh)
+				decodeCodes(s.tier, typ, kv[b*hdv:][:hdv], codes)
+				vs[b], vo[b] = vscale, voff
 			}
-			for ; h < h1; h++ {
-				p := s.scoresOf(a, h)[t]
-				addDecodedValue(typ, s.output(a, h), v, p*vscale, float32(p*voff))
+			for g0 := h0; g0 < h1; g0 += 8 {
+				heads := min(h1-g0, 8)
+				for j := range heads {
+					sc := s.scoresOf(a, g0+j)[t : t+m]
+					for b, p := range sc {
+						ws[b*heads+j], fs[b*heads+j] = p*vs[b], float32(p*vo[b])
+					}
+				}
+				var f []float32
+				if typ != kvcache.Q8 {
+					f = fs[:m*heads]
+				}
+				s.tier.AddScaledHeads(a.att[g0*hdv:], hdv, kv[:m*hdv], hdv, ws[:m*heads], f, heads)
 			}
 		}
 		h0 = h1
@@ -260,77 +293,35 @@ func (s *State) attendCoded(a attnArgs, lo, hi int) {
 // ones go head by head (attendCodedHeads).
 const maxCodedDim = 256
 
-// scores4 stores the scores of query heads h..h+3 for slot t, whose
-// decoded key is k: dotF32Seq of each, side by side.
-func (s *State) scores4(a attnArgs, h, t int, k []float32) {
-	q0, q1, q2, q3 := s.query(a, h), s.query(a, h+1), s.query(a, h+2), s.query(a, h+3)
-	q0, q1, q2, q3 = q0[:len(k)], q1[:len(k)], q2[:len(k)], q3[:len(k)]
-	var d0, d1, d2, d3 float32
-	for i, x := range k {
-		d0 += float32(q0[i] * x)
-		d1 += float32(q1[i] * x)
-		d2 += float32(q2[i] * x)
-		d3 += float32(q3[i] * x)
-	}
-	s.scoresOf(a, h)[t], s.scoresOf(a, h+1)[t], s.scoresOf(a, h+2)[t], s.scoresOf(a, h+3)[t] = d0, d1, d2, d3
-}
-
-// addValue4 adds slot t's decoded value v (codes, see decodeCodes), with
-// its scale and offset, weighted by the probabilities of query heads
-// h..h+3, to their outputs: addDecodedValue of each, side by side.
-func (s *State) addValue4(a attnArgs, h, t int, typ kvcache.Type, v []float32, scale, offset float32) {
-	o0, o1, o2, o3 := s.output(a, h), s.output(a, h+1), s.output(a, h+2), s.output(a, h+3)
-	o0, o1, o2, o3 = o0[:len(v)], o1[:len(v)], o2[:len(v)], o3[:len(v)]
-	p0, p1, p2, p3 := s.scoresOf(a, h)[t], s.scoresOf(a, h+1)[t], s.scoresOf(a, h+2)[t], s.scoresOf(a, h+3)[t]
-	s0, s1, s2, s3 := p0*scale, p1*scale, p2*scale, p3*scale
-	if typ == kvcache.Q8 {
-		for i, c := range v {
-			o0[i] += float32(s0 * c)
-			o1[i] += float32(s1 * c)
-			o2[i] += float32(s2 * c)
-			o3[i] += float32(s3 * c)
-		}
-		return
-	}
-	f0, f1, f2, f3 := float32(p0*offset), float32(p1*offset), float32(p2*offset), float32(p3*offset)
-	for i, c := range v {
-		o0[i] += float32(s0*c) + f0
-		o1[i] += float32(s1*c) + f1
-		o2[i] += float32(s2*c) + f2
-		o3[i] += float32(s3*c) + f3
-	}
-}
-
-// dotF32Seq returns q·k summed in element order, as dotCodedKey does.
-func dotF32Seq(q, k []float32) float32 {
-	k = k[:len(q)]
-	var dot float32
-	for i, v := range q {
-		dot += float32(v * k[i])
-	}
-	return dot
-}
+// codedBlock is how many cached keys attendCoded decodes at a time.
+const codedBlock = 8
 
 // decodeCodedKey writes a key of a coded group to k: element i is
 // offset[i] + scale[i]·code(i), the product rounded to float32, as
-// dotCodedKey computes it.
-func decodeCodedKey(t kvcache.Type, k []float32, codes []byte, scale, offset *[maxCodedDim]float32) {
-	if t == kvcache.Q8 { // a key's codes are unsigned
+// dotCodedKey computes it. A Q4 key is decoded by tier tr's
+// kernels.DecodeQ4.
+func decodeCodedKey(tr *kernels.Tier, t kvcache.Type, k []float32, codes []byte, scale, offset *[maxCodedDim]float32) {
+	sc, off := scale[:len(k)], offset[:len(k)]
+	switch t {
+	case kvcache.Q4:
+		tr.DecodeQ4(k, codes, sc, off)
+		return
+	case kvcache.Q8: // a key's codes are unsigned
 		for i, c := range codes[:len(k)] {
 			k[i] = float32(c)
 		}
-	} else {
-		decodeCodes(t, k, codes)
+	default:
+		decodeCodes(tr, t, k, codes)
 	}
-	sc, off := scale[:len(k)], offset[:len(k)]
 	for i, c := range k {
 		k[i] = off[i] + float32(sc[i]*c)
 	}
 }
 
-// decodeCodes writes the codes of a cached value (or of a Q4 or Q2 key)
-// to v as float32, Q8's as signed bytes, as addCodedValue reads them.
-func decodeCodes(t kvcache.Type, v []float32, codes []byte) {
+// decodeCodes writes the codes of a cached value (or of a Q2 key)
+// to v as float32, Q8's as signed bytes, as addCodedValue reads them;
+// Q4's with tier tr's kernels.DecodeQ4.
+func decodeCodes(tr *kernels.Tier, t kvcache.Type, v []float32, codes []byte) {
 	switch t {
 	case kvcache.Q8:
 		codes = codes[:len(v)]
@@ -338,32 +329,11 @@ func decodeCodes(t kvcache.Type, v []float32, codes []byte) {
 			v[i] = float32(int8(c))
 		}
 	case kvcache.Q4:
-		n := len(v) / 2
-		codes = codes[:(len(v)+1)/2]
-		for i, c := range codes[:n] {
-			v[2*i], v[2*i+1] = float32(c&15), float32(c>>4)
-		}
-		if len(v)%2 != 0 {
-			v[len(v)-1] = float32(codes[n] & 15)
-		}
+		tr.DecodeQ4(v, codes, nil, nil)
 	case kvcache.Q2:
 		for i := range v {
 			v[i] = float32(codes[i/4] >> (2 * (i % 4)) & 3)
 		}
-	}
-}
-
-// addDecodedValue is addCodedValue on codes decoded by decodeCodes.
-func addDecodedValue(t kvcache.Type, out, v []float32, scale, offset float32) {
-	v = v[:len(out)]
-	if t == kvcache.Q8 {
-		for i, c := range v {
-			out[i] += float32(scale * c)
-		}
-		return
-	}
-	for i, c := range v {
-		out[i] += float32(scale*c) + offset
 	}
 }
 

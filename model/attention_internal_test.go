@@ -10,18 +10,20 @@ import (
 )
 
 // TestAttendCodedMatchesHeads checks attendCoded, which decodes each
-// cached key and value once for the query heads of its KV head and sums
-// up to four heads side by side, against attendCodedHeads (head by head,
-// straight from the codes) bit for bit: quantized caches of every type,
-// query-head groups of 1, 3 and 8 (a multiple of four and not), odd head
-// ranges, and slot counts in the first group, across groups and ending in
-// the exact group still being written.
+// cached key and value once for the query heads of its KV head (up to
+// eight heads as the lanes of kernels.LanesDotSeq), against
+// attendCodedHeads (head by head, straight from the codes) bit for bit,
+// on the current tier: quantized caches of every type, query-head groups
+// of 1, 3, 8 and 12 (more than one set of lanes), heads of 8 to 64
+// elements (20: tails of the 8-wide kernels), odd head ranges, and slot
+// counts in the first group, across groups and ending in the exact group
+// still being written.
 func TestAttendCodedMatchesHeads(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	pool := kernels.NewPool(1)
 	defer pool.Close()
 	for _, typ := range []kvcache.Type{kvcache.Q8, kvcache.Q4, kvcache.Q2} {
-		for _, shape := range []struct{ heads, kvHeads, hd int }{{4, 4, 64}, {6, 2, 16}, {16, 2, 32}, {8, 1, 8}} {
+		for _, shape := range []struct{ heads, kvHeads, hd int }{{4, 4, 64}, {6, 2, 16}, {16, 2, 32}, {8, 1, 8}, {24, 2, 20}} {
 			m := &Model{Hparams: Hparams{Layers: 2, Embd: shape.heads * shape.hd, FFN: 8, Vocab: 4,
 				Heads: shape.heads, KVHeads: shape.kvHeads, HeadDimK: shape.hd, HeadDimV: shape.hd, RopeDim: shape.hd}}
 			hp := &m.Hparams
