@@ -243,6 +243,21 @@ func x40Toks(act func(t, off int) Mem, accs []VecPhysical, gfni, posBias bool) {
 	}
 }
 
+// strided returns the memory operand at off of item t%4 of the four at
+// base, stride bytes apart (stride3 holding three strides): activation t
+// of a tile's packed four, or its output row.
+func strided(base Register, t, off int, stride, stride3 Register) Mem {
+	switch t % 4 {
+	case 0:
+		return m(base, off)
+	case 1:
+		return mi(base, off, stride, 1)
+	case 2:
+		return mi(base, off, stride, 2)
+	}
+	return mi(base, off, stride3, 1)
+}
+
 // q40x8Tn is dotQ4_0x8T<tokens>AVX512, the tile of 2 to 8 activations
 // (packed by packQ4_0x8TN: activation t's prepQ4_0x8 form, the bias
 // negated, at t·nb·40) against groups of 8 rows, two at a time (lanes
@@ -299,22 +314,9 @@ func q40x8Tn(tokens int, gfni bool) {
 	}
 
 	accs := []VecPhysical{Z0, Z1, Z2, Z3, Z24, Z25, Z26, Z27}[:tokens]
-	// quad returns the memory operand at off of activation t%4 of the
-	// four at base, whose stride is R14 (R15 three strides).
-	quad := func(base Register, t, off int) Mem {
-		switch t % 4 {
-		case 0:
-			return m(base, off)
-		case 1:
-			return mi(base, off, R14, 1)
-		case 2:
-			return mi(base, off, R14, 2)
-		}
-		return mi(base, off, R15, 1)
-	}
 	block := func(woff, aoff int) {
 		x40LoadM(woff, gfni)
-		x40Toks(func(t, off int) Mem { return quad([]Register{RDI, RDX}[t/4], t, aoff+off) }, accs, gfni, false)
+		x40Toks(func(t, off int) Mem { return strided([]Register{RDI, RDX}[t/4], t, aoff+off, R14, R15) }, accs, gfni, false)
 	}
 
 	Label(label(fn, "pair"))
@@ -365,19 +367,7 @@ func q40x8Tn(tokens int, gfni bool) {
 	LEAQ(mi(R12, 0, R12, 2), RCX)
 	LEAQ(mi(R8, 0, R12, 4), RDX)
 	for t, a := range accs {
-		base := []Register{R8, RDX}[t/4]
-		var dst Mem
-		switch t % 4 {
-		case 0:
-			dst = m(base, 0)
-		case 1:
-			dst = mi(base, 0, R12, 1)
-		case 2:
-			dst = mi(base, 0, R12, 2)
-		case 3:
-			dst = mi(base, 0, RCX, 1)
-		}
-		VMOVUPS(a, K1, dst)
+		VMOVUPS(a, K1, strided([]Register{R8, RDX}[t/4], t, 0, R12, RCX))
 	}
 	ADDQ(U8(64), R8)
 	ADDQ(R13, RSI) // past the second group
@@ -469,20 +459,9 @@ func q40x16Tn(tokens int, gfni bool) {
 	}
 
 	accs := []VecPhysical{Z0, Z1, Z2, Z3, Z24, Z25, Z26, Z27}[:tokens]
-	quad := func(base Register, t, off int) Mem {
-		switch t % 4 {
-		case 0:
-			return m(base, off)
-		case 1:
-			return mi(base, off, R14, 1)
-		case 2:
-			return mi(base, off, R14, 2)
-		}
-		return mi(base, off, R15, 1)
-	}
 	block := func(woff, aoff int) {
 		x16Load(woff, gfni)
-		x40Toks(func(t, off int) Mem { return quad([]Register{RDI, RDX}[t/4], t, aoff+off) }, accs, gfni, tokens == 1)
+		x40Toks(func(t, off int) Mem { return strided([]Register{RDI, RDX}[t/4], t, aoff+off, R14, R15) }, accs, gfni, tokens == 1)
 	}
 
 	Label(label(fn, "group"))
@@ -525,19 +504,7 @@ func q40x16Tn(tokens int, gfni bool) {
 		LEAQ(mi(R8, 0, R12, 4), RDX)
 	}
 	for t, a := range accs {
-		base := []Register{R8, RDX}[t/4]
-		var dst Mem
-		switch t % 4 {
-		case 0:
-			dst = m(base, 0)
-		case 1:
-			dst = mi(base, 0, R12, 1)
-		case 2:
-			dst = mi(base, 0, R12, 2)
-		case 3:
-			dst = mi(base, 0, RCX, 1)
-		}
-		VMOVUPS(a, dst)
+		VMOVUPS(a, strided([]Register{R8, RDX}[t/4], t, 0, R12, RCX))
 	}
 	ADDQ(U8(64), R8)
 	DECQ(R9)
